@@ -1,0 +1,185 @@
+// Package adapter is the contract between mcpd's engine and the packages that
+// do a tool's work (HTTP, shell, SQL). The engine knows nothing of HTTP, shell
+// or SQL; an adapter knows nothing of MCP. Adapters are registered by the name
+// of the block that selects them inside a tool ("http", "shell", "sql") in a
+// Registry that main builds and hands to the engine.
+//
+// Everything fallible happens at load time: CompileTool decodes and checks the
+// block and returns a Handler that holds compiled expressions. At call time
+// the engine validates the arguments, then calls Handler.Call with them.
+package adapter
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/hashicorp/hcl/v2"
+)
+
+// An Adapter turns the adapter block of one tool into a Handler.
+type Adapter interface {
+	// CompileTool decodes b.Body and checks everything that can be checked
+	// before a call: attribute types, references to params (b.Scope.Check),
+	// placeholders, backends. Diagnostics must carry source ranges.
+	CompileTool(b *ToolBlock) (Handler, hcl.Diagnostics)
+}
+
+// A BackendAdapter is an Adapter that also owns a top-level block of shared
+// connection settings, such as `database "main" { ... }` or
+// `http_backend "github" { ... }`, which tools refer to by name.
+type BackendAdapter interface {
+	Adapter
+	// BackendBlock is the top-level block type this adapter owns.
+	BackendBlock() string
+	// DecodeBackend decodes and checks one backend block. It must not touch
+	// the network or the file system beyond reading declared files.
+	DecodeBackend(b *BackendBlock) (BackendConfig, hcl.Diagnostics)
+}
+
+// A BackendConfig is the decoded, checked settings of one backend block: a
+// plain value, separate from the live connection it describes.
+type BackendConfig interface {
+	// Fingerprint identifies the settings. When a reload yields a backend of
+	// the same type and name with an equal fingerprint, the engine keeps the
+	// live backend (and its connection pool) instead of opening a new one.
+	Fingerprint() string
+	// Open builds the live backend. It must not block on the network:
+	// connections are made lazily, on the first call that needs one, so that
+	// a backend that is down is a tool error and not a load failure.
+	Open() (Backend, error)
+}
+
+// A Backend is a live, shared connection resource (a pool, an HTTP client).
+// Close is called once no call can use it any more.
+type Backend interface {
+	Close() error
+}
+
+// A Handler runs one tool's adapter at call time. It must be safe for
+// concurrent use and must honour ctx: cancellation and deadlines end the work
+// (kill the process, cancel the query, abort the request).
+type Handler interface {
+	// Call does the work. An error is a tool error the model sees (isError),
+	// so its text must say what failed in terms the model can act on, and it
+	// must never contain secrets.
+	Call(ctx context.Context, req *Request) (*Output, error)
+	// Vars names the variables this handler's Output.Vars provides, so that
+	// result expressions can be checked at load time.
+	Vars() []string
+}
+
+// ToolBlock is the adapter block of one tool, handed to CompileTool.
+type ToolBlock struct {
+	Tool  string    // the tool's name, for messages
+	Type  string    // the block type ("http", "shell", "sql")
+	Body  hcl.Body  // the block's body; the adapter decodes its own schema
+	Range hcl.Range // the block's definition range, for diagnostics
+	Scope *Scope    // what the block's expressions may use
+	// Backend returns the live backend declared by a top-level block of the
+	// given type and name (e.g. "database", "main").
+	Backend func(blockType, name string) (Backend, bool)
+}
+
+// BackendBlock is one top-level backend block, handed to DecodeBackend.
+type BackendBlock struct {
+	Name  string
+	Body  hcl.Body
+	Range hcl.Range
+	Scope *Scope // backends have no args: Scope.Params is empty
+}
+
+// Request is one call of a tool, with arguments already validated against the
+// tool's schema and defaults applied.
+type Request struct {
+	Tool string
+	// Args are the validated arguments as decoded from JSON (string, float64,
+	// bool, []any, map[string]any, nil).
+	Args map[string]any
+	// Eval is the evaluation context for the block's expressions: the
+	// functions of the file the tool is declared in and the variable `args`.
+	Eval *hcl.EvalContext
+	// Progress reports progress to the client when it asked for it (the
+	// request carried a progress token); otherwise it does nothing. Never nil.
+	Progress func(progress, total float64, message string)
+}
+
+// Output is what a Handler produced. The engine turns it into a tool result:
+// when the tool has a `result` block, its expressions are evaluated over Vars
+// (and `args`); otherwise Text, Media and Structured are used as they are.
+type Output struct {
+	// Vars are the values result expressions see, e.g. body, status and
+	// headers for HTTP; stdout, stderr and exit_code for shell; rows,
+	// columns and row_count for SQL. Keys must match Handler.Vars.
+	Vars map[string]any
+	// Structured is the default structuredContent (a JSON object, as
+	// map[string]any), or nil.
+	Structured map[string]any
+	// Text is the default text content. When empty and Structured is set, the
+	// engine uses Structured's JSON.
+	Text string
+	// Media are binary contents (images, audio) returned as they are.
+	Media []Media
+}
+
+// Media is one binary content block.
+type Media struct {
+	MIMEType string
+	Data     []byte
+}
+
+// Registry maps block names to adapters. It is built in main and passed in;
+// there is no global registry.
+type Registry struct {
+	tools    map[string]Adapter
+	backends map[string]BackendAdapter
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry {
+	return &Registry{tools: map[string]Adapter{}, backends: map[string]BackendAdapter{}}
+}
+
+// Register adds an adapter under the tool-level block name that selects it.
+// A BackendAdapter's backend block is registered too. Registering a name
+// twice is a programming error and panics.
+func (r *Registry) Register(block string, a Adapter) {
+	if _, dup := r.tools[block]; dup {
+		panic(fmt.Sprintf("adapter: block %q registered twice", block))
+	}
+	r.tools[block] = a
+	if ba, ok := a.(BackendAdapter); ok {
+		name := ba.BackendBlock()
+		if _, dup := r.backends[name]; dup {
+			panic(fmt.Sprintf("adapter: backend block %q registered twice", name))
+		}
+		r.backends[name] = ba
+	}
+}
+
+// Adapter returns the adapter registered for a tool-level block name.
+func (r *Registry) Adapter(block string) (Adapter, bool) {
+	a, ok := r.tools[block]
+	return a, ok
+}
+
+// BackendAdapter returns the adapter owning a top-level backend block type.
+func (r *Registry) BackendAdapter(block string) (BackendAdapter, bool) {
+	a, ok := r.backends[block]
+	return a, ok
+}
+
+// ToolBlocks lists the registered tool-level block names, sorted.
+func (r *Registry) ToolBlocks() []string { return sortedKeys(r.tools) }
+
+// BackendBlocks lists the registered backend block types, sorted.
+func (r *Registry) BackendBlocks() []string { return sortedKeys(r.backends) }
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
