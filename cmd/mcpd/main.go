@@ -1,0 +1,326 @@
+// Command mcpd serves the tools, resources and prompts declared in HCL files
+// over MCP. This file holds the command line only: flags, environment and
+// wiring; the work is in engine/ and adapters/.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"sort"
+	"strings"
+	"syscall"
+
+	"github.com/mcpd/mcpd/engine"
+	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/config"
+)
+
+// version is set at build time with -ldflags "-X main.version=v1.2.3".
+var version = ""
+
+func mcpdVersion() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}
+
+const usage = `mcpd serves tools declared in HCL over the Model Context Protocol.
+
+Usage:
+  mcpd serve    [-c PATH]... [--stdio | --http ADDR]   serve MCP (default: HTTP on 127.0.0.1:8080)
+  mcpd validate [-c PATH]... [--format text|json]      check a config; exit 1 on errors
+  mcpd list     [-c PATH]... [--json]                  list tools, resources and prompts
+  mcpd call     [-c PATH]... TOOL [--args JSON | k=v ...]  run one tool in-process
+  mcpd version                                          print the version
+
+-c/--config takes a file or a directory of *.hcl files and may be repeated;
+the default is ./tools.hcl. Every flag can also be set as MCPD_<FLAG>, e.g.
+MCPD_HTTP=0.0.0.0:8080 or MCPD_CONFIG=/etc/mcpd (several paths separated by ':').
+Run 'mcpd COMMAND -h' for a command's flags.
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	cmd, rest := args[0], args[1:]
+	var err error
+	switch cmd {
+	case "serve":
+		err = serveCmd(rest, stderr)
+	case "validate":
+		err = validateCmd(rest, stdout, stderr)
+	case "list":
+		err = listCmd(rest, stdout, stderr)
+	case "call":
+		err = callCmd(rest, stdout, stderr)
+	case "version", "--version", "-v":
+		fmt.Fprintf(stdout, "mcpd %s\n", mcpdVersion())
+		return 0
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "mcpd: unknown command %q\n\n%s", cmd, usage)
+		return 2
+	}
+	var exit exitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, &exit):
+		return int(exit)
+	default:
+		fmt.Fprintf(stderr, "mcpd %s: %v\n", cmd, err)
+		return 1
+	}
+}
+
+// exitError ends a command with a status code after it has said why.
+type exitError int
+
+func (e exitError) Error() string { return fmt.Sprintf("exit %d", int(e)) }
+
+// registry builds the adapter registry: every adapter mcpd ships, under the
+// block name that selects it.
+func registry() *adapter.Registry {
+	reg := adapter.NewRegistry()
+	registerAdapters(reg)
+	return reg
+}
+
+// pathList is the repeatable -c flag.
+type pathList []string
+
+func (p *pathList) String() string { return strings.Join(*p, string(os.PathListSeparator)) }
+func (p *pathList) Set(v string) error {
+	for _, s := range strings.Split(v, string(os.PathListSeparator)) {
+		if s != "" {
+			*p = append(*p, s)
+		}
+	}
+	return nil
+}
+
+// common are the flags every config-reading command takes.
+type common struct {
+	configs  pathList
+	logLevel string
+}
+
+func newFlagSet(name string, stderr io.Writer) (*flag.FlagSet, *common) {
+	fs := flag.NewFlagSet("mcpd "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	c := &common{}
+	fs.Var(&c.configs, "config", "config file or directory of *.hcl (repeatable; default ./tools.hcl)")
+	fs.Var(&c.configs, "c", "shorthand for --config")
+	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	return fs, c
+}
+
+// parse parses flags, then fills every flag not given on the command line
+// from its MCPD_* environment variable.
+func parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if set["c"] {
+		set["config"] = true
+	}
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		if set[f.Name] || f.Name == "c" || err != nil {
+			return
+		}
+		env := "MCPD_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v, ok := os.LookupEnv(env); ok {
+			if e := fs.Set(f.Name, v); e != nil {
+				err = fmt.Errorf("%s: %w", env, e)
+			}
+		}
+	})
+	return err
+}
+
+func (c *common) paths() []string {
+	if len(c.configs) == 0 {
+		return []string{"tools.hcl"}
+	}
+	return c.configs
+}
+
+func (c *common) logger(stderr io.Writer) *slog.Logger {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(c.logLevel)); err != nil {
+		level = slog.LevelInfo
+	}
+	l := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	slog.SetDefault(l)
+	return l
+}
+
+// load loads and compiles the config, printing diagnostics to stderr. It
+// fails when there are errors.
+func load(c *common, reg *adapter.Registry, stderr io.Writer) (*engine.Loaded, error) {
+	l := engine.Load(c.paths(), reg, nil, mcpdVersion())
+	config.WriteDiagnostics(stderr, l.Diagnostics, l.Sources)
+	if l.Snapshot == nil {
+		return nil, exitError(1)
+	}
+	return l, nil
+}
+
+func validateCmd(args []string, stdout, stderr io.Writer) error {
+	fs, c := newFlagSet("validate", stderr)
+	format := fs.String("format", "text", "output format: text or json")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	l := engine.Load(c.paths(), registry(), nil, mcpdVersion())
+	if l.Snapshot != nil {
+		defer l.Snapshot.Close()
+	}
+	switch *format {
+	case "json":
+		stdout.Write(config.MarshalDiagnostics(l.Diagnostics))
+	case "text":
+		config.WriteDiagnostics(stderr, l.Diagnostics, l.Sources)
+		if l.Snapshot != nil {
+			s := l.Snapshot
+			fmt.Fprintf(stdout, "%s: valid (%d tools, %d resources, %d resource templates, %d prompts)\n",
+				strings.Join(l.Files, ", "), len(s.Tools), len(s.Resources), len(s.Templates), len(s.Prompts))
+		}
+	default:
+		return fmt.Errorf("unknown --format %q (text or json)", *format)
+	}
+	if l.Snapshot == nil {
+		return exitError(1)
+	}
+	return nil
+}
+
+func listCmd(args []string, stdout, stderr io.Writer) error {
+	fs, c := newFlagSet("list", stderr)
+	asJSON := fs.Bool("json", false, "print JSON: the tools, resources, templates and prompts as clients see them")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	l, err := load(c, registry(), stderr)
+	if err != nil {
+		return err
+	}
+	s := l.Snapshot
+	defer s.Close()
+	if *asJSON {
+		out := map[string]any{"tools": []any{}, "resources": []any{}, "resourceTemplates": []any{}, "prompts": []any{}}
+		var tools, res, tmpl, prompts []any
+		for _, t := range s.Tools {
+			tools = append(tools, t.Def)
+		}
+		for _, r := range s.Resources {
+			res = append(res, r.Def)
+		}
+		for _, t := range s.Templates {
+			tmpl = append(tmpl, t.Def)
+		}
+		for _, p := range s.Prompts {
+			prompts = append(prompts, p.Def)
+		}
+		for k, v := range map[string][]any{"tools": tools, "resources": res, "resourceTemplates": tmpl, "prompts": prompts} {
+			if v != nil {
+				out[k] = v
+			}
+		}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(out)
+	}
+	for _, t := range s.Tools {
+		fmt.Fprintf(stdout, "tool %s(%s)\n", t.Def.Name, paramSummary(t.Def.InputSchema))
+		if t.Def.Description != "" {
+			fmt.Fprintf(stdout, "    %s\n", firstLine(t.Def.Description))
+		}
+	}
+	for _, r := range s.Resources {
+		fmt.Fprintf(stdout, "resource %s  %s\n", r.Def.URI, r.Def.MIMEType)
+	}
+	for _, t := range s.Templates {
+		fmt.Fprintf(stdout, "resource_template %s  %s\n", t.Def.URITemplate, t.Def.MIMEType)
+	}
+	for _, p := range s.Prompts {
+		var names []string
+		for _, a := range p.Def.Arguments {
+			names = append(names, a.Name)
+		}
+		fmt.Fprintf(stdout, "prompt %s(%s)\n", p.Def.Name, strings.Join(names, ", "))
+	}
+	return nil
+}
+
+// paramSummary renders an input schema's properties as "name: type, ...",
+// with optional ones marked by '?'.
+func paramSummary(schema any) string {
+	m, _ := schema.(map[string]any)
+	props, _ := m["properties"].(map[string]any)
+	req := map[string]bool{}
+	if r, ok := m["required"].([]any); ok {
+		for _, n := range r {
+			if s, ok := n.(string); ok {
+				req[s] = true
+			}
+		}
+	}
+	names := make([]string, 0, len(props))
+	for n := range props {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	parts := make([]string, 0, len(names))
+	for _, n := range names {
+		typ := "any"
+		if p, ok := props[n].(map[string]any); ok {
+			if t, ok := p["type"].(string); ok {
+				typ = t
+			}
+		}
+		opt := ""
+		if !req[n] {
+			opt = "?"
+		}
+		parts = append(parts, fmt.Sprintf("%s%s: %s", n, opt, typ))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// signalContext is cancelled by SIGINT or SIGTERM.
+func signalContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/mcpd/mcpd/engine/serve"
+	"github.com/mcpd/mcpd/engine/snapshot"
+)
+
+// stringList is a repeatable flag of strings; commas also separate.
+type stringList []string
+
+func (s *stringList) String() string { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error {
+	for _, p := range strings.Split(v, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			*s = append(*s, p)
+		}
+	}
+	return nil
+}
+
+func serveCmd(args []string, stderr io.Writer) error {
+	fs, c := newFlagSet("serve", stderr)
+	stdio := fs.Bool("stdio", false, "serve one client on stdin/stdout (for desktop hosts)")
+	addr := fs.String("http", "127.0.0.1:8080", "address for Streamable HTTP; the endpoint is /mcp")
+	var hosts, origins stringList
+	fs.Var(&hosts, "allowed-host", "Host header accepted besides loopback names (repeatable; * for any)")
+	fs.Var(&origins, "allowed-origin", "Origin accepted besides loopback origins (repeatable; * for any)")
+	jsonResp := fs.Bool("json-response", false, "answer HTTP requests with application/json instead of SSE where possible")
+	listTTL := fs.Duration("list-ttl", 10*time.Second, "how long clients of the 2026 protocol may cache lists (ttlMs)")
+	sessionTimeout := fs.Duration("session-timeout", 30*time.Minute, "close legacy HTTP sessions idle this long (0: never)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	logger := c.logger(stderr)
+	reg := registry()
+	l, err := load(c, reg, stderr)
+	if err != nil {
+		return err
+	}
+	var current snapshot.Current
+	current.Swap(l.Snapshot)
+	defer func() { current.Load().Close() }()
+	srv := serve.New(&current, serve.Options{ListTTL: *listTTL, Logger: logger})
+
+	ctx, cancel := signalContext()
+	defer cancel()
+	s := l.Snapshot
+	logger.Info("config loaded", "files", strings.Join(l.Files, ","), "tools", len(s.Tools), "resources", len(s.Resources)+len(s.Templates), "prompts", len(s.Prompts))
+
+	if *stdio {
+		logger.Info("serving MCP on stdio")
+		if err := srv.RunStdio(ctx); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
+			return err
+		}
+		return nil
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", srv.HTTPHandler(serve.HTTPOptions{
+		AllowedHosts: hosts, AllowedOrigins: origins, JSONResponse: *jsonResp, SessionTimeout: *sessionTimeout,
+	}))
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	logger.Info("serving MCP over Streamable HTTP", "url", fmt.Sprintf("http://%s/mcp", ln.Addr()))
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	shutdown, cancelShutdown := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancelShutdown()
+	logger.Info("shutting down")
+	if err := hs.Shutdown(shutdown); err != nil {
+		slog.Warn("shutdown", "err", err)
+	}
+	return nil
+}
+

@@ -1,0 +1,217 @@
+// Package config is mcpd's configuration language: it loads HCL files into
+// plain structs that keep the source range of everything a later check may
+// need to blame. Loading checks the syntax, the structure (unknown
+// attributes, wrong types, duplicate names, invalid names); compiling the
+// result into something callable (schemas, adapters, expressions) is the
+// snapshot package's job.
+package config
+
+import "github.com/hashicorp/hcl/v2"
+
+// Config is one whole configuration, merged from every file it was loaded from.
+type Config struct {
+	Server            *Server
+	Tools             []*Tool
+	Resources         []*Resource
+	ResourceTemplates []*ResourceTemplate
+	Prompts           []*Prompt
+	Backends          []*Backend
+	// Files are the config files read, in load order.
+	Files []string
+	// Sources maps each file to its text, for printing diagnostics.
+	Sources map[string][]byte
+}
+
+// Server describes the server itself to clients.
+type Server struct {
+	Name         string    `hcl:"name,optional"`
+	Version      string    `hcl:"version,optional"`
+	Title        string    `hcl:"title,optional"`
+	Instructions string    `hcl:"instructions,optional"`
+	WebsiteURL   string    `hcl:"website_url,optional"`
+	DeclRange    hcl.Range `hcl:",def_range"`
+}
+
+// Tool is one `tool "name" { ... }` block.
+type Tool struct {
+	Name         string         `hcl:"name,label"`
+	NameRange    hcl.Range      `hcl:"name,label_range"`
+	Title        string         `hcl:"title,optional"`
+	Description  string         `hcl:"description,optional"`
+	Annotations  *Annotations   `hcl:"annotations,block"`
+	Params       []*Param       `hcl:"param,block"`
+	InputSchema  *hcl.Attribute `hcl:"input_schema,optional"`
+	OutputSchema *hcl.Attribute `hcl:"output_schema,optional"`
+	Result       *Result        `hcl:"result,block"`
+	Progress     *Progress      `hcl:"progress,block"`
+	Remain       hcl.Body       `hcl:",remain"`
+	DeclRange    hcl.Range      `hcl:",def_range"`
+
+	// Adapter is the tool's adapter block, if any (taken from Remain).
+	Adapter *AdapterBlock
+	// Dir is the directory of the file the tool is declared in.
+	Dir string
+}
+
+// Annotations are the tool's behaviour hints for clients.
+type Annotations struct {
+	Title       string `hcl:"title,optional"`
+	ReadOnly    *bool  `hcl:"read_only,optional"`
+	Destructive *bool  `hcl:"destructive,optional"`
+	Idempotent  *bool  `hcl:"idempotent,optional"`
+	OpenWorld   *bool  `hcl:"open_world,optional"`
+}
+
+// Param is one `param "name" { ... }` block: one property of the tool's
+// input schema. Constraint attributes are kept as attributes so that the
+// schema compiler can check their values and blame their ranges.
+type Param struct {
+	Name             string         `hcl:"name,label"`
+	Type             string         `hcl:"type,optional"`
+	Title            string         `hcl:"title,optional"`
+	Description      string         `hcl:"description,optional"`
+	Required         *bool          `hcl:"required,optional"`
+	Nullable         bool           `hcl:"nullable,optional"`
+	Default          *hcl.Attribute `hcl:"default,optional"`
+	Enum             *hcl.Attribute `hcl:"enum,optional"`
+	Minimum          *hcl.Attribute `hcl:"minimum,optional"`
+	Maximum          *hcl.Attribute `hcl:"maximum,optional"`
+	ExclusiveMinimum *hcl.Attribute `hcl:"exclusive_minimum,optional"`
+	ExclusiveMaximum *hcl.Attribute `hcl:"exclusive_maximum,optional"`
+	MinLength        *hcl.Attribute `hcl:"min_length,optional"`
+	MaxLength        *hcl.Attribute `hcl:"max_length,optional"`
+	Pattern          *hcl.Attribute `hcl:"pattern,optional"`
+	Format           string         `hcl:"format,optional"`
+	MinItems         *hcl.Attribute `hcl:"min_items,optional"`
+	MaxItems         *hcl.Attribute `hcl:"max_items,optional"`
+	UniqueItems      bool           `hcl:"unique_items,optional"`
+	Items            *hcl.Attribute `hcl:"items,optional"`
+	Properties       *hcl.Attribute `hcl:"properties,optional"`
+	Examples         *hcl.Attribute `hcl:"examples,optional"`
+	DeclRange        hcl.Range      `hcl:",def_range"`
+}
+
+// Result is a tool's `result { ... }` block: how the output becomes content.
+// Structured, Text, ErrorWhen and ErrorMessage are expr-lang expressions
+// (strings in HCL) over the adapter's output variables and `args`; Contents
+// are literal content blocks whose attributes are HCL expressions over `args`.
+type Result struct {
+	Structured   *hcl.Attribute `hcl:"structured,optional"`
+	Text         *hcl.Attribute `hcl:"text,optional"`
+	ErrorWhen    *hcl.Attribute `hcl:"error_when,optional"`
+	ErrorMessage *hcl.Attribute `hcl:"error_message,optional"`
+	Contents     []*Content     `hcl:"content,block"`
+	DeclRange    hcl.Range      `hcl:",def_range"`
+}
+
+// Content is one `content "type" { ... }` block: text, image, audio,
+// resource (embedded) or resource_link. Its attributes are HCL expressions
+// evaluated per call with `args` in scope.
+type Content struct {
+	Type        string         `hcl:"type,label"`
+	TypeRange   hcl.Range      `hcl:"type,label_range"`
+	Text        *hcl.Attribute `hcl:"text,optional"`
+	Data        *hcl.Attribute `hcl:"data,optional"`
+	Blob        *hcl.Attribute `hcl:"blob,optional"`
+	URI         *hcl.Attribute `hcl:"uri,optional"`
+	MIMEType    *hcl.Attribute `hcl:"mime_type,optional"`
+	Name        *hcl.Attribute `hcl:"name,optional"`
+	Title       *hcl.Attribute `hcl:"title,optional"`
+	Description *hcl.Attribute `hcl:"description,optional"`
+	DeclRange   hcl.Range      `hcl:",def_range"`
+}
+
+// Progress declares progress notifications a tool sends while it runs, at
+// fixed steps (for long declarative tools and for testing clients).
+type Progress struct {
+	Steps     *hcl.Attribute `hcl:"steps"`
+	Total     *hcl.Attribute `hcl:"total,optional"`
+	Interval  *hcl.Attribute `hcl:"interval,optional"`
+	Message   *hcl.Attribute `hcl:"message,optional"`
+	DeclRange hcl.Range      `hcl:",def_range"`
+}
+
+// AdapterBlock is the block inside a tool (or resource) that selects the
+// adapter doing the work, such as `http { ... }`. Its body belongs to the
+// adapter.
+type AdapterBlock struct {
+	Type      string
+	Body      hcl.Body
+	DeclRange hcl.Range
+}
+
+// Backend is a top-level block owned by an adapter, such as
+// `database "main" { ... }`.
+type Backend struct {
+	Type      string
+	Name      string
+	Body      hcl.Body
+	DeclRange hcl.Range
+	Dir       string
+}
+
+// Resource is one `resource "name" { ... }` block.
+type Resource struct {
+	Name        string         `hcl:"name,label"`
+	URI         string         `hcl:"uri"`
+	Title       string         `hcl:"title,optional"`
+	Description string         `hcl:"description,optional"`
+	MIMEType    string         `hcl:"mime_type,optional"`
+	Text        *hcl.Attribute `hcl:"text,optional"`
+	Blob        *hcl.Attribute `hcl:"blob,optional"`
+	File        *hcl.Attribute `hcl:"file,optional"`
+	Remain      hcl.Body       `hcl:",remain"`
+	DeclRange   hcl.Range      `hcl:",def_range"`
+
+	Adapter *AdapterBlock
+	Dir     string
+}
+
+// ResourceTemplate is one `resource_template "name" { ... }` block. The
+// variables of its URI template are its arguments, as `args.<var>`.
+type ResourceTemplate struct {
+	Name        string         `hcl:"name,label"`
+	URITemplate string         `hcl:"uri_template"`
+	Title       string         `hcl:"title,optional"`
+	Description string         `hcl:"description,optional"`
+	MIMEType    string         `hcl:"mime_type,optional"`
+	Text        *hcl.Attribute `hcl:"text,optional"`
+	Blob        *hcl.Attribute `hcl:"blob,optional"`
+	Completions *hcl.Attribute `hcl:"completions,optional"`
+	Remain      hcl.Body       `hcl:",remain"`
+	DeclRange   hcl.Range      `hcl:",def_range"`
+
+	Adapter *AdapterBlock
+	Dir     string
+}
+
+// Prompt is one `prompt "name" { ... }` block.
+type Prompt struct {
+	Name        string      `hcl:"name,label"`
+	Title       string      `hcl:"title,optional"`
+	Description string      `hcl:"description,optional"`
+	Arguments   []*Argument `hcl:"argument,block"`
+	Messages    []*Message  `hcl:"message,block"`
+	DeclRange   hcl.Range   `hcl:",def_range"`
+
+	Dir string
+}
+
+// Argument is one argument of a prompt.
+type Argument struct {
+	Name        string         `hcl:"name,label"`
+	Title       string         `hcl:"title,optional"`
+	Description string         `hcl:"description,optional"`
+	Required    bool           `hcl:"required,optional"`
+	Completions *hcl.Attribute `hcl:"completions,optional"`
+	DeclRange   hcl.Range      `hcl:",def_range"`
+}
+
+// Message is one message of a prompt: a role and either `text` or exactly one
+// content block.
+type Message struct {
+	Role      string         `hcl:"role,optional"`
+	Text      *hcl.Attribute `hcl:"text,optional"`
+	Contents  []*Content     `hcl:"content,block"`
+	DeclRange hcl.Range      `hcl:",def_range"`
+}

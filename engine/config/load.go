@@ -1,0 +1,399 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/gohcl"
+	"github.com/hashicorp/hcl/v2/hclparse"
+
+	"github.com/mcpd/mcpd/engine/funcs"
+)
+
+// Blocks names the adapter-owned block types the loader accepts: the blocks
+// inside a tool that select an adapter ("http", "shell", "sql") and the
+// top-level backend blocks ("database", "http_backend"). They come from the
+// adapter registry, which the config package does not import.
+type Blocks struct {
+	Adapters []string
+	Backends []string
+}
+
+// toolNameRE is the spec's rule for tool names.
+var toolNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
+
+// identRE is the rule for every other name mcpd declares (params, prompts,
+// backends): they appear in expressions and URIs, so keep them simple.
+var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]{0,127}$`)
+
+// fileContent is the top level of one config file.
+type fileContent struct {
+	Servers           []*Server           `hcl:"server,block"`
+	Tools             []*Tool             `hcl:"tool,block"`
+	Resources         []*Resource         `hcl:"resource,block"`
+	ResourceTemplates []*ResourceTemplate `hcl:"resource_template,block"`
+	Prompts           []*Prompt           `hcl:"prompt,block"`
+	Remain            hcl.Body            `hcl:",remain"`
+}
+
+// Load reads every config file named by paths (files, or directories whose
+// *.hcl files are read in sorted order) into one Config. It returns all the
+// diagnostics it finds, not just the first; the Config is nil only when
+// nothing could be read.
+func Load(paths []string, blocks Blocks) (*Config, hcl.Diagnostics) {
+	files, diags := ExpandPaths(paths)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	parser := hclparse.NewParser()
+	cfg := &Config{Files: files}
+	for _, name := range files {
+		f, d := parser.ParseHCLFile(name)
+		diags = append(diags, d...)
+		if f == nil || d.HasErrors() {
+			continue
+		}
+		diags = append(diags, decodeFile(cfg, f.Body, filepath.Dir(name), blocks)...)
+	}
+	cfg.Sources = parser.Sources()
+	diags = append(diags, checkUnique(cfg)...)
+	return cfg, diags
+}
+
+// ExpandPaths turns the paths given on the command line into the sorted list
+// of files to read. A directory contributes its *.hcl files (not its
+// subdirectories, and not hidden files such as editors' swap files).
+func ExpandPaths(paths []string) ([]string, hcl.Diagnostics) {
+	var files []string
+	var diags hcl.Diagnostics
+	seen := map[string]bool{}
+	for _, p := range paths {
+		info, err := os.Stat(p)
+		if err != nil {
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Cannot read config",
+				Detail:   err.Error(),
+			})
+			continue
+		}
+		var found []string
+		if info.IsDir() {
+			entries, err := os.ReadDir(p)
+			if err != nil {
+				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cannot read config directory", Detail: err.Error()})
+				continue
+			}
+			for _, e := range entries {
+				n := e.Name()
+				if strings.HasPrefix(n, ".") || !strings.HasSuffix(n, ".hcl") {
+					continue
+				}
+				// Stat, not e.Type: ConfigMap files are symlinks.
+				if fi, err := os.Stat(filepath.Join(p, n)); err == nil && !fi.IsDir() {
+					found = append(found, filepath.Join(p, n))
+				}
+			}
+			sort.Strings(found)
+			if len(found) == 0 {
+				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: "Empty config directory", Detail: fmt.Sprintf("%s holds no *.hcl files.", p)})
+			}
+		} else {
+			found = []string{p}
+		}
+		for _, f := range found {
+			if !seen[f] {
+				seen[f] = true
+				files = append(files, f)
+			}
+		}
+	}
+	return files, diags
+}
+
+func decodeFile(cfg *Config, body hcl.Body, dir string, blocks Blocks) hcl.Diagnostics {
+	// Attributes that must be known at load time (descriptions, URIs) may
+	// still call functions, e.g. description = file("docs/tool.md").
+	ectx := &hcl.EvalContext{Functions: funcs.Table(dir)}
+	var fc fileContent
+	diags := gohcl.DecodeBody(body, ectx, &fc)
+
+	backendSchema := &hcl.BodySchema{}
+	for _, b := range blocks.Backends {
+		backendSchema.Blocks = append(backendSchema.Blocks, hcl.BlockHeaderSchema{Type: b, LabelNames: []string{"name"}})
+	}
+	if fc.Remain != nil {
+		content, d := fc.Remain.Content(backendSchema)
+		diags = append(diags, d...)
+		if content != nil {
+			for _, b := range content.Blocks {
+				be := &Backend{Type: b.Type, Name: b.Labels[0], Body: b.Body, DeclRange: b.DefRange, Dir: dir}
+				if !identRE.MatchString(be.Name) {
+					diags = append(diags, nameError(b.LabelRanges[0], b.Type, be.Name))
+				}
+				cfg.Backends = append(cfg.Backends, be)
+			}
+		}
+	}
+
+	for _, s := range fc.Servers {
+		if cfg.Server != nil {
+			first := cfg.Server.DeclRange
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Duplicate server block",
+				Detail:   fmt.Sprintf("Only one server block is allowed; the first is at %s.", Pos(first)),
+				Subject:  &s.DeclRange,
+			})
+			continue
+		}
+		cfg.Server = s
+	}
+	for _, t := range fc.Tools {
+		t.Dir = dir
+		if !toolNameRE.MatchString(t.Name) {
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Invalid tool name",
+				Detail:   fmt.Sprintf("%q is not a valid tool name: use 1 to 128 of the characters A-Z a-z 0-9 _ . -", t.Name),
+				Subject:  &t.NameRange,
+			})
+		}
+		var d hcl.Diagnostics
+		t.Adapter, d = adapterBlock(t.Remain, blocks.Adapters, "tool")
+		diags = append(diags, d...)
+		diags = append(diags, checkParams(t)...)
+		if t.Result != nil {
+			for _, c := range t.Result.Contents {
+				diags = append(diags, checkContentType(c)...)
+			}
+		}
+		cfg.Tools = append(cfg.Tools, t)
+	}
+	for _, r := range fc.Resources {
+		r.Dir = dir
+		var d hcl.Diagnostics
+		r.Adapter, d = adapterBlock(r.Remain, blocks.Adapters, "resource")
+		diags = append(diags, d...)
+		cfg.Resources = append(cfg.Resources, r)
+	}
+	for _, r := range fc.ResourceTemplates {
+		r.Dir = dir
+		var d hcl.Diagnostics
+		r.Adapter, d = adapterBlock(r.Remain, blocks.Adapters, "resource_template")
+		diags = append(diags, d...)
+		cfg.ResourceTemplates = append(cfg.ResourceTemplates, r)
+	}
+	for _, p := range fc.Prompts {
+		p.Dir = dir
+		diags = append(diags, checkPrompt(p)...)
+		cfg.Prompts = append(cfg.Prompts, p)
+	}
+	return diags
+}
+
+// adapterBlock takes the adapter block out of the rest of a tool's body.
+// Anything else left there is an unknown attribute or block, which Content
+// reports with a "did you mean" where it can.
+func adapterBlock(remain hcl.Body, adapters []string, owner string) (*AdapterBlock, hcl.Diagnostics) {
+	if remain == nil {
+		return nil, nil
+	}
+	schema := &hcl.BodySchema{}
+	for _, a := range adapters {
+		schema.Blocks = append(schema.Blocks, hcl.BlockHeaderSchema{Type: a})
+	}
+	content, diags := remain.Content(schema)
+	if content == nil || len(content.Blocks) == 0 {
+		return nil, diags
+	}
+	first := content.Blocks[0]
+	for _, extra := range content.Blocks[1:] {
+		diags = append(diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "More than one adapter block",
+			Detail:   fmt.Sprintf("A %s has at most one adapter block; this %s block follows the %s block at %s.", owner, extra.Type, first.Type, Pos(first.DefRange)),
+			Subject:  &extra.DefRange,
+		})
+	}
+	return &AdapterBlock{Type: first.Type, Body: first.Body, DeclRange: first.DefRange}, diags
+}
+
+var paramTypes = map[string]bool{"string": true, "integer": true, "number": true, "boolean": true, "array": true, "object": true}
+
+func checkParams(t *Tool) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	seen := map[string]*Param{}
+	for _, p := range t.Params {
+		if prev, dup := seen[p.Name]; dup {
+			diags = append(diags, duplicate("param", p.Name, p.DeclRange, prev.DeclRange))
+			continue
+		}
+		seen[p.Name] = p
+		if !identRE.MatchString(p.Name) {
+			diags = append(diags, nameError(p.DeclRange, "param", p.Name))
+		}
+		if p.Type == "" {
+			p.Type = "string"
+		}
+		if !paramTypes[p.Type] {
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Invalid param type",
+				Detail:   fmt.Sprintf("param %q: type %q is not one of string, integer, number, boolean, array, object.", p.Name, p.Type),
+				Subject:  &p.DeclRange,
+			})
+		}
+	}
+	if t.InputSchema != nil && len(t.Params) > 0 {
+		diags = append(diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Both input_schema and params",
+			Detail:   "A tool declares its input either with param blocks or with input_schema, not both.",
+			Subject:  &t.InputSchema.Range,
+		})
+	}
+	return diags
+}
+
+var contentTypes = map[string]bool{"text": true, "image": true, "audio": true, "resource": true, "resource_link": true}
+
+func checkContentType(c *Content) hcl.Diagnostics {
+	if contentTypes[c.Type] {
+		return nil
+	}
+	return hcl.Diagnostics{{
+		Severity: hcl.DiagError,
+		Summary:  "Unknown content type",
+		Detail:   fmt.Sprintf("%q is not a content type; use text, image, audio, resource or resource_link.", c.Type),
+		Subject:  &c.TypeRange,
+	}}
+}
+
+func checkPrompt(p *Prompt) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	if !identRE.MatchString(p.Name) {
+		diags = append(diags, nameError(p.DeclRange, "prompt", p.Name))
+	}
+	seen := map[string]*Argument{}
+	for _, a := range p.Arguments {
+		if prev, dup := seen[a.Name]; dup {
+			diags = append(diags, duplicate("argument", a.Name, a.DeclRange, prev.DeclRange))
+		}
+		seen[a.Name] = a
+	}
+	for _, m := range p.Messages {
+		if m.Role == "" {
+			m.Role = "user"
+		}
+		if m.Role != "user" && m.Role != "assistant" {
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Invalid message role",
+				Detail:   fmt.Sprintf("role %q is not user or assistant.", m.Role),
+				Subject:  &m.DeclRange,
+			})
+		}
+		n := len(m.Contents)
+		if m.Text != nil {
+			n++
+		}
+		if n != 1 {
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "A message needs exactly one content",
+				Detail:   fmt.Sprintf("This message has %d; give either text = \"...\" or one content block.", n),
+				Subject:  &m.DeclRange,
+			})
+		}
+		for _, c := range m.Contents {
+			diags = append(diags, checkContentType(c)...)
+			if c.Type == "resource_link" {
+				diags = append(diags, &hcl.Diagnostic{
+					Severity: hcl.DiagError,
+					Summary:  "resource_link is not a prompt content",
+					Detail:   "Prompt messages carry text, image, audio or resource content.",
+					Subject:  &c.TypeRange,
+				})
+			}
+		}
+	}
+	return diags
+}
+
+// checkUnique reports names declared twice anywhere in the config, naming
+// both places.
+func checkUnique(cfg *Config) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	tools := map[string]*Tool{}
+	for _, t := range cfg.Tools {
+		if prev, dup := tools[t.Name]; dup {
+			diags = append(diags, duplicate("tool", t.Name, t.DeclRange, prev.DeclRange))
+			continue
+		}
+		tools[t.Name] = t
+	}
+	prompts := map[string]*Prompt{}
+	for _, p := range cfg.Prompts {
+		if prev, dup := prompts[p.Name]; dup {
+			diags = append(diags, duplicate("prompt", p.Name, p.DeclRange, prev.DeclRange))
+			continue
+		}
+		prompts[p.Name] = p
+	}
+	resNames := map[string]hcl.Range{}
+	resURIs := map[string]hcl.Range{}
+	for _, r := range cfg.Resources {
+		if prev, dup := resNames[r.Name]; dup {
+			diags = append(diags, duplicate("resource", r.Name, r.DeclRange, prev))
+		} else {
+			resNames[r.Name] = r.DeclRange
+		}
+		if prev, dup := resURIs[r.URI]; dup {
+			diags = append(diags, duplicate("resource URI", r.URI, r.DeclRange, prev))
+		} else {
+			resURIs[r.URI] = r.DeclRange
+		}
+	}
+	tmpl := map[string]hcl.Range{}
+	for _, r := range cfg.ResourceTemplates {
+		if prev, dup := tmpl[r.Name]; dup {
+			diags = append(diags, duplicate("resource_template", r.Name, r.DeclRange, prev))
+		} else {
+			tmpl[r.Name] = r.DeclRange
+		}
+	}
+	backends := map[string]*Backend{}
+	for _, b := range cfg.Backends {
+		key := b.Type + " " + b.Name
+		if prev, dup := backends[key]; dup {
+			diags = append(diags, duplicate(b.Type, b.Name, b.DeclRange, prev.DeclRange))
+			continue
+		}
+		backends[key] = b
+	}
+	return diags
+}
+
+func duplicate(kind, name string, at, first hcl.Range) *hcl.Diagnostic {
+	return &hcl.Diagnostic{
+		Severity: hcl.DiagError,
+		Summary:  fmt.Sprintf("Duplicate %s %q", kind, name),
+		Detail:   fmt.Sprintf("%s %q is declared here and at %s.", kind, name, Pos(first)),
+		Subject:  &at,
+	}
+}
+
+func nameError(rng hcl.Range, kind, name string) *hcl.Diagnostic {
+	return &hcl.Diagnostic{
+		Severity: hcl.DiagError,
+		Summary:  fmt.Sprintf("Invalid %s name", kind),
+		Detail:   fmt.Sprintf("%q must start with a letter or _ and use only letters, digits, _ . - (at most 128).", name),
+		Subject:  &rng,
+	}
+}

@@ -1,0 +1,295 @@
+// Package serve is the MCP side of mcpd: one SDK server whose list, call,
+// read and get methods answer from the current snapshot, served over stdio
+// and Streamable HTTP in both protocol eras.
+//
+// mcpd owns its tool set. The SDK's own registries are bypassed by a
+// receiving middleware that answers from snapshot.Current, so a reload is one
+// pointer swap that every request sees at once, and Notify sends exactly one
+// list_changed per kind to every client.
+package serve
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpd/mcpd/engine/snapshot"
+)
+
+// Options configure a Server.
+type Options struct {
+	// ListTTL is the ttlMs clients of the 2026 protocol may cache list and
+	// read results for. Clients that listen for list_changed hear of a
+	// reload at once; the TTL bounds how stale a client that does not can be.
+	ListTTL time.Duration
+	// PageSize is the largest page a list method returns.
+	PageSize int
+	// Logger receives the SDK's and mcpd's serving logs.
+	Logger *slog.Logger
+}
+
+// Server serves the current snapshot over MCP.
+type Server struct {
+	current *snapshot.Current
+	mcp     *mcp.Server
+	opts    Options
+}
+
+// The SDK fans list_changed out to every legacy session and every modern
+// subscriptions/listen stream only when one of its registries changes, and
+// offers no other way in. Re-registering one hidden marker entry per kind is
+// the single call that triggers exactly one such notification; the markers
+// are never listed or callable, since the middleware answers those methods.
+const marker = "mcpd.internal.list-changed"
+
+var markerSchema = map[string]any{"type": "object"}
+
+// New returns a server for the snapshots held by current, which must hold
+// one already.
+func New(current *snapshot.Current, opts Options) *Server {
+	if opts.PageSize <= 0 {
+		opts.PageSize = 1000
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	s := &Server{current: current, opts: opts}
+	info := current.Load().Server
+	s.mcp = mcp.NewServer(&mcp.Implementation{Name: info.Name, Version: info.Version, Title: info.Title, WebsiteURL: info.WebsiteURL}, &mcp.ServerOptions{
+		Instructions: info.Instructions,
+		Logger:       opts.Logger,
+		PageSize:     opts.PageSize,
+		// Advertise list_changed from the start, even for a config with no
+		// tools yet: a reload may add some.
+		Capabilities: &mcp.ServerCapabilities{
+			Tools:       &mcp.ToolCapabilities{ListChanged: true},
+			Prompts:     &mcp.PromptCapabilities{ListChanged: true},
+			Resources:   &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true},
+			Completions: &mcp.CompletionCapabilities{},
+			Logging:     &mcp.LoggingCapabilities{},
+		},
+		CompletionHandler:  s.complete,
+		SubscribeHandler:   func(context.Context, *mcp.SubscribeRequest) error { return nil },
+		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
+		SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) {
+			c.TTLMs = int(s.opts.ListTTL / time.Millisecond)
+		},
+	})
+	s.mcp.AddTool(&mcp.Tool{Name: marker, InputSchema: markerSchema}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return nil, fmt.Errorf("not callable")
+	})
+	s.mcp.AddPrompt(&mcp.Prompt{Name: marker}, nil)
+	s.mcp.AddResource(&mcp.Resource{URI: "mcpd-internal:list-changed", Name: marker}, nil)
+	s.mcp.AddReceivingMiddleware(s.middleware)
+	return s
+}
+
+// SDK returns the underlying SDK server.
+func (s *Server) SDK() *mcp.Server { return s.mcp }
+
+// Notify sends one list_changed notification per kind that changed to every
+// connected client: the stdio client, every legacy HTTP session and every
+// modern subscriptions/listen stream that asked for it.
+func (s *Server) Notify(tools, prompts, resources bool) {
+	if tools {
+		s.mcp.AddTool(&mcp.Tool{Name: marker, InputSchema: markerSchema}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return nil, fmt.Errorf("not callable")
+		})
+	}
+	if prompts {
+		s.mcp.AddPrompt(&mcp.Prompt{Name: marker}, nil)
+	}
+	if resources {
+		s.mcp.AddResource(&mcp.Resource{URI: "mcpd-internal:list-changed", Name: marker}, nil)
+	}
+}
+
+// ResourceUpdated tells clients subscribed to uri that its contents changed.
+func (s *Server) ResourceUpdated(ctx context.Context, uri string) {
+	if err := s.mcp.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: uri}); err != nil {
+		s.opts.Logger.Warn("notifying resource update", "uri", uri, "err", err)
+	}
+}
+
+// RunStdio serves one client on stdin/stdout until stdin closes or ctx ends.
+func (s *Server) RunStdio(ctx context.Context) error {
+	return s.mcp.Run(ctx, &mcp.StdioTransport{})
+}
+
+func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		switch r := req.(type) {
+		case *mcp.CallToolRequest:
+			return s.callTool(ctx, r)
+		case *mcp.ListToolsRequest:
+			return s.listTools(r)
+		case *mcp.ListPromptsRequest:
+			return s.listPrompts(r)
+		case *mcp.GetPromptRequest:
+			return s.getPrompt(r)
+		case *mcp.ListResourcesRequest:
+			return s.listResources(r)
+		case *mcp.ListResourceTemplatesRequest:
+			return s.listTemplates(r)
+		case *mcp.ReadResourceRequest:
+			return s.readResource(ctx, r)
+		case *mcp.InitializeRequest:
+			res, err := next(ctx, method, req)
+			if ir, ok := res.(*mcp.InitializeResult); ok && err == nil {
+				info := s.current.Load().Server
+				ir.ServerInfo = &mcp.Implementation{Name: info.Name, Version: info.Version, Title: info.Title, WebsiteURL: info.WebsiteURL}
+				ir.Instructions = info.Instructions
+			}
+			return res, err
+		}
+		return next(ctx, method, req)
+	}
+}
+
+func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (mcp.Result, error) {
+	snap := s.current.Acquire()
+	defer snap.Release()
+	t, ok := snap.Tool(req.Params.Name)
+	if !ok {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", req.Params.Name)}
+	}
+	var progress snapshot.ProgressFunc
+	if token := req.Params.GetProgressToken(); token != nil {
+		progress = func(p, total float64, msg string) {
+			err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: p, Total: total, Message: msg})
+			if err != nil {
+				s.opts.Logger.Debug("sending progress", "tool", req.Params.Name, "err", err)
+			}
+		}
+	}
+	return markCall(req.Session, t.Call(ctx, req.Params.Arguments, progress)), nil
+}
+
+func (s *Server) cacheable() mcp.Cacheable {
+	return mcp.Cacheable{TTLMs: int(s.opts.ListTTL / time.Millisecond), CacheScope: "public"}
+}
+
+// page cuts one page out of a list of n items. Cursors are offsets into the
+// list: a reload between pages may shift them, and the client is told of the
+// reload by list_changed.
+func (s *Server) page(cursor string, n int) (start, end int, next string, err error) {
+	if cursor != "" {
+		b, derr := base64.RawURLEncoding.DecodeString(cursor)
+		off, perr := strconv.Atoi(string(b))
+		if derr != nil || perr != nil || off < 0 {
+			return 0, 0, "", &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "invalid cursor"}
+		}
+		start = off
+	}
+	if start > n {
+		start = n
+	}
+	end = start + s.opts.PageSize
+	if end < n {
+		next = base64.RawURLEncoding.EncodeToString([]byte(strconv.Itoa(end)))
+	} else {
+		end = n
+	}
+	return start, end, next, nil
+}
+
+func (s *Server) listTools(req *mcp.ListToolsRequest) (mcp.Result, error) {
+	snap := s.current.Load()
+	start, end, next, err := s.page(cursor(req.Params != nil, func() string { return req.Params.Cursor }), len(snap.Tools))
+	if err != nil {
+		return nil, err
+	}
+	res := &mcp.ListToolsResult{Cacheable: s.cacheable(), NextCursor: next, Tools: make([]*mcp.Tool, 0, end-start)}
+	for _, t := range snap.Tools[start:end] {
+		res.Tools = append(res.Tools, t.Def)
+	}
+	return res, nil
+}
+
+func (s *Server) listPrompts(req *mcp.ListPromptsRequest) (mcp.Result, error) {
+	snap := s.current.Load()
+	start, end, next, err := s.page(cursor(req.Params != nil, func() string { return req.Params.Cursor }), len(snap.Prompts))
+	if err != nil {
+		return nil, err
+	}
+	res := &mcp.ListPromptsResult{Cacheable: s.cacheable(), NextCursor: next, Prompts: make([]*mcp.Prompt, 0, end-start)}
+	for _, p := range snap.Prompts[start:end] {
+		res.Prompts = append(res.Prompts, p.Def)
+	}
+	return res, nil
+}
+
+func (s *Server) getPrompt(req *mcp.GetPromptRequest) (mcp.Result, error) {
+	p, ok := s.current.Load().Prompt(req.Params.Name)
+	if !ok {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %q", req.Params.Name)}
+	}
+	res, err := p.Get(req.Params.Arguments)
+	if err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
+	}
+	return markPrompt(req.Session, res), nil
+}
+
+func (s *Server) listResources(req *mcp.ListResourcesRequest) (mcp.Result, error) {
+	snap := s.current.Load()
+	start, end, next, err := s.page(cursor(req.Params != nil, func() string { return req.Params.Cursor }), len(snap.Resources))
+	if err != nil {
+		return nil, err
+	}
+	res := &mcp.ListResourcesResult{Cacheable: s.cacheable(), NextCursor: next, Resources: make([]*mcp.Resource, 0, end-start)}
+	for _, r := range snap.Resources[start:end] {
+		res.Resources = append(res.Resources, r.Def)
+	}
+	return res, nil
+}
+
+func (s *Server) listTemplates(req *mcp.ListResourceTemplatesRequest) (mcp.Result, error) {
+	snap := s.current.Load()
+	start, end, next, err := s.page(cursor(req.Params != nil, func() string { return req.Params.Cursor }), len(snap.Templates))
+	if err != nil {
+		return nil, err
+	}
+	res := &mcp.ListResourceTemplatesResult{Cacheable: s.cacheable(), NextCursor: next, ResourceTemplates: make([]*mcp.ResourceTemplate, 0, end-start)}
+	for _, t := range snap.Templates[start:end] {
+		res.ResourceTemplates = append(res.ResourceTemplates, t.Def)
+	}
+	return res, nil
+}
+
+func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest) (mcp.Result, error) {
+	snap := s.current.Acquire()
+	defer snap.Release()
+	res, found, err := snap.ReadResource(ctx, req.Params.URI)
+	if !found {
+		return nil, mcp.ResourceNotFoundError(req.Params.URI)
+	}
+	if err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+	}
+	res.Cacheable = s.cacheable()
+	return markRead(req.Session, res), nil
+}
+
+func (s *Server) complete(_ context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+	p := req.Params
+	if p == nil || p.Ref == nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "completion needs a ref"}
+	}
+	return &mcp.CompleteResult{Completion: *s.current.Load().Complete(p.Ref, p.Argument.Name, p.Argument.Value)}, nil
+}
+
+// cursor reads a list request's cursor; the params of a list request are
+// optional.
+func cursor(present bool, get func() string) string {
+	if !present {
+		return ""
+	}
+	return get()
+}

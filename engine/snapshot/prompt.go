@@ -1,0 +1,138 @@
+package snapshot
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/config"
+	"github.com/mcpd/mcpd/engine/funcs"
+)
+
+// Prompt is one compiled prompt.
+type Prompt struct {
+	Def         *mcp.Prompt
+	scope       *adapter.Scope
+	messages    []promptMessage
+	completions map[string][]string
+}
+
+type promptMessage struct {
+	role    mcp.Role
+	text    hcl.Expression // or
+	content *contentTmpl
+}
+
+func compilePrompt(pc *config.Prompt) (*Prompt, hcl.Diagnostics) {
+	params := map[string]string{}
+	def := &mcp.Prompt{Name: pc.Name, Title: pc.Title, Description: pc.Description, Arguments: []*mcp.PromptArgument{}}
+	for _, a := range pc.Arguments {
+		params[a.Name] = "string"
+		def.Arguments = append(def.Arguments, &mcp.PromptArgument{Name: a.Name, Title: a.Title, Description: a.Description, Required: a.Required})
+	}
+	scope := &adapter.Scope{Dir: pc.Dir, Functions: funcs.Table(pc.Dir), Params: params}
+	p := &Prompt{Def: def, scope: scope, completions: map[string][]string{}}
+	var diags hcl.Diagnostics
+	for _, a := range pc.Arguments {
+		if a.Completions == nil {
+			continue
+		}
+		v, d := a.Completions.Expr.Value(scope.EvalContext())
+		diags = append(diags, d...)
+		if d.HasErrors() {
+			continue
+		}
+		g, err := adapter.ToGo(v)
+		vals, ok := stringList(g)
+		if err != nil || !ok {
+			diags = append(diags, attrDiag(a.Completions, "completions must be a list of strings"))
+			continue
+		}
+		p.completions[a.Name] = vals
+	}
+	for _, m := range pc.Messages {
+		pm := promptMessage{role: mcp.Role(m.Role)}
+		if m.Text != nil {
+			diags = append(diags, scope.Check(m.Text.Expr)...)
+			pm.text = m.Text.Expr
+		} else if len(m.Contents) == 1 {
+			ct, d := compileContent(m.Contents[0], scope)
+			diags = append(diags, d...)
+			pm.content = ct
+		}
+		p.messages = append(p.messages, pm)
+	}
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	return p, diags
+}
+
+// Get renders the prompt with the given arguments. A missing required
+// argument or an unknown one is an error the client sees as invalid params.
+func (p *Prompt) Get(args map[string]string) (*mcp.GetPromptResult, error) {
+	var missing []string
+	for _, a := range p.Def.Arguments {
+		if _, ok := args[a.Name]; !ok && a.Required {
+			missing = append(missing, a.Name)
+		}
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("prompt %s: missing required argument(s) %s", p.Def.Name, strings.Join(missing, ", "))
+	}
+	var unknown []string
+	for k := range args {
+		if _, ok := p.scope.Params[k]; !ok {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		return nil, fmt.Errorf("prompt %s: unknown argument(s) %s", p.Def.Name, strings.Join(unknown, ", "))
+	}
+	goArgs := make(map[string]any, len(args))
+	for k, v := range args {
+		goArgs[k] = v
+	}
+	ectx := p.scope.CallContext(goArgs)
+	res := &mcp.GetPromptResult{Description: p.Def.Description}
+	for _, m := range p.messages {
+		var c mcp.Content
+		if m.text != nil {
+			s, err := adapter.EvalString(m.text, ectx)
+			if err != nil {
+				return nil, fmt.Errorf("prompt %s: %v", p.Def.Name, err)
+			}
+			c = &mcp.TextContent{Text: s}
+		} else {
+			var err error
+			if c, err = m.content.eval(ectx); err != nil {
+				return nil, fmt.Errorf("prompt %s: %v", p.Def.Name, err)
+			}
+		}
+		res.Messages = append(res.Messages, &mcp.PromptMessage{Role: m.role, Content: c})
+	}
+	return res, nil
+}
+
+// complete filters candidates by the prefix typed so far, case-insensitively,
+// returning at most 100 as the protocol allows.
+func complete(candidates []string, prefix string) *mcp.CompletionResultDetails {
+	out := []string{}
+	lp := strings.ToLower(prefix)
+	for _, c := range candidates {
+		if strings.HasPrefix(strings.ToLower(c), lp) {
+			out = append(out, c)
+		}
+	}
+	total := len(out)
+	more := false
+	if len(out) > 100 {
+		out, more = out[:100], true
+	}
+	return &mcp.CompletionResultDetails{Values: out, Total: total, HasMore: more}
+}

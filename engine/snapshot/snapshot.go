@@ -1,0 +1,317 @@
+// Package snapshot compiles a loaded config into one immutable value that
+// every request reads: tools with their compiled schemas, adapters and
+// result shapes; resources, templates and prompts; and the live backends
+// they use. A reload builds a whole new snapshot beside the old one and
+// swaps a pointer (see Current); nothing is ever changed in place.
+package snapshot
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/config"
+	"github.com/mcpd/mcpd/engine/funcs"
+)
+
+// Snapshot is one compiled config. Its exported lists are in declaration
+// order (files in sorted order, blocks in file order) and must not be
+// modified.
+type Snapshot struct {
+	Server    ServerInfo
+	Tools     []*Tool
+	Resources []*Resource
+	Templates []*Template
+	Prompts   []*Prompt
+	// Files are the config files this snapshot was loaded from.
+	Files []string
+
+	tools     map[string]*Tool
+	resources map[string]*Resource
+	prompts   map[string]*Prompt
+	backends  map[string]*liveBackend
+
+	mu       sync.Mutex
+	inflight int
+	retired  bool
+	drained  chan struct{}
+}
+
+// ServerInfo is the server block, with defaults filled in.
+type ServerInfo struct {
+	Name, Version, Title, Instructions, WebsiteURL string
+}
+
+type liveBackend struct {
+	fingerprint string
+	backend     adapter.Backend
+}
+
+// Build compiles cfg. prev, when not nil, is the snapshot being replaced:
+// backends whose settings are unchanged are taken over from it (with their
+// connection pools) instead of being opened anew. On error nothing is kept
+// open and prev is untouched.
+func Build(cfg *config.Config, reg *adapter.Registry, prev *Snapshot, defaultVersion string) (*Snapshot, hcl.Diagnostics) {
+	s := &Snapshot{
+		Files:     cfg.Files,
+		tools:     map[string]*Tool{},
+		resources: map[string]*Resource{},
+		prompts:   map[string]*Prompt{},
+		backends:  map[string]*liveBackend{},
+		drained:   make(chan struct{}),
+	}
+	s.Server = ServerInfo{Name: "mcpd", Version: defaultVersion}
+	if sv := cfg.Server; sv != nil {
+		if sv.Name != "" {
+			s.Server.Name = sv.Name
+		}
+		if sv.Version != "" {
+			s.Server.Version = sv.Version
+		}
+		s.Server.Title, s.Server.Instructions, s.Server.WebsiteURL = sv.Title, sv.Instructions, sv.WebsiteURL
+	}
+
+	diags := s.openBackends(cfg, reg, prev)
+	backend := func(blockType, name string) (adapter.Backend, bool) {
+		lb, ok := s.backends[blockType+" "+name]
+		if !ok {
+			return nil, false
+		}
+		return lb.backend, true
+	}
+	for _, tc := range cfg.Tools {
+		t, d := compileTool(tc, reg, backend)
+		diags = append(diags, d...)
+		if t != nil {
+			s.Tools = append(s.Tools, t)
+			s.tools[t.Def.Name] = t
+		}
+	}
+	for _, rc := range cfg.Resources {
+		r, d := compileResource(rc, reg, backend)
+		diags = append(diags, d...)
+		if r != nil {
+			s.Resources = append(s.Resources, r)
+			s.resources[r.Def.URI] = r
+		}
+	}
+	for _, rc := range cfg.ResourceTemplates {
+		t, d := compileTemplate(rc, reg, backend)
+		diags = append(diags, d...)
+		if t != nil {
+			s.Templates = append(s.Templates, t)
+		}
+	}
+	for _, pc := range cfg.Prompts {
+		p, d := compilePrompt(pc)
+		diags = append(diags, d...)
+		if p != nil {
+			s.Prompts = append(s.Prompts, p)
+			s.prompts[p.Def.Name] = p
+		}
+	}
+	if diags.HasErrors() {
+		s.closeBackends(prev)
+		return nil, diags
+	}
+	return s, diags
+}
+
+func (s *Snapshot) openBackends(cfg *config.Config, reg *adapter.Registry, prev *Snapshot) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	for _, bc := range cfg.Backends {
+		ba, ok := reg.BackendAdapter(bc.Type)
+		if !ok {
+			panic("unregistered backend block " + bc.Type)
+		}
+		scope := &adapter.Scope{Dir: bc.Dir, Functions: funcs.Table(bc.Dir)}
+		conf, d := ba.DecodeBackend(&adapter.BackendBlock{Name: bc.Name, Body: bc.Body, Range: bc.DeclRange, Scope: scope})
+		diags = append(diags, d...)
+		if d.HasErrors() || conf == nil {
+			continue
+		}
+		key := bc.Type + " " + bc.Name
+		fp := conf.Fingerprint()
+		if prev != nil {
+			if old, ok := prev.backends[key]; ok && old.fingerprint == fp {
+				s.backends[key] = old
+				continue
+			}
+		}
+		b, err := conf.Open()
+		if err != nil {
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  fmt.Sprintf("Cannot set up %s %q", bc.Type, bc.Name),
+				Detail:   err.Error(),
+				Subject:  bc.DeclRange.Ptr(),
+			})
+			continue
+		}
+		s.backends[key] = &liveBackend{fingerprint: fp, backend: b}
+	}
+	return diags
+}
+
+// closeBackends closes the backends s opened that keep is not using.
+func (s *Snapshot) closeBackends(keep *Snapshot) {
+	for key, lb := range s.backends {
+		if keep != nil {
+			if other, ok := keep.backends[key]; ok && other == lb {
+				continue
+			}
+		}
+		if err := lb.backend.Close(); err != nil {
+			slog.Warn("closing backend", "backend", key, "err", err)
+		}
+	}
+}
+
+// Close releases every backend of a snapshot that is not being replaced by
+// another (at shutdown).
+func (s *Snapshot) Close() { s.closeBackends(nil) }
+
+// Tool returns the tool named name.
+func (s *Snapshot) Tool(name string) (*Tool, bool) {
+	t, ok := s.tools[name]
+	return t, ok
+}
+
+// Prompt returns the prompt named name.
+func (s *Snapshot) Prompt(name string) (*Prompt, bool) {
+	p, ok := s.prompts[name]
+	return p, ok
+}
+
+// ReadResource reads a static resource or an instance of a template.
+// Unknown URIs report found == false.
+func (s *Snapshot) ReadResource(ctx context.Context, uri string) (res *mcp.ReadResourceResult, found bool, err error) {
+	if r, ok := s.resources[uri]; ok {
+		res, err = r.Read(ctx)
+		return res, true, err
+	}
+	for _, t := range s.Templates {
+		if args, ok := t.Match(uri); ok {
+			res, err = t.Read(ctx, uri, args)
+			return res, true, err
+		}
+	}
+	return nil, false, nil
+}
+
+// Complete answers completion/complete for prompt arguments and template
+// variables. Unknown references complete to nothing.
+func (s *Snapshot) Complete(ref *mcp.CompleteReference, arg string, prefix string) *mcp.CompletionResultDetails {
+	var candidates []string
+	switch ref.Type {
+	case "ref/prompt":
+		if p, ok := s.prompts[ref.Name]; ok {
+			candidates = p.completions[arg]
+		}
+	case "ref/resource":
+		for _, t := range s.Templates {
+			if t.Def.URITemplate == ref.URI {
+				candidates = t.completions[arg]
+			}
+		}
+	}
+	return complete(candidates, prefix)
+}
+
+// Current holds the snapshot being served. Requests Acquire it for the
+// length of a call that may use backends; a swap retires the old snapshot
+// and closes its unused backends once its last call has finished.
+type Current struct {
+	p atomic.Pointer[Snapshot]
+}
+
+// Load returns the current snapshot for reading its (immutable) lists.
+func (c *Current) Load() *Snapshot { return c.p.Load() }
+
+// Acquire returns the current snapshot, counted as in use until Release.
+func (c *Current) Acquire() *Snapshot {
+	for {
+		s := c.p.Load()
+		if s.acquire() {
+			return s
+		}
+		// Retired between the load and the acquire: the next load sees the
+		// snapshot that replaced it.
+	}
+}
+
+// Swap makes next current and retires the previous snapshot, returning it.
+func (c *Current) Swap(next *Snapshot) *Snapshot {
+	prev := c.p.Swap(next)
+	if prev != nil {
+		go prev.retire(next)
+	}
+	return prev
+}
+
+func (s *Snapshot) acquire() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.retired {
+		return false
+	}
+	s.inflight++
+	return true
+}
+
+// Release ends one use begun by Acquire.
+func (s *Snapshot) Release() {
+	s.mu.Lock()
+	s.inflight--
+	if s.retired && s.inflight == 0 {
+		close(s.drained)
+	}
+	s.mu.Unlock()
+}
+
+func (s *Snapshot) retire(next *Snapshot) {
+	s.mu.Lock()
+	s.retired = true
+	if s.inflight == 0 {
+		close(s.drained)
+	}
+	s.mu.Unlock()
+	<-s.drained
+	s.closeBackends(next)
+}
+
+// Diff is what changed between two snapshots, by name.
+type Diff struct {
+	Added, Removed, Changed []string
+}
+
+// Empty reports whether nothing changed.
+func (d Diff) Empty() bool { return len(d.Added)+len(d.Removed)+len(d.Changed) == 0 }
+
+// diffNamed compares two sets of named definitions by their JSON form.
+func diffNamed(old, new map[string]string) Diff {
+	var d Diff
+	for name, def := range new {
+		if o, ok := old[name]; !ok {
+			d.Added = append(d.Added, name)
+		} else if o != def {
+			d.Changed = append(d.Changed, name)
+		}
+	}
+	for name := range old {
+		if _, ok := new[name]; !ok {
+			d.Removed = append(d.Removed, name)
+		}
+	}
+	sort.Strings(d.Added)
+	sort.Strings(d.Removed)
+	sort.Strings(d.Changed)
+	return d
+}

@@ -1,0 +1,492 @@
+package snapshot
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/hashicorp/hcl/v2"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/config"
+	"github.com/mcpd/mcpd/engine/funcs"
+	"github.com/mcpd/mcpd/engine/schema"
+	"github.com/mcpd/mcpd/engine/shape"
+)
+
+// Tool is one compiled tool: everything a call needs, built at load time.
+type Tool struct {
+	// Def is what tools/list shows. It must not be modified.
+	Def *mcp.Tool
+
+	validator *schema.Validator
+	output    *jsonschema.Resolved // nil: no output schema
+	scope     *adapter.Scope
+	handler   adapter.Handler // nil: a declarative tool
+	result    *result
+	progress  *progressSpec
+	// needsEval is false when nothing evaluated per call references args,
+	// which saves building the HCL evaluation context.
+	needsEval bool
+}
+
+type result struct {
+	structured, text, errorWhen, errorMessage *shape.Program
+	contents                                  []*contentTmpl
+}
+
+type progressSpec struct {
+	steps    []float64
+	total    float64
+	interval time.Duration
+	message  string
+}
+
+// ProgressFunc reports progress for the call being served.
+type ProgressFunc func(progress, total float64, message string)
+
+func compileTool(tc *config.Tool, reg *adapter.Registry, backend func(string, string) (adapter.Backend, bool)) (*Tool, hcl.Diagnostics) {
+	scope := &adapter.Scope{Dir: tc.Dir, Functions: funcs.Table(tc.Dir)}
+	ectx := scope.EvalContext()
+	var diags hcl.Diagnostics
+
+	var in map[string]any
+	if tc.InputSchema != nil {
+		var d hcl.Diagnostics
+		in, d = schema.JSONValue(tc.InputSchema, ectx)
+		diags = append(diags, d...)
+	} else {
+		var d hcl.Diagnostics
+		in, d = schema.FromParams(tc.Params, ectx)
+		diags = append(diags, d...)
+	}
+	var validator *schema.Validator
+	if !diags.HasErrors() {
+		var err error
+		validator, err = schema.Compile(in)
+		if err != nil {
+			rng := tc.DeclRange
+			if tc.InputSchema != nil {
+				rng = tc.InputSchema.Expr.Range()
+			}
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid input schema", Detail: err.Error(), Subject: &rng})
+		}
+	}
+	scope.Params = paramTypes(in)
+	// A broken param still declares its name: keep checking the rest of
+	// the tool against the declared names, to report every error at once.
+	for _, p := range tc.Params {
+		if _, ok := scope.Params[p.Name]; !ok {
+			scope.Params[p.Name] = p.Type
+		}
+	}
+
+	t := &Tool{validator: validator, scope: scope}
+	t.Def = &mcp.Tool{
+		Name:        tc.Name,
+		Title:       tc.Title,
+		Description: tc.Description,
+		InputSchema: in,
+		Annotations: annotations(tc.Annotations),
+	}
+	if tc.OutputSchema != nil {
+		out, d := schema.JSONValue(tc.OutputSchema, ectx)
+		diags = append(diags, d...)
+		if !d.HasErrors() {
+			var err error
+			t.output, err = resolveOutput(out)
+			if err != nil {
+				rng := tc.OutputSchema.Expr.Range()
+				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid output schema", Detail: err.Error(), Subject: &rng})
+			}
+			t.Def.OutputSchema = out
+		}
+	}
+
+	var vars []string
+	if tc.Adapter != nil {
+		a, ok := reg.Adapter(tc.Adapter.Type)
+		if !ok { // the loader only accepts registered blocks
+			panic("unregistered adapter block " + tc.Adapter.Type)
+		}
+		h, d := a.CompileTool(&adapter.ToolBlock{
+			Tool: tc.Name, Type: tc.Adapter.Type, Body: tc.Adapter.Body, Range: tc.Adapter.DeclRange,
+			Scope: scope, Backend: backend,
+		})
+		diags = append(diags, d...)
+		t.handler = h
+		if h != nil {
+			vars = h.Vars()
+			t.needsEval = true
+		}
+	}
+	if tc.Result != nil {
+		r, d := compileResult(tc.Result, scope, vars)
+		diags = append(diags, d...)
+		t.result = r
+		if r != nil {
+			for _, c := range r.contents {
+				t.needsEval = t.needsEval || c.static == nil
+			}
+		}
+	}
+	if tc.Progress != nil {
+		p, d := compileProgress(tc.Progress, ectx)
+		diags = append(diags, d...)
+		t.progress = p
+	}
+	if tc.Description == "" {
+		rng := tc.NameRange
+		diags = append(diags, &hcl.Diagnostic{
+			Severity: hcl.DiagWarning,
+			Summary:  "Tool without a description",
+			Detail:   fmt.Sprintf("Models choose tools by their description; tell them what %q does.", tc.Name),
+			Subject:  &rng,
+		})
+	}
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	return t, diags
+}
+
+func paramTypes(in map[string]any) map[string]string {
+	out := map[string]string{}
+	props, _ := in["properties"].(map[string]any)
+	for name, p := range props {
+		t := ""
+		if pm, ok := p.(map[string]any); ok {
+			switch v := pm["type"].(type) {
+			case string:
+				t = v
+			case []any:
+				for _, e := range v {
+					if s, ok := e.(string); ok && s != "null" {
+						t = s
+					}
+				}
+			}
+		}
+		out[name] = t
+	}
+	return out
+}
+
+func resolveOutput(s map[string]any) (*jsonschema.Resolved, error) {
+	raw, err := json.Marshal(s)
+	if err != nil {
+		return nil, err
+	}
+	var js jsonschema.Schema
+	if err := json.Unmarshal(raw, &js); err != nil {
+		return nil, err
+	}
+	return js.Resolve(nil)
+}
+
+func annotations(a *config.Annotations) *mcp.ToolAnnotations {
+	if a == nil {
+		return nil
+	}
+	out := &mcp.ToolAnnotations{Title: a.Title, DestructiveHint: a.Destructive, OpenWorldHint: a.OpenWorld}
+	if a.ReadOnly != nil {
+		out.ReadOnlyHint = *a.ReadOnly
+	}
+	if a.Idempotent != nil {
+		out.IdempotentHint = *a.Idempotent
+	}
+	return out
+}
+
+func compileResult(r *config.Result, scope *adapter.Scope, vars []string) (*result, hcl.Diagnostics) {
+	var diags hcl.Diagnostics
+	out := &result{}
+	for _, e := range []struct {
+		attr *hcl.Attribute
+		dst  **shape.Program
+	}{{r.Structured, &out.structured}, {r.Text, &out.text}, {r.ErrorWhen, &out.errorWhen}, {r.ErrorMessage, &out.errorMessage}} {
+		if e.attr == nil {
+			continue
+		}
+		p, d := shape.Compile(e.attr, vars)
+		diags = append(diags, d...)
+		*e.dst = p
+	}
+	if r.ErrorMessage != nil && r.ErrorWhen == nil {
+		rng := r.ErrorMessage.NameRange
+		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "error_message without error_when", Detail: "error_message is the text of the error that error_when detects; add error_when.", Subject: &rng})
+	}
+	for _, c := range r.Contents {
+		ct, d := compileContent(c, scope)
+		diags = append(diags, d...)
+		if ct != nil {
+			out.contents = append(out.contents, ct)
+		}
+	}
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	return out, diags
+}
+
+func compileProgress(p *config.Progress, ectx *hcl.EvalContext) (*progressSpec, hcl.Diagnostics) {
+	spec := &progressSpec{interval: 0}
+	var diags hcl.Diagnostics
+	steps, d := schema.StaticValue(p.Steps, ectx)
+	diags = append(diags, d...)
+	if list, ok := steps.([]any); ok {
+		for _, s := range list {
+			f, ok := s.(float64)
+			if !ok {
+				diags = append(diags, attrDiag(p.Steps, "steps must be a list of numbers"))
+				break
+			}
+			spec.steps = append(spec.steps, f)
+		}
+	} else if !d.HasErrors() {
+		diags = append(diags, attrDiag(p.Steps, "steps must be a list of numbers"))
+	}
+	if p.Total != nil {
+		v, d := schema.StaticValue(p.Total, ectx)
+		diags = append(diags, d...)
+		if f, ok := v.(float64); ok {
+			spec.total = f
+		} else if !d.HasErrors() {
+			diags = append(diags, attrDiag(p.Total, "total must be a number"))
+		}
+	}
+	if p.Interval != nil {
+		dur, d := staticDuration(p.Interval, ectx)
+		diags = append(diags, d...)
+		spec.interval = dur
+	}
+	if p.Message != nil {
+		v, d := p.Message.Expr.Value(ectx)
+		diags = append(diags, d...)
+		if !d.HasErrors() && v.Type() == cty.String {
+			spec.message = v.AsString()
+		}
+	}
+	return spec, diags
+}
+
+func staticDuration(a *hcl.Attribute, ectx *hcl.EvalContext) (time.Duration, hcl.Diagnostics) {
+	v, d := a.Expr.Value(ectx)
+	if d.HasErrors() {
+		return 0, d
+	}
+	if v.IsNull() || v.Type() != cty.String {
+		return 0, hcl.Diagnostics{attrDiag(a, "a duration is a string such as \"250ms\" or \"30s\"")}
+	}
+	dur, err := time.ParseDuration(v.AsString())
+	if err != nil || dur < 0 {
+		return 0, hcl.Diagnostics{attrDiag(a, fmt.Sprintf("%q is not a duration such as \"250ms\" or \"30s\"", v.AsString()))}
+	}
+	return dur, nil
+}
+
+func attrDiag(a *hcl.Attribute, detail string) *hcl.Diagnostic {
+	rng := a.Expr.Range()
+	return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid " + a.Name, Detail: detail, Subject: &rng}
+}
+
+// Call runs one call of the tool: validate, bind, call the adapter, shape.
+// Every failure, including a panic, comes back as a tool error the model can
+// read; Call itself never fails.
+func (t *Tool) Call(ctx context.Context, raw json.RawMessage, progress ProgressFunc) (res *mcp.CallToolResult) {
+	defer func() {
+		if r := recover(); r != nil {
+			slog.Error("panic in tool call", "tool", t.Def.Name, "panic", r, "stack", string(debug.Stack()))
+			res = toolError(fmt.Sprintf("internal error in tool %s; the server log has details", t.Def.Name))
+		}
+	}()
+	if progress == nil {
+		progress = func(float64, float64, string) {}
+	}
+	args, err := t.validator.Validate(raw)
+	if err != nil {
+		return toolError(fmt.Sprintf("invalid arguments for tool %s: %v", t.Def.Name, err))
+	}
+	if t.progress != nil {
+		if err := t.progress.run(ctx, progress); err != nil {
+			return toolError(fmt.Sprintf("tool %s: %v", t.Def.Name, err))
+		}
+	}
+	var ectx *hcl.EvalContext
+	if t.needsEval {
+		ectx = t.scope.CallContext(args)
+	}
+	var out *adapter.Output
+	if t.handler != nil {
+		out, err = t.handler.Call(ctx, &adapter.Request{Tool: t.Def.Name, Args: args, Eval: ectx, Progress: progress})
+		if err != nil {
+			if ctx.Err() != nil {
+				return toolError(fmt.Sprintf("tool %s: cancelled: %v", t.Def.Name, err))
+			}
+			return toolError(fmt.Sprintf("tool %s: %v", t.Def.Name, err))
+		}
+		if out == nil {
+			out = &adapter.Output{}
+		}
+	}
+	res, err = t.shape(args, out, ectx)
+	if err != nil {
+		return toolError(fmt.Sprintf("tool %s: %v", t.Def.Name, err))
+	}
+	return res
+}
+
+func (p *progressSpec) run(ctx context.Context, report ProgressFunc) error {
+	for i, step := range p.steps {
+		if i > 0 && p.interval > 0 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(p.interval):
+			}
+		}
+		report(step, p.total, p.message)
+	}
+	return nil
+}
+
+// shape turns the adapter's output (nil for declarative tools) into the
+// result the model sees.
+func (t *Tool) shape(args map[string]any, out *adapter.Output, ectx *hcl.EvalContext) (*mcp.CallToolResult, error) {
+	r := t.result
+	env := map[string]any{}
+	if out != nil {
+		for k, v := range out.Vars {
+			env[k] = v
+		}
+	}
+	env["args"] = args
+
+	if r != nil && r.errorWhen != nil {
+		v, err := r.errorWhen.Run(env)
+		if err != nil {
+			return nil, err
+		}
+		if truthy(v) {
+			msg := "the tool reported an error"
+			if r.errorMessage != nil {
+				m, err := r.errorMessage.Run(env)
+				if err != nil {
+					return nil, err
+				}
+				msg = stringify(m)
+			}
+			return toolError(msg), nil
+		}
+	}
+
+	var structured map[string]any
+	hasStructured := false
+	if r != nil && r.structured != nil {
+		v, err := r.structured.Run(env)
+		if err != nil {
+			return nil, err
+		}
+		structured, hasStructured = asObject(v), true
+	} else if out != nil && out.Structured != nil {
+		structured, hasStructured = out.Structured, true
+	}
+
+	res := &mcp.CallToolResult{Content: []mcp.Content{}}
+	switch {
+	case r != nil && r.text != nil:
+		v, err := r.text.Run(env)
+		if err != nil {
+			return nil, err
+		}
+		res.Content = append(res.Content, &mcp.TextContent{Text: stringify(v)})
+	case out != nil && out.Text != "" && !(r != nil && r.structured != nil):
+		res.Content = append(res.Content, &mcp.TextContent{Text: out.Text})
+	case hasStructured && (r == nil || len(r.contents) == 0) && (out == nil || len(out.Media) == 0):
+		// Clients that do not read structuredContent still see the data.
+		b, err := json.Marshal(structured)
+		if err != nil {
+			return nil, fmt.Errorf("encoding structured result: %w", err)
+		}
+		res.Content = append(res.Content, &mcp.TextContent{Text: string(b)})
+	}
+	if out != nil {
+		for _, m := range out.Media {
+			res.Content = append(res.Content, media(m))
+		}
+	}
+	if r != nil {
+		for _, c := range r.contents {
+			content, err := c.eval(ectx)
+			if err != nil {
+				return nil, err
+			}
+			res.Content = append(res.Content, content)
+		}
+	}
+	if hasStructured {
+		res.StructuredContent = structured
+	}
+	if t.output != nil {
+		if !hasStructured {
+			return nil, fmt.Errorf("the tool declares an output_schema but produced no structured result")
+		}
+		if err := t.output.Validate(structured); err != nil {
+			return nil, fmt.Errorf("the structured result does not match the tool's output_schema: %v", err)
+		}
+	}
+	return res, nil
+}
+
+func media(m adapter.Media) mcp.Content {
+	if len(m.MIMEType) >= 6 && m.MIMEType[:6] == "audio/" {
+		return &mcp.AudioContent{Data: m.Data, MIMEType: m.MIMEType}
+	}
+	return &mcp.ImageContent{Data: m.Data, MIMEType: m.MIMEType}
+}
+
+// asObject makes a structured result an object, as structuredContent must
+// be for clients of the 2025 protocol: anything else is wrapped.
+func asObject(v any) map[string]any {
+	if m, ok := v.(map[string]any); ok {
+		return m
+	}
+	return map[string]any{"result": v}
+}
+
+func truthy(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return false
+	case bool:
+		return x
+	case string:
+		return x != ""
+	case int:
+		return x != 0
+	case float64:
+		return x != 0
+	}
+	return true
+}
+
+func stringify(v any) string {
+	if s, ok := v.(string); ok {
+		return s
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+func toolError(msg string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}}
+}
