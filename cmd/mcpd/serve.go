@@ -92,4 +92,3 @@ func serveCmd(args []string, stderr io.Writer) error {
 	}
 	return nil
 }
-
