@@ -17,7 +17,9 @@ type Loaded struct {
 	Snapshot    *snapshot.Snapshot
 	Diagnostics hcl.Diagnostics
 	Sources     map[string][]byte
-	Files       []string
+	// Files are the config files read; Referenced the files they read
+	// through file() and friends. Together, what a reload watches.
+	Files, Referenced []string
 }
 
 // Load reads the config at paths and compiles it. prev, when not nil, is the
@@ -28,7 +30,7 @@ func Load(paths []string, reg *adapter.Registry, prev *snapshot.Snapshot, versio
 	if cfg == nil {
 		return out
 	}
-	out.Sources, out.Files = cfg.Sources, cfg.Files
+	out.Sources, out.Files, out.Referenced = cfg.Sources, cfg.Files, cfg.Referenced
 	// Compile even when loading found errors, so that one run reports every
 	// problem it can; the result is only kept when there were none.
 	snap, d := snapshot.Build(cfg, reg, prev, version)

@@ -8,9 +8,13 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
+	"github.com/mcpd/mcpd/engine/reload"
 	"github.com/mcpd/mcpd/engine/serve"
 	"github.com/mcpd/mcpd/engine/snapshot"
 )
@@ -38,6 +42,8 @@ func serveCmd(args []string, stderr io.Writer) error {
 	jsonResp := fs.Bool("json-response", false, "answer HTTP requests with application/json instead of SSE where possible")
 	listTTL := fs.Duration("list-ttl", 10*time.Second, "how long clients of the 2026 protocol may cache lists (ttlMs)")
 	sessionTimeout := fs.Duration("session-timeout", 30*time.Minute, "close legacy HTTP sessions idle this long (0: never)")
+	noWatch := fs.Bool("no-watch", false, "do not reload when config files change (SIGHUP still reloads)")
+	poll := fs.Duration("poll", 0, "also check config files this often, for file systems without inotify (e.g. 2s)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -59,6 +65,26 @@ func serveCmd(args []string, stderr io.Writer) error {
 	defer cancel()
 	s := l.Snapshot
 	logger.Info("config loaded", "files", strings.Join(l.Files, ","), "tools", len(s.Tools), "resources", len(s.Resources)+len(s.Templates), "prompts", len(s.Prompts))
+
+	reloader := &reload.Reloader{
+		Paths: c.paths(), Registry: reg, Current: &current, Notifier: srv,
+		Version: mcpdVersion(), Logger: logger, Poll: *poll,
+	}
+	reloader.Init(l)
+	go func() {
+		if err := reloader.Run(ctx, !*noWatch); err != nil {
+			logger.Error("config watching stopped", "err", err)
+		}
+	}()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		for range hup {
+			logger.Info("SIGHUP: reloading config")
+			reloader.Trigger()
+		}
+	}()
 
 	if *stdio {
 		logger.Info("serving MCP on stdio")

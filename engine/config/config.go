@@ -18,6 +18,10 @@ type Config struct {
 	Backends          []*Backend
 	// Files are the config files read, in load order.
 	Files []string
+	// Referenced are the files the config reads through file(),
+	// filebase64() or a resource's `file` attribute with a literal path:
+	// a reload watches them too.
+	Referenced []string
 	// Sources maps each file to its text, for printing diagnostics.
 	Sources map[string][]byte
 }

@@ -5,12 +5,16 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/gohcl"
 	"github.com/hashicorp/hcl/v2/hclparse"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+
+	"github.com/zclconf/go-cty/cty"
 
 	"github.com/mcpd/mcpd/engine/funcs"
 )
@@ -59,7 +63,10 @@ func Load(paths []string, blocks Blocks) (*Config, hcl.Diagnostics) {
 			continue
 		}
 		diags = append(diags, decodeFile(cfg, f.Body, filepath.Dir(name), blocks)...)
+		cfg.Referenced = append(cfg.Referenced, referencedFiles(f.Body, filepath.Dir(name))...)
 	}
+	sort.Strings(cfg.Referenced)
+	cfg.Referenced = slices.Compact(cfg.Referenced)
 	cfg.Sources = parser.Sources()
 	diags = append(diags, checkUnique(cfg)...)
 	return cfg, diags
@@ -396,4 +403,42 @@ func nameError(rng hcl.Range, kind, name string) *hcl.Diagnostic {
 		Detail:   fmt.Sprintf("%q must start with a letter or _ and use only letters, digits, _ . - (at most 128).", name),
 		Subject:  &rng,
 	}
+}
+
+// referencedFiles finds the files a config body reads with a literal path:
+// file("x"), filebase64("x") and resource `file = "x"`. Paths built from
+// expressions cannot be known before evaluation and are not watched.
+func referencedFiles(body hcl.Body, dir string) []string {
+	sb, ok := body.(*hclsyntax.Body)
+	if !ok {
+		return nil
+	}
+	var out []string
+	literal := func(e hclsyntax.Expression) (string, bool) {
+		v, diags := e.Value(nil)
+		if diags.HasErrors() || v.IsNull() || !v.IsKnown() || !v.Type().Equals(cty.String) {
+			return "", false
+		}
+		return v.AsString(), true
+	}
+	hclsyntax.VisitAll(sb, func(n hclsyntax.Node) hcl.Diagnostics {
+		switch n := n.(type) {
+		case *hclsyntax.FunctionCallExpr:
+			if (n.Name == "file" || n.Name == "filebase64") && len(n.Args) == 1 {
+				if p, ok := literal(n.Args[0]); ok {
+					out = append(out, funcs.Resolve(dir, p))
+				}
+			}
+		case *hclsyntax.Block:
+			if n.Type == "resource" {
+				if a, ok := n.Body.Attributes["file"]; ok {
+					if p, ok := literal(a.Expr); ok {
+						out = append(out, funcs.Resolve(dir, p))
+					}
+				}
+			}
+		}
+		return nil
+	})
+	return out
 }

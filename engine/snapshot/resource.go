@@ -36,8 +36,9 @@ type source struct {
 
 // Resource is one compiled static resource.
 type Resource struct {
-	Def *mcp.Resource
-	src *source
+	Def     *mcp.Resource
+	src     *source
+	version string // see sourceVersion
 }
 
 // Template is one compiled resource template.
@@ -114,8 +115,9 @@ func compileResource(rc *config.Resource, reg *adapter.Registry, backend func(st
 		return nil, diags
 	}
 	return &Resource{
-		Def: &mcp.Resource{URI: rc.URI, Name: rc.Name, Title: rc.Title, Description: rc.Description, MIMEType: mt},
-		src: src,
+		Def:     &mcp.Resource{URI: rc.URI, Name: rc.Name, Title: rc.Title, Description: rc.Description, MIMEType: mt},
+		src:     src,
+		version: sourceVersion(src),
 	}, diags
 }
 

@@ -9,7 +9,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"sort"
 	"sync"
 	"sync/atomic"
 
@@ -285,33 +284,4 @@ func (s *Snapshot) retire(next *Snapshot) {
 	s.mu.Unlock()
 	<-s.drained
 	s.closeBackends(next)
-}
-
-// Diff is what changed between two snapshots, by name.
-type Diff struct {
-	Added, Removed, Changed []string
-}
-
-// Empty reports whether nothing changed.
-func (d Diff) Empty() bool { return len(d.Added)+len(d.Removed)+len(d.Changed) == 0 }
-
-// diffNamed compares two sets of named definitions by their JSON form.
-func diffNamed(old, new map[string]string) Diff {
-	var d Diff
-	for name, def := range new {
-		if o, ok := old[name]; !ok {
-			d.Added = append(d.Added, name)
-		} else if o != def {
-			d.Changed = append(d.Changed, name)
-		}
-	}
-	for name := range old {
-		if _, ok := new[name]; !ok {
-			d.Removed = append(d.Removed, name)
-		}
-	}
-	sort.Strings(d.Added)
-	sort.Strings(d.Removed)
-	sort.Strings(d.Changed)
-	return d
 }
