@@ -1,7 +1,13 @@
 package main
 
-import "github.com/mcpd/mcpd/engine/adapter"
+import (
+	"github.com/mcpd/mcpd/engine/adapter"
 
-// registerAdapters registers every adapter mcpd ships.
+	httpadapter "github.com/mcpd/mcpd/adapters/http"
+)
+
+// registerAdapters registers every adapter mcpd ships, under the block name
+// that selects it in a tool.
 func registerAdapters(reg *adapter.Registry) {
+	reg.Register("http", httpadapter.New())
 }

@@ -49,7 +49,7 @@ func callCmd(args []string, stdout, stderr io.Writer) error {
 		}
 		return fmt.Errorf("no tool %q; the config declares: %s", name, strings.Join(names, ", "))
 	}
-	raw, err := callArgs(*argsJSON, positional[1:], tool.Def.InputSchema)
+	raw, err := callArgs(*argsJSON, positional[1:], tool.InputSchema)
 	if err != nil {
 		return err
 	}

@@ -257,7 +257,7 @@ func listCmd(args []string, stdout, stderr io.Writer) error {
 		return enc.Encode(out)
 	}
 	for _, t := range s.Tools {
-		fmt.Fprintf(stdout, "tool %s(%s)\n", t.Def.Name, paramSummary(t.Def.InputSchema))
+		fmt.Fprintf(stdout, "tool %s(%s)\n", t.Def.Name, paramSummary(t.InputSchema))
 		if t.Def.Description != "" {
 			fmt.Fprintf(stdout, "    %s\n", firstLine(t.Def.Description))
 		}

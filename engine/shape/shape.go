@@ -13,6 +13,7 @@ import (
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/file"
+	"github.com/expr-lang/expr/types"
 	"github.com/expr-lang/expr/vm"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
@@ -41,9 +42,11 @@ func Compile(attr *hcl.Attribute, vars []string) (*Program, hcl.Diagnostics) {
 		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Result expression must be a string", Subject: &rng}}
 	}
 	src := v.AsString()
-	env := map[string]any{"args": map[string]any{}}
+	// Every variable is typed "any": adapters' outputs are JSON-shaped
+	// values whose shape is only known per call. Names are still checked.
+	env := types.Map{"args": types.Any}
 	for _, name := range vars {
-		env[name] = nil
+		env[name] = types.Any
 	}
 	prog, err := expr.Compile(src, expr.Env(env))
 	if err != nil {

@@ -22,8 +22,12 @@ import (
 
 // Tool is one compiled tool: everything a call needs, built at load time.
 type Tool struct {
-	// Def is what tools/list shows. It must not be modified.
+	// Def is what tools/list shows. It must not be modified. Its schemas
+	// are encoded once here, as json.RawMessage, so that listing tools does
+	// not re-encode them on every request.
 	Def *mcp.Tool
+	// InputSchema is the input schema as a Go value, for inspection.
+	InputSchema map[string]any
 
 	validator *schema.Validator
 	output    *jsonschema.Resolved // nil: no output schema
@@ -87,12 +91,12 @@ func compileTool(tc *config.Tool, reg *adapter.Registry, backend func(string, st
 		}
 	}
 
-	t := &Tool{validator: validator, scope: scope}
+	t := &Tool{validator: validator, scope: scope, InputSchema: in}
 	t.Def = &mcp.Tool{
 		Name:        tc.Name,
 		Title:       tc.Title,
 		Description: tc.Description,
-		InputSchema: in,
+		InputSchema: rawJSON(in),
 		Annotations: annotations(tc.Annotations),
 	}
 	if tc.OutputSchema != nil {
@@ -105,7 +109,7 @@ func compileTool(tc *config.Tool, reg *adapter.Registry, backend func(string, st
 				rng := tc.OutputSchema.Expr.Range()
 				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid output schema", Detail: err.Error(), Subject: &rng})
 			}
-			t.Def.OutputSchema = out
+			t.Def.OutputSchema = rawJSON(out)
 		}
 	}
 
@@ -489,4 +493,14 @@ func stringify(v any) string {
 
 func toolError(msg string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}}
+}
+
+// rawJSON encodes a schema once. The values come from JSON or HCL and always
+// encode.
+func rawJSON(v map[string]any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("encoding a schema: %v", err))
+	}
+	return b
 }

@@ -1,0 +1,556 @@
+package httpadapter
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"mime"
+	"net"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/mcpd/mcpd/engine/adapter"
+)
+
+// response is what one attempt received, its body already read (at most
+// maxBytes of it) and the connection released.
+type response struct {
+	status     int
+	statusLine string // "404 Not Found"
+	header     http.Header
+	body       []byte
+	truncated  bool
+}
+
+// errKind classifies a failed attempt, for retries and messages.
+type errKind int
+
+const (
+	kindConnection errKind = iota // no response: dial, reset, EOF
+	kindTimeout                   // the attempt's timeout passed
+	kindCanceled                  // the call's context ended
+	kindRedirect                  // a redirect was refused
+	kindTLS                       // certificate or handshake failure
+)
+
+type attemptError struct {
+	kind errKind
+	msg  string
+}
+
+// Call sends the request, retrying as configured, and turns the response
+// into an Output. Every error names the method and the URL without its
+// query string; none contains a header value.
+func (h *handler) Call(ctx context.Context, req *adapter.Request) (*adapter.Output, error) {
+	sec := h.secrets
+	fail := func(format string, args ...any) (*adapter.Output, error) {
+		return nil, errors.New(sec.redact(fmt.Sprintf(format, args...)))
+	}
+
+	p, err := h.path.build(req.Eval)
+	if err != nil {
+		return fail("%s request not sent: %v", h.method, err)
+	}
+	query, err := h.buildQuery(req)
+	if err != nil {
+		return fail("%s request not sent: %v", h.method, err)
+	}
+	u, err := h.origin.buildURL(p, query)
+	if err != nil {
+		return fail("%s request not sent: %v", h.method, err)
+	}
+	display := displayURL(u)
+	hdr, callSecrets, err := h.buildHeaders(req)
+	if err != nil {
+		return fail("%s %s: request not sent: %v", h.method, display, err)
+	}
+	if len(callSecrets) > 0 {
+		sec = sec.merge(callSecrets)
+	}
+	body, err := h.body.eval(req.Eval)
+	if err != nil {
+		return fail("%s %s: request not sent: %v", h.method, display, err)
+	}
+	form, err := h.form.eval(req.Eval)
+	if err != nil {
+		return fail("%s %s: request not sent: %v", h.method, display, err)
+	}
+
+	attempts := 1
+	if h.retry.attempts > 1 && (idempotentMethods[h.method] || h.retryUnsafe) {
+		attempts = h.retry.attempts
+	}
+	target := u.String()
+	var (
+		res  *response
+		aerr *attemptError
+		n    int
+	)
+	for n = 1; ; n++ {
+		res, aerr = h.attempt(ctx, target, hdr, body, form)
+		if n >= attempts || !h.retryable(res, aerr) {
+			break
+		}
+		wait := h.retry.delay(n, res)
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return fail("%s %s: %s while waiting to retry (after %d attempts)", h.method, display, canceledMsg(ctx), n)
+		}
+	}
+	after := ""
+	if n > 1 {
+		after = fmt.Sprintf(" (after %d attempts)", n)
+	}
+	if aerr != nil {
+		return fail("%s %s: %s%s", h.method, display, aerr.msg, after)
+	}
+	if !h.expected(res.status) {
+		msg := fmt.Sprintf("%s %s returned %s, expected %s%s", h.method, display, res.statusLine, h.expectedText(), after)
+		if ex := h.excerpt(res, sec); ex != "" {
+			msg += ": " + ex
+		}
+		return fail("%s", msg)
+	}
+	return h.output(res, sec, display)
+}
+
+func (h *handler) buildQuery(req *adapter.Request) (url.Values, error) {
+	tool, err := h.query.eval(req.Eval)
+	if err != nil {
+		return nil, err
+	}
+	q := make(url.Values, len(h.baseQuery)+len(tool))
+	for k, v := range h.baseQuery {
+		q[k] = v
+	}
+	for k, v := range tool {
+		q[k] = v // a tool's value replaces the backend's
+	}
+	return q, nil
+}
+
+// buildHeaders merges the backend's headers with the tool's (the tool's
+// replace the backend's of the same name) and checks the tool's. It returns
+// the values of sensitive headers computed for this call, to be redacted.
+func (h *handler) buildHeaders(req *adapter.Request) (http.Header, secrets, error) {
+	hdr := make(http.Header, len(h.baseHeaders)+4)
+	for k, v := range h.baseHeaders {
+		hdr[k] = v
+	}
+	if h.headers == nil {
+		return hdr, nil, nil
+	}
+	tool, err := h.headers.eval(req.Eval)
+	if err != nil {
+		return nil, nil, err
+	}
+	var sec secrets
+	for name, vals := range tool {
+		if msg := checkHeaderName(name); msg != "" {
+			return nil, nil, fmt.Errorf("headers: %s", msg)
+		}
+		for _, v := range vals {
+			if msg := checkHeaderValue(name, v); msg != "" {
+				return nil, nil, fmt.Errorf("headers: %s", msg)
+			}
+		}
+		ck := http.CanonicalHeaderKey(name)
+		hdr[ck] = vals
+		if h.headers.static == nil && sensitiveHeaders[ck] {
+			for _, v := range vals {
+				sec.add(v)
+			}
+		}
+	}
+	return hdr, sec.finish(), nil
+}
+
+// attempt sends the request once, under the tool's timeout, and reads the
+// response body (at most maxBytes+1 bytes of it).
+func (h *handler) attempt(ctx context.Context, target string, hdr http.Header, body []byte, form url.Values) (*response, *attemptError) {
+	actx, cancel := context.WithTimeout(ctx, h.timeout)
+	defer cancel()
+
+	r := h.client.R()
+	r.SetContext(actx)
+	r.SetDoNotParseResponse(true)
+	for k, v := range hdr {
+		r.Header[k] = append([]string(nil), v...)
+	}
+	if body != nil {
+		if r.Header.Get("Content-Type") == "" {
+			r.Header.Set("Content-Type", "application/json")
+		}
+		r.SetBody(body)
+	}
+	if form != nil {
+		r.SetFormDataFromValues(form)
+	}
+	resp, err := r.Execute(h.method, target)
+	if err != nil {
+		if resp != nil && resp.RawResponse != nil && resp.RawResponse.Body != nil {
+			resp.RawResponse.Body.Close()
+		}
+		return nil, h.classify(err, ctx, actx, "")
+	}
+	raw := resp.RawResponse
+	defer raw.Body.Close()
+	data, truncated, err := readLimited(raw, h.maxBytes)
+	if err != nil {
+		return nil, h.classify(err, ctx, actx, "reading the response: ")
+	}
+	return &response{
+		status:     raw.StatusCode,
+		statusLine: statusLine(raw),
+		header:     raw.Header,
+		body:       data,
+		truncated:  truncated,
+	}, nil
+}
+
+func statusLine(r *http.Response) string {
+	if text := strings.TrimSpace(strings.TrimPrefix(r.Status, strconv.Itoa(r.StatusCode))); text != "" {
+		return fmt.Sprintf("%d %s", r.StatusCode, text)
+	}
+	if text := http.StatusText(r.StatusCode); text != "" {
+		return fmt.Sprintf("%d %s", r.StatusCode, text)
+	}
+	return strconv.Itoa(r.StatusCode)
+}
+
+// readLimited reads at most limit+1 bytes of the body, decompressing gzip
+// when the transport did not (because the request set Accept-Encoding
+// itself), so that the limit applies to what is kept, never to a
+// compressed stream that could expand without bound.
+func readLimited(r *http.Response, limit int64) ([]byte, bool, error) {
+	var src io.Reader = r.Body
+	if !r.Uncompressed && strings.EqualFold(strings.TrimSpace(r.Header.Get("Content-Encoding")), "gzip") {
+		gz, err := gzip.NewReader(r.Body)
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil, false, nil
+			}
+			return nil, false, fmt.Errorf("the gzip-encoded body is not valid: %w", err)
+		}
+		defer gz.Close()
+		src = gz
+		r.Header.Del("Content-Encoding")
+	}
+	var buf bytes.Buffer
+	if r.ContentLength > 0 && r.ContentLength <= limit {
+		buf.Grow(int(r.ContentLength) + 1)
+	}
+	if _, err := buf.ReadFrom(io.LimitReader(src, limit+1)); err != nil {
+		return nil, false, err
+	}
+	data := buf.Bytes()
+	if int64(len(data)) > limit {
+		return data[:limit], true, nil
+	}
+	return data, false, nil
+}
+
+// classify turns a failed attempt into a message that says what failed
+// without the URL (the caller adds method and URL) and without headers.
+func (h *handler) classify(err error, parent, actx context.Context, prefix string) *attemptError {
+	var rerr *redirectError
+	if errors.As(err, &rerr) {
+		return &attemptError{kindRedirect, prefix + rerr.msg}
+	}
+	if parent.Err() != nil {
+		return &attemptError{kindCanceled, prefix + canceledMsg(parent)}
+	}
+	if errors.Is(actx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) {
+		return &attemptError{kindTimeout, prefix + fmt.Sprintf("timed out after %s", h.timeout)}
+	}
+	inner := unwrapURLError(err)
+	var ne net.Error
+	if errors.As(inner, &ne) && ne.Timeout() {
+		return &attemptError{kindTimeout, prefix + "timed out: " + inner.Error()}
+	}
+	var (
+		verr  *tls.CertificateVerificationError
+		uaerr x509.UnknownAuthorityError
+		herr  x509.HostnameError
+		cierr x509.CertificateInvalidError
+		rherr tls.RecordHeaderError
+	)
+	if errors.As(inner, &verr) || errors.As(inner, &uaerr) || errors.As(inner, &herr) || errors.As(inner, &cierr) || errors.As(inner, &rherr) {
+		return &attemptError{kindTLS, prefix + "TLS failed: " + inner.Error()}
+	}
+	return &attemptError{kindConnection, prefix + "request failed: " + inner.Error()}
+}
+
+// unwrapURLError drops the *url.Error layers, whose text repeats the full
+// URL, query string included.
+func unwrapURLError(err error) error {
+	for {
+		var ue *url.Error
+		if !errors.As(err, &ue) {
+			return err
+		}
+		err = ue.Err
+	}
+}
+
+func canceledMsg(ctx context.Context) string {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return "the call's deadline passed"
+	}
+	return "the call was canceled"
+}
+
+func (h *handler) retryable(res *response, aerr *attemptError) bool {
+	if aerr != nil {
+		switch aerr.kind {
+		case kindTimeout:
+			return h.retry.onTimeout
+		case kindConnection:
+			return h.retry.onConnection
+		}
+		return false
+	}
+	return !h.expected(res.status) && h.retry.retriesStatus(res.status)
+}
+
+// delay is the wait before retry n+1: backoff doubled for each retry, capped
+// at max_backoff, with jitter (between half and all of it). A Retry-After
+// header on a 429 or 503 lengthens the wait, up to max_backoff.
+func (p retryPolicy) delay(n int, res *response) time.Duration {
+	d := p.backoff
+	for i := 1; i < n && d < p.maxBackoff; i++ {
+		d *= 2
+	}
+	if d > p.maxBackoff {
+		d = p.maxBackoff
+	}
+	if d > 1 {
+		d = d/2 + rand.N(d/2+1)
+	}
+	if res != nil && (res.status == http.StatusTooManyRequests || res.status == http.StatusServiceUnavailable) {
+		if ra, ok := retryAfter(res.header.Get("Retry-After")); ok {
+			if ra > p.maxBackoff {
+				ra = p.maxBackoff
+			}
+			if ra > d {
+				d = ra
+			}
+		}
+	}
+	return d
+}
+
+func retryAfter(v string) (time.Duration, bool) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, false
+	}
+	if secs, err := strconv.Atoi(v); err == nil && secs >= 0 {
+		return time.Duration(secs) * time.Second, true
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(time.Until(t), 0), true
+	}
+	return 0, false
+}
+
+func (h *handler) expected(status int) bool {
+	if h.expect == nil {
+		return status >= 200 && status <= 299
+	}
+	i := sort.SearchInts(h.expect, status)
+	return i < len(h.expect) && h.expect[i] == status
+}
+
+func (h *handler) expectedText() string {
+	if h.expect == nil {
+		return "a 2xx status"
+	}
+	s := make([]string, len(h.expect))
+	for i, c := range h.expect {
+		s[i] = strconv.Itoa(c)
+	}
+	return strings.Join(s, " or ")
+}
+
+// excerpt is at most excerptBytes of the body, for error messages.
+func (h *handler) excerpt(res *response, sec secrets) string {
+	if len(res.body) == 0 {
+		return ""
+	}
+	mt := mediaType(res.header.Get("Content-Type"))
+	if isMedia(mt) || !utf8.Valid(trimPartialRune(res.body)) {
+		return fmt.Sprintf("(%d bytes of %s)", len(res.body), orUnknown(mt))
+	}
+	body := sec.redactBytes(res.body)
+	if isJSONType(mt) {
+		var buf bytes.Buffer
+		if json.Compact(&buf, body) == nil {
+			body = buf.Bytes()
+		}
+	}
+	text := strings.Join(strings.Fields(string(body)), " ")
+	if len(text) > excerptBytes {
+		cut := excerptBytes
+		for cut > 0 && !utf8.RuneStart(text[cut]) {
+			cut--
+		}
+		text = text[:cut] + "…"
+	}
+	return text
+}
+
+// output turns a successful response into the tool's Output.
+func (h *handler) output(res *response, sec secrets, display string) (*adapter.Output, error) {
+	headers := make(map[string]string, len(res.header))
+	for k, v := range res.header {
+		if len(v) > 0 {
+			headers[strings.ToLower(k)] = sec.redact(v[0])
+		}
+	}
+	vars := map[string]any{
+		"status":    res.status,
+		"headers":   headers,
+		"body":      nil,
+		"truncated": res.truncated,
+	}
+	out := &adapter.Output{Vars: vars}
+	mt := mediaType(res.header.Get("Content-Type"))
+	body := res.body
+
+	if len(body) == 0 {
+		out.Text = res.statusLine
+		return out, nil
+	}
+	if isMedia(mt) {
+		if res.truncated {
+			return nil, errors.New(sec.redact(fmt.Sprintf("%s %s: the %s response is larger than max_response_bytes (%d bytes); raise max_response_bytes to receive it",
+				h.method, display, mt, h.maxBytes)))
+		}
+		out.Media = []adapter.Media{{MIMEType: mt, Data: body}}
+		return out, nil
+	}
+	if len(sec) > 0 {
+		body = sec.redactBytes(bytes.Clone(body))
+	}
+	if !res.truncated && (isJSONType(mt) || (sniffable(mt) && looksLikeJSON(body))) {
+		var v any
+		if err := json.Unmarshal(body, &v); err == nil {
+			vars["body"] = v
+			switch x := v.(type) {
+			case map[string]any:
+				out.Structured = x
+			case []any:
+				out.Structured = map[string]any{"items": x}
+			default:
+				out.Structured = map[string]any{"value": x}
+			}
+			var buf bytes.Buffer
+			if json.Compact(&buf, body) == nil {
+				out.Text = buf.String()
+			} else {
+				out.Text = string(body)
+			}
+			return out, nil
+		}
+	}
+	check := body
+	if res.truncated {
+		check = trimPartialRune(body)
+	}
+	if !isTextType(mt) && !utf8.Valid(check) {
+		size := fmt.Sprintf("%d bytes", len(body))
+		if res.truncated {
+			size = fmt.Sprintf("more than %d bytes", h.maxBytes)
+		}
+		out.Text = fmt.Sprintf("[binary response omitted: %s, %s]", orUnknown(mt), size)
+		return out, nil
+	}
+	text := strings.ToValidUTF8(string(check), "\uFFFD")
+	vars["body"] = text
+	if res.truncated {
+		text += fmt.Sprintf("\n[truncated: response exceeded %d bytes]", h.maxBytes)
+	}
+	out.Text = text
+	return out, nil
+}
+
+// mediaType is the lower-case media type of a Content-Type header, without
+// parameters.
+func mediaType(ct string) string {
+	if ct == "" {
+		return ""
+	}
+	if mt, _, err := mime.ParseMediaType(ct); err == nil {
+		return mt
+	}
+	mt, _, _ := strings.Cut(ct, ";")
+	return strings.ToLower(strings.TrimSpace(mt))
+}
+
+func isJSONType(mt string) bool {
+	return mt == "application/json" || mt == "text/json" || strings.HasSuffix(mt, "+json")
+}
+
+func isMedia(mt string) bool {
+	return strings.HasPrefix(mt, "image/") || strings.HasPrefix(mt, "audio/")
+}
+
+// sniffable types are sniffed for JSON: no Content-Type, or text/plain.
+func sniffable(mt string) bool { return mt == "" || mt == "text/plain" }
+
+func looksLikeJSON(b []byte) bool {
+	b = bytes.TrimLeft(b, " \t\r\n")
+	return len(b) > 0 && (b[0] == '{' || b[0] == '[')
+}
+
+func isTextType(mt string) bool {
+	switch {
+	case strings.HasPrefix(mt, "text/"),
+		strings.HasSuffix(mt, "+xml"), strings.HasSuffix(mt, "+json"), strings.HasSuffix(mt, "+yaml"):
+		return true
+	}
+	switch mt {
+	case "application/json", "application/xml", "application/javascript", "application/ecmascript",
+		"application/x-www-form-urlencoded", "application/yaml", "application/x-yaml", "application/toml",
+		"application/graphql", "application/sql", "application/x-ndjson", "application/csv":
+		return true
+	}
+	return false
+}
+
+func orUnknown(mt string) string {
+	if mt == "" {
+		return "unknown type"
+	}
+	return mt
+}
+
+// trimPartialRune drops an incomplete UTF-8 sequence at the end of b (left
+// there by truncation).
+func trimPartialRune(b []byte) []byte {
+	for i := 1; i <= utf8.UTFMax && i <= len(b); i++ {
+		if utf8.RuneStart(b[len(b)-i]) {
+			if !utf8.FullRune(b[len(b)-i:]) {
+				return b[:len(b)-i]
+			}
+			return b
+		}
+	}
+	return b
+}
