@@ -323,7 +323,7 @@ func (v *Validator) ValidateArgs(args map[string]any) error {
 			}
 		}
 		if err := v.fallback.Validate(args); err != nil {
-			return fmt.Errorf("invalid arguments: %v", err)
+			return err
 		}
 		return nil
 	}

@@ -182,3 +182,41 @@ prompt "test_prompt_with_image" {
     text = "Please analyze the image above."
   }
 }
+
+# A hand-written JSON Schema 2020-12 input schema ($schema, $defs, $ref,
+# allOf/anyOf, if/then/else): input_schema is served exactly as written and
+# validated by the full JSON Schema validator.
+tool "json_schema_2020_12_tool" {
+  description = "Tests JSON Schema 2020-12 keyword preservation"
+  input_schema = jsonencode({
+    "$schema" = "https://json-schema.org/draft/2020-12/schema"
+    type      = "object"
+    "$defs" = {
+      address = {
+        "$anchor" = "addressDef"
+        type      = "object"
+        properties = {
+          street = { type = "string" }
+          city   = { type = "string" }
+        }
+      }
+    }
+    properties = {
+      name          = { type = "string" }
+      address       = { "$ref" = "#/$defs/address" }
+      contactMethod = { type = "string", enum = ["phone", "email"] }
+      phone         = { type = "string" }
+      email         = { type = "string" }
+    }
+    allOf = [{ anyOf = [{ required = ["phone"] }, { required = ["email"] }] }]
+    if    = { properties = { contactMethod = { const = "phone" } }, required = ["contactMethod"] }
+    then  = { required = ["phone"] }
+    else  = { required = ["email"] }
+    additionalProperties = false
+  })
+  result {
+    content "text" {
+      text = "ok"
+    }
+  }
+}
