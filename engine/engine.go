@@ -36,7 +36,7 @@ func Load(paths []string, reg *adapter.Registry, prev *snapshot.Snapshot, versio
 	snap, d := snapshot.Build(cfg, reg, prev, version)
 	out.Diagnostics = append(out.Diagnostics, d...)
 	if snap != nil && diags.HasErrors() {
-		snap.Close()
+		snap.Discard(prev)
 		snap = nil
 	}
 	out.Snapshot = snap

@@ -177,6 +177,11 @@ func (s *Snapshot) closeBackends(keep *Snapshot) {
 // another (at shutdown).
 func (s *Snapshot) Close() { s.closeBackends(nil) }
 
+// Discard releases a snapshot that was built but will not be served: its
+// backends are closed, except those it took over from prev, which is still
+// serving.
+func (s *Snapshot) Discard(prev *Snapshot) { s.closeBackends(prev) }
+
 // Tool returns the tool named name.
 func (s *Snapshot) Tool(name string) (*Tool, bool) {
 	t, ok := s.tools[name]

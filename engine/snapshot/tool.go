@@ -412,8 +412,9 @@ func (t *Tool) shape(args map[string]any, out *adapter.Output, ectx *hcl.EvalCon
 		res.Content = append(res.Content, &mcp.TextContent{Text: stringify(v)})
 	case out != nil && out.Text != "" && !(r != nil && r.structured != nil):
 		res.Content = append(res.Content, &mcp.TextContent{Text: out.Text})
-	case hasStructured && (r == nil || len(r.contents) == 0) && (out == nil || len(out.Media) == 0):
-		// Clients that do not read structuredContent still see the data.
+	case hasStructured:
+		// Clients that do not read structuredContent still see the data,
+		// as the spec recommends.
 		b, err := json.Marshal(structured)
 		if err != nil {
 			return nil, fmt.Errorf("encoding structured result: %w", err)
