@@ -1,0 +1,651 @@
+// Package shell is the adapter behind a tool's `shell` block: it runs one
+// program with an argv built from the call's arguments, without a shell, and
+// returns what the program printed.
+//
+//	shell {
+//	  command = ["git", "log", "--oneline", "-n", args.n]
+//	  dir     = "."
+//	  timeout = "10s"
+//	}
+//
+// Every element of command is evaluated on its own and becomes exactly one
+// argv element (or, when it evaluates to a list, that many elements), so an
+// argument such as "; rm -rf /" reaches the program literally. The program
+// runs in its own process group; a timeout or a cancelled call kills the
+// whole group, and so does the end of the program, so that nothing it
+// started outlives the call. Output is captured up to max_output_bytes per
+// stream and the rest is discarded as it arrives. See docs/adapter-shell.md.
+package shell
+
+import (
+	"fmt"
+	"math/big"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
+
+	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/funcs"
+)
+
+// Defaults and limits of the block's attributes.
+const (
+	// DefaultPath is the PATH a process gets when the block declares none
+	// and does not inherit mcpd's environment.
+	DefaultPath = "/usr/local/bin:/usr/bin:/bin"
+
+	defaultTimeout   = 30 * time.Second
+	defaultKillGrace = 2 * time.Second
+	defaultMaxOutput = 1 << 20 // per stream
+	maxMaxOutput     = 1 << 30
+
+	// tailBytes is how much of the end of stderr (or stdout) an error quotes.
+	tailBytes = 2 << 10
+	// pipeDrainDelay bounds how long a call waits for the output pipes to
+	// reach EOF once the process group is gone; only a process that left
+	// the group (setsid) and kept the pipes open can make it matter.
+	pipeDrainDelay = time.Second
+	// maxProgressLine is the longest stdout/stderr line matched against a
+	// progress pattern; longer lines are skipped.
+	maxProgressLine = 64 << 10
+)
+
+// Adapter is the shell adapter. It has no backend block and no state: every
+// tool's settings live in the Handler that CompileTool returns.
+type Adapter struct{}
+
+// New returns the shell adapter, registered by main as "shell".
+func New() *Adapter { return &Adapter{} }
+
+var blockSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{
+		{Name: "command", Required: true},
+		{Name: "dir"},
+		{Name: "env"},
+		{Name: "inherit_env"},
+		{Name: "stdin"},
+		{Name: "timeout"},
+		{Name: "kill_grace"},
+		{Name: "max_output_bytes"},
+		{Name: "ok_exit_codes"},
+		{Name: "output"},
+	},
+	Blocks: []hcl.BlockHeaderSchema{{Type: "progress"}},
+}
+
+var progressSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{
+		{Name: "pattern", Required: true},
+		{Name: "total"},
+		{Name: "stream"},
+	},
+}
+
+// Output modes.
+const (
+	outputText  = "text"
+	outputJSON  = "json"
+	outputLines = "lines"
+)
+
+// argElem is one element of command after the executable: either its
+// load-time value (one string, or several when it is a list) or the
+// expression to evaluate on each call.
+type argElem struct {
+	index  int // position in command, for messages
+	expr   hcl.Expression
+	static []string
+}
+
+// handler is one compiled shell block. It is immutable after CompileTool and
+// therefore safe for concurrent calls.
+type handler struct {
+	name    string // command[0] as written, for argv[0] and messages
+	exePath string // absolute path when command[0] contains a slash
+	args    []argElem
+
+	baseDir   string         // the config file's directory, absolute
+	dir       string         // resolved static working directory
+	dirExpr   hcl.Expression // non-nil when dir depends on args
+	env       map[string]string
+	envExpr   hcl.Expression // non-nil when env depends on args
+	inherit   bool
+	stdin     *string
+	stdinExpr hcl.Expression
+
+	timeout   time.Duration
+	killGrace time.Duration
+	maxOutput int
+	okCodes   []int
+	output    string
+	progress  *progressSpec
+	vars      []string
+}
+
+// progressSpec turns output lines into progress notifications.
+type progressSpec struct {
+	re       *regexp.Regexp
+	progress int // submatch index of the progress value
+	total    int // submatch index of the total, 0 if none
+	message  int // submatch index of the message, 0 if none
+	static   float64
+	stderr   bool // scan stderr instead of stdout
+}
+
+// CompileTool decodes and checks one shell block.
+func (a *Adapter) CompileTool(b *adapter.ToolBlock) (adapter.Handler, hcl.Diagnostics) {
+	if diags := platformCheck(b.Range); diags.HasErrors() {
+		return nil, diags
+	}
+	content, diags := b.Body.Content(blockSchema)
+	if content == nil {
+		return nil, diags
+	}
+	h := &handler{
+		timeout:   defaultTimeout,
+		killGrace: defaultKillGrace,
+		maxOutput: defaultMaxOutput,
+		okCodes:   []int{0},
+		output:    outputText,
+	}
+	c := &compiler{scope: b.Scope, diags: diags}
+	attrs := content.Attributes
+
+	// Load-time settings first: the PATH used to resolve the executable
+	// depends on env and inherit_env.
+	if at := attrs["timeout"]; at != nil {
+		if d, ok := c.duration(at, false); ok {
+			h.timeout = d
+		}
+	}
+	if at := attrs["kill_grace"]; at != nil {
+		if d, ok := c.duration(at, true); ok {
+			h.killGrace = d
+		}
+	}
+	if at := attrs["max_output_bytes"]; at != nil {
+		if n, ok := c.integer(at, 1, maxMaxOutput); ok {
+			h.maxOutput = int(n)
+		}
+	}
+	if at := attrs["ok_exit_codes"]; at != nil {
+		if codes, ok := c.exitCodes(at); ok {
+			h.okCodes = codes
+		}
+	}
+	if at := attrs["output"]; at != nil {
+		if s, ok := c.staticString(at); ok {
+			switch s {
+			case outputText, outputJSON, outputLines:
+				h.output = s
+			default:
+				c.errorf(at.Expr.Range(), "Invalid output mode", "output must be %q, %q or %q, not %q.", outputText, outputJSON, outputLines, s)
+			}
+		}
+	}
+	if at := attrs["inherit_env"]; at != nil {
+		if v, ok := c.static(at, cty.Bool); ok {
+			h.inherit = v.True()
+		}
+	}
+	if at := attrs["env"]; at != nil {
+		h.env, h.envExpr = c.env(at)
+	}
+	// The default working directory, and the one used when a dir that
+	// depends on the call evaluates to null: the config file's directory.
+	if d, err := absDir(b.Scope.Dir, "."); err != nil {
+		c.errorf(b.Range, "Invalid dir", "%v.", err)
+	} else {
+		h.dir, h.baseDir = d, d
+	}
+	if at := attrs["dir"]; at != nil {
+		if d, expr := c.dir(at, b.Scope.Dir); expr != nil {
+			h.dirExpr = expr
+		} else if d != "" {
+			h.dir = d
+		}
+	}
+	if at := attrs["stdin"]; at != nil {
+		if adapter.IsStatic(at.Expr) {
+			if v, ok := c.static(at, cty.String); ok && !v.IsNull() {
+				s := v.AsString()
+				h.stdin = &s
+			}
+		} else {
+			c.add(b.Scope.Check(at.Expr))
+			h.stdinExpr = at.Expr
+		}
+	}
+	if at := attrs["command"]; at != nil {
+		c.command(h, at)
+	}
+	if len(content.Blocks) > 1 {
+		rng := content.Blocks[1].DefRange
+		c.errorf(rng, "Duplicate progress block", "A shell block takes at most one progress block; the first is at %s.", content.Blocks[0].DefRange)
+	}
+	if len(content.Blocks) > 0 {
+		h.progress = c.progress(content.Blocks[0])
+	}
+
+	h.vars = []string{"exit_code", "lines", "stderr", "stderr_truncated", "stdout", "stdout_truncated"}
+	if h.output == outputJSON {
+		h.vars = append(h.vars, "json")
+		sort.Strings(h.vars)
+	}
+	if c.diags.HasErrors() {
+		return nil, c.diags
+	}
+	return h, c.diags
+}
+
+// Vars names the variables of Output.Vars.
+func (h *handler) Vars() []string { return append([]string(nil), h.vars...) }
+
+// compiler accumulates the diagnostics of one block.
+type compiler struct {
+	scope *adapter.Scope
+	diags hcl.Diagnostics
+}
+
+func (c *compiler) add(d hcl.Diagnostics) { c.diags = append(c.diags, d...) }
+
+func (c *compiler) errorf(rng hcl.Range, summary, format string, a ...any) {
+	c.diags = append(c.diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: fmt.Sprintf(format, a...), Subject: rng.Ptr()})
+}
+
+func (c *compiler) warnf(rng hcl.Range, summary, format string, a ...any) {
+	c.diags = append(c.diags, &hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: summary, Detail: fmt.Sprintf(format, a...), Subject: rng.Ptr()})
+}
+
+// static evaluates a load-time attribute and converts it to want. ok is false
+// when a diagnostic was added.
+func (c *compiler) static(at *hcl.Attribute, want cty.Type) (cty.Value, bool) {
+	return c.staticExpr(at.Expr, at.Name, want)
+}
+
+func (c *compiler) staticExpr(expr hcl.Expression, name string, want cty.Type) (cty.Value, bool) {
+	if d := c.scope.CheckStatic(expr, name); d.HasErrors() {
+		c.add(d)
+		return cty.NilVal, false
+	}
+	v, d := expr.Value(c.scope.EvalContext())
+	c.add(d)
+	if d.HasErrors() {
+		return cty.NilVal, false
+	}
+	v, _ = v.UnmarkDeep()
+	if v.IsNull() {
+		c.errorf(expr.Range(), "Invalid value", "%s must not be null.", name)
+		return cty.NilVal, false
+	}
+	cv, err := convert.Convert(v, want)
+	if err != nil {
+		c.errorf(expr.Range(), "Invalid value", "%s must be a %s, got %s.", name, want.FriendlyName(), v.Type().FriendlyName())
+		return cty.NilVal, false
+	}
+	return cv, true
+}
+
+func (c *compiler) staticString(at *hcl.Attribute) (string, bool) {
+	v, ok := c.static(at, cty.String)
+	if !ok {
+		return "", false
+	}
+	return v.AsString(), true
+}
+
+func (c *compiler) duration(at *hcl.Attribute, zeroOK bool) (time.Duration, bool) {
+	s, ok := c.staticString(at)
+	if !ok {
+		return 0, false
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		c.errorf(at.Expr.Range(), "Invalid duration", "%s must be a duration such as \"30s\", \"1m30s\" or \"500ms\"; %q is not one.", at.Name, s)
+		return 0, false
+	}
+	if d < 0 || (d == 0 && !zeroOK) {
+		c.errorf(at.Expr.Range(), "Invalid duration", "%s must be positive, got %s.", at.Name, s)
+		return 0, false
+	}
+	return d, true
+}
+
+func (c *compiler) integer(at *hcl.Attribute, lo, hi int64) (int64, bool) {
+	v, ok := c.static(at, cty.Number)
+	if !ok {
+		return 0, false
+	}
+	return c.intValue(v, at.Expr.Range(), at.Name, lo, hi)
+}
+
+func (c *compiler) intValue(v cty.Value, rng hcl.Range, name string, lo, hi int64) (int64, bool) {
+	bf := v.AsBigFloat()
+	n, acc := bf.Int64()
+	if !bf.IsInt() || acc != big.Exact || n < lo || n > hi {
+		c.errorf(rng, "Invalid value", "%s must be a whole number from %d to %d, got %s.", name, lo, hi, bf.Text('g', -1))
+		return 0, false
+	}
+	return n, true
+}
+
+func (c *compiler) exitCodes(at *hcl.Attribute) ([]int, bool) {
+	v, ok := c.static(at, cty.List(cty.Number))
+	if !ok {
+		return nil, false
+	}
+	if v.LengthInt() == 0 {
+		c.errorf(at.Expr.Range(), "Invalid value", "ok_exit_codes must list at least one exit code.")
+		return nil, false
+	}
+	var codes []int
+	for it := v.ElementIterator(); it.Next(); {
+		_, ev := it.Element()
+		if ev.IsNull() {
+			c.errorf(at.Expr.Range(), "Invalid value", "ok_exit_codes must not contain null.")
+			return nil, false
+		}
+		n, ok := c.intValue(ev, at.Expr.Range(), "each of ok_exit_codes", 0, 255)
+		if !ok {
+			return nil, false
+		}
+		codes = append(codes, int(n))
+	}
+	return codes, true
+}
+
+// env decodes env: a map evaluated once when static, else on each call.
+func (c *compiler) env(at *hcl.Attribute) (map[string]string, hcl.Expression) {
+	if !adapter.IsStatic(at.Expr) {
+		c.add(c.scope.Check(at.Expr))
+		return nil, at.Expr
+	}
+	if d := c.scope.CheckStatic(at.Expr, "env"); d.HasErrors() {
+		c.add(d)
+		return nil, nil
+	}
+	m, err := adapter.EvalStringMap(at.Expr, c.scope.EvalContext())
+	if err != nil {
+		c.errorf(at.Expr.Range(), "Invalid env", "env must be a map of strings: %s.", err)
+		return nil, nil
+	}
+	if err := checkEnv(m); err != nil {
+		c.errorf(at.Expr.Range(), "Invalid env", "%s.", err)
+		return nil, nil
+	}
+	return m, nil
+}
+
+// dir decodes the working directory. A static dir is resolved and checked
+// now; a missing directory is a warning, since it may be created later.
+func (c *compiler) dir(at *hcl.Attribute, base string) (string, hcl.Expression) {
+	if !adapter.IsStatic(at.Expr) {
+		c.add(c.scope.Check(at.Expr))
+		return "", at.Expr
+	}
+	s, ok := c.staticString(at)
+	if !ok {
+		return "", nil
+	}
+	if s == "" || strings.IndexByte(s, 0) >= 0 {
+		c.errorf(at.Expr.Range(), "Invalid dir", "dir must be a non-empty path without NUL bytes.")
+		return "", nil
+	}
+	p, err := absDir(base, s)
+	if err != nil {
+		c.errorf(at.Expr.Range(), "Invalid dir", "%v.", err)
+		return "", nil
+	}
+	if fi, err := os.Stat(p); err != nil {
+		c.warnf(at.Expr.Range(), "Working directory not found", "dir %s does not exist yet (%v); calls will fail until it does.", p, unwrapPathErr(err))
+	} else if !fi.IsDir() {
+		c.warnf(at.Expr.Range(), "Working directory is not a directory", "dir %s is not a directory; calls will fail.", p)
+	}
+	return p, nil
+}
+
+// command decodes the argv list.
+func (c *compiler) command(h *handler, at *hcl.Attribute) {
+	elems, d := hcl.ExprList(at.Expr)
+	if d.HasErrors() {
+		c.commandNotList(at)
+		return
+	}
+	if len(elems) == 0 {
+		c.errorf(at.Expr.Range(), "Empty command", "command must list at least the executable, e.g. [\"git\", \"status\"].")
+		return
+	}
+	// The executable is fixed by the config: a call must never choose which
+	// program runs.
+	if v, ok := c.staticExpr(elems[0], "The executable (command[0])", cty.String); ok {
+		name := v.AsString()
+		switch {
+		case name == "" || strings.IndexByte(name, 0) >= 0:
+			c.errorf(elems[0].Range(), "Invalid executable", "command[0] must be a non-empty program name or path without NUL bytes.")
+		default:
+			h.name = name
+			c.resolveExecutable(h, elems[0].Range())
+		}
+	}
+	for i, e := range elems[1:] {
+		el := argElem{index: i + 1}
+		if adapter.IsStatic(e) {
+			if d := c.scope.CheckStatic(e, "command"); d.HasErrors() {
+				c.add(d)
+				continue
+			}
+			v, d := e.Value(c.scope.EvalContext())
+			c.add(d)
+			if d.HasErrors() {
+				continue
+			}
+			strs, err := argStrings(v, el.index)
+			if err != nil {
+				c.errorf(e.Range(), "Invalid command element", "%s.", err)
+				continue
+			}
+			el.static = strs
+		} else {
+			d := c.scope.Check(e)
+			c.add(d)
+			if d.HasErrors() {
+				continue
+			}
+			if name, ok := argsParam(e); ok && c.scope.Params[name] == "object" {
+				c.errorf(e.Range(), "Invalid command element", "args.%s is an object; a command element must be a string, number, boolean or a list of those.", name)
+				continue
+			}
+			el.expr = e
+		}
+		h.args = append(h.args, el)
+	}
+}
+
+// commandNotList explains how to write command when it is not a list
+// literal, with a suggestion when it is a plain string.
+func (c *compiler) commandNotList(at *hcl.Attribute) {
+	general := "command is an argv list, run without a shell: its first element is the executable and each further element is one argument, e.g. [\"git\", \"log\", \"-n\", args.n]. To pass a variable number of arguments, use an element that is a list (args.paths, or args.x == null ? [] : [\"--x\", args.x])."
+	detail := "command must be a list literal [...], so that the executable is fixed by the config. " + general
+	if isTemplate(at.Expr) || adapter.IsStatic(at.Expr) {
+		detail = "command must be a list, not a string: mcpd never runs a shell, so write each argument as a separate element, e.g. [\"git\", \"show\", args.sha] instead of \"git show ${args.sha}\"."
+	}
+	if adapter.IsStatic(at.Expr) {
+		v, d := at.Expr.Value(c.scope.EvalContext())
+		switch {
+		case d.HasErrors() || !v.IsWhollyKnown() || v.IsNull():
+		case v.Type() == cty.String:
+			words := strings.Fields(v.AsString())
+			quoted := make([]string, len(words))
+			for i, w := range words {
+				quoted[i] = fmt.Sprintf("%q", w)
+			}
+			detail = fmt.Sprintf("command must be a list, not a string: mcpd never runs a shell, so write command = [%s] (each argument a separate element). If you really need shell syntax, say so explicitly with [\"sh\", \"-c\", \"...\"] and never interpolate arguments into the script.", strings.Join(quoted, ", "))
+		default:
+			detail = "command must be a list literal [...], so that the executable is fixed by the config. " + general
+		}
+	}
+	c.errorf(at.Expr.Range(), "command must be a list", "%s", detail)
+}
+
+// resolveExecutable makes a relative path absolute (against the config
+// file's directory) and warns when the executable cannot be found now.
+func (c *compiler) resolveExecutable(h *handler, rng hcl.Range) {
+	if strings.ContainsRune(h.name, '/') {
+		p, err := filepath.Abs(funcs.Resolve(c.scope.Dir, h.name))
+		if err != nil {
+			c.errorf(rng, "Invalid executable", "cannot make %s absolute: %v.", h.name, err)
+			return
+		}
+		h.exePath = p
+		if err := checkExecutable(p); err != nil {
+			c.warnf(rng, "Executable not found", "%s: %v; calls will fail until it exists.", p, err)
+		}
+		return
+	}
+	if h.envExpr != nil {
+		return // env depends on the call, and PATH may come from it
+	}
+	path := effectivePath(h.env, h.inherit, os.Environ())
+	if _, err := lookPath(h.name, path); err != nil {
+		c.warnf(rng, "Executable not found", "%q is not in PATH (%s) now; calls will fail until it is installed. Declare env = { PATH = \"...\" } or use an absolute path if it lives elsewhere.", h.name, path)
+	}
+}
+
+// progress decodes the progress block.
+func (c *compiler) progress(b *hcl.Block) *progressSpec {
+	content, d := b.Body.Content(progressSchema)
+	c.add(d)
+	if d.HasErrors() {
+		return nil
+	}
+	spec := &progressSpec{}
+	ok := true
+	if at := content.Attributes["pattern"]; at != nil {
+		s, sok := c.staticString(at)
+		if sok {
+			re, err := regexp.Compile(s)
+			if err != nil {
+				c.errorf(at.Expr.Range(), "Invalid progress pattern", "pattern is not a valid regular expression (RE2 syntax): %v.", err)
+				ok = false
+			} else {
+				spec.re = re
+				ok = c.progressGroups(spec, at.Expr.Range()) && ok
+			}
+		} else {
+			ok = false
+		}
+	}
+	if at := content.Attributes["total"]; at != nil {
+		if v, vok := c.static(at, cty.Number); vok {
+			f, _ := v.AsBigFloat().Float64()
+			if f <= 0 {
+				c.errorf(at.Expr.Range(), "Invalid progress total", "total must be positive, got %v.", f)
+				ok = false
+			}
+			spec.static = f
+		} else {
+			ok = false
+		}
+	}
+	if at := content.Attributes["stream"]; at != nil {
+		if s, sok := c.staticString(at); sok {
+			switch s {
+			case "stdout":
+			case "stderr":
+				spec.stderr = true
+			default:
+				c.errorf(at.Expr.Range(), "Invalid progress stream", "stream must be \"stdout\" or \"stderr\", not %q.", s)
+				ok = false
+			}
+		} else {
+			ok = false
+		}
+	}
+	if !ok {
+		return nil
+	}
+	return spec
+}
+
+// progressGroups assigns the pattern's capture groups: the groups named
+// progress, total and message, else the first unnamed group is the progress
+// and the second the total.
+func (c *compiler) progressGroups(spec *progressSpec, rng hcl.Range) bool {
+	var unnamed []int
+	for i, name := range spec.re.SubexpNames() {
+		if i == 0 {
+			continue
+		}
+		switch name {
+		case "":
+			unnamed = append(unnamed, i)
+		case "progress":
+			spec.progress = i
+		case "total":
+			spec.total = i
+		case "message":
+			spec.message = i
+		default:
+			c.errorf(rng, "Invalid progress pattern", "capture group %q has an unknown name; named groups may be progress, total and message (or use unnamed groups: the first is the progress, the second the total).", name)
+			return false
+		}
+	}
+	if spec.progress == 0 && len(unnamed) > 0 {
+		spec.progress, unnamed = unnamed[0], unnamed[1:]
+	}
+	if spec.total == 0 && len(unnamed) > 0 {
+		spec.total = unnamed[0]
+	}
+	if spec.progress == 0 {
+		c.errorf(rng, "Invalid progress pattern", "pattern has no capture group for the progress value; write one, e.g. \"^(\\\\d+)/(\\\\d+)\" or \"(?P<progress>\\\\d+)%%\".")
+		return false
+	}
+	return true
+}
+
+// argsParam reports the param an expression refers to when it is exactly
+// args.<name>.
+func argsParam(e hcl.Expression) (string, bool) {
+	tr, d := hcl.AbsTraversalForExpr(e)
+	if d.HasErrors() || len(tr) != 2 || tr.RootName() != "args" {
+		return "", false
+	}
+	if a, ok := tr[1].(hcl.TraverseAttr); ok {
+		return a.Name, true
+	}
+	return "", false
+}
+
+// absDir resolves a working directory against the config file's directory
+// and makes it absolute, so that it does not depend on mcpd's own working
+// directory at call time.
+func absDir(base, dir string) (string, error) {
+	p, err := filepath.Abs(funcs.Resolve(base, dir))
+	if err != nil {
+		return "", fmt.Errorf("cannot make dir %s absolute: %v", dir, err)
+	}
+	return p, nil
+}
+
+func isTemplate(e hcl.Expression) bool {
+	switch e.(type) {
+	case *hclsyntax.TemplateExpr, *hclsyntax.TemplateWrapExpr:
+		return true
+	}
+	return false
+}
+
+func unwrapPathErr(err error) error {
+	if pe, ok := err.(*os.PathError); ok {
+		return pe.Err
+	}
+	return err
+}
