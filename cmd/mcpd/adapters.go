@@ -5,6 +5,7 @@ import (
 
 	httpadapter "github.com/mcpd/mcpd/adapters/http"
 	"github.com/mcpd/mcpd/adapters/shell"
+	sqladapter "github.com/mcpd/mcpd/adapters/sql"
 )
 
 // registerAdapters registers every adapter mcpd ships, under the block name
@@ -12,4 +13,5 @@ import (
 func registerAdapters(reg *adapter.Registry) {
 	reg.Register("http", httpadapter.New())
 	reg.Register("shell", shell.New())
+	reg.Register("sql", sqladapter.New())
 }

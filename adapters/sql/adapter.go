@@ -1,0 +1,413 @@
+// Package sqladapter is mcpd's SQL adapter: the top-level `database` block
+// (a connection pool to SQLite, PostgreSQL or MySQL/MariaDB) and the tool
+// block `sql`, which runs one parameterised statement per call.
+//
+// The safety model, in short: the query text is fixed at load time; values
+// are bound by the driver through :name placeholders checked against the
+// tool's params; identifiers come only from a list declared in the tool;
+// tools are read-only unless they say otherwise, and read-only is enforced
+// by the database itself. See docs/adapter-sql.md.
+package sqladapter
+
+import (
+	"fmt"
+	"net/url"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/jackc/pgx/v5"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/mcpd/mcpd/engine/adapter"
+)
+
+// Adapter owns the `database` block and compiles `sql` blocks.
+type Adapter struct{}
+
+// New returns the SQL adapter, registered in main as
+// reg.Register("sql", sqladapter.New()).
+func New() *Adapter { return &Adapter{} }
+
+var _ adapter.BackendAdapter = (*Adapter)(nil)
+
+// BackendBlock is the top-level block this adapter owns.
+func (*Adapter) BackendBlock() string { return "database" }
+
+var databaseSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
+	{Name: "driver", Required: true},
+	{Name: "dsn", Required: true},
+	{Name: "max_open_conns"},
+	{Name: "max_idle_conns"},
+	{Name: "conn_max_lifetime"},
+	{Name: "conn_max_idle_time"},
+	{Name: "query_timeout"},
+	{Name: "seed"},
+}}
+
+// DecodeBackend decodes one `database "name" { ... }` block. It reads no
+// file but those the block's own file() calls name, and opens nothing.
+func (*Adapter) DecodeBackend(b *adapter.BackendBlock) (adapter.BackendConfig, hcl.Diagnostics) {
+	content, diags := b.Body.Content(databaseSchema)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	cfg := &dbConfig{
+		name:         b.Name,
+		maxOpen:      defaultMaxOpenConns,
+		maxIdle:      -1, // default: min(defaultMaxIdleConns, maxOpen)
+		maxLifetime:  defaultConnMaxLifetime,
+		maxIdleTime:  defaultConnMaxIdleTime,
+		queryTimeout: defaultQueryTimeout,
+	}
+	attrs := content.Attributes
+	var d hcl.Diagnostics
+
+	driverAttr := attrs["driver"]
+	var driverName string
+	driverName, d = staticString(driverAttr, b.Scope)
+	diags = append(diags, d...)
+	if !d.HasErrors() {
+		var ok bool
+		if cfg.dialect, ok = dialects[driverName]; !ok {
+			diags = append(diags, attrError(driverAttr, "Unknown database driver",
+				fmt.Sprintf("driver %q is not supported; use \"sqlite\", \"postgres\" or \"mysql\" (which also serves MariaDB).", driverName)))
+		}
+	}
+
+	ints := []struct {
+		name  string
+		least int
+		dst   *int
+	}{{"max_open_conns", 1, &cfg.maxOpen}, {"max_idle_conns", 0, &cfg.maxIdle}}
+	for _, a := range ints {
+		if attr := attrs[a.name]; attr != nil {
+			*a.dst, d = staticInt(attr, b.Scope, a.least)
+			diags = append(diags, d...)
+		}
+	}
+	if cfg.maxIdle < 0 {
+		cfg.maxIdle = min(defaultMaxIdleConns, cfg.maxOpen)
+	}
+	durations := []struct {
+		name   string
+		zeroOK bool
+		dst    *time.Duration
+	}{
+		{"conn_max_lifetime", true, &cfg.maxLifetime},
+		{"conn_max_idle_time", true, &cfg.maxIdleTime},
+		{"query_timeout", false, &cfg.queryTimeout},
+	}
+	for _, a := range durations {
+		if attr := attrs[a.name]; attr != nil {
+			*a.dst, d = staticDuration(attr, b.Scope, a.zeroOK)
+			diags = append(diags, d...)
+		}
+	}
+	if attr := attrs["seed"]; attr != nil {
+		cfg.seed, d = staticString(attr, b.Scope)
+		diags = append(diags, d...)
+		if cfg.dialect != sqlite && cfg.dialect != 0 {
+			diags = append(diags, attrError(attr, "Seed is for SQLite only",
+				"A seed script fills a new, empty SQLite database (the demo, a local cache). For PostgreSQL and MySQL, create the schema with your migration tool."))
+		}
+	}
+
+	dsnAttr := attrs["dsn"]
+	cfg.dsn, d = staticString(dsnAttr, b.Scope)
+	diags = append(diags, d...)
+	if !d.HasErrors() && cfg.dialect != 0 {
+		diags = append(diags, checkDSN(cfg, dsnAttr, b.Scope.Dir)...)
+	}
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	return cfg, diags
+}
+
+// checkDSN validates the DSN for its driver, notes its password for
+// redaction, and for SQLite resolves the file against the config's
+// directory. The value never appears in a diagnostic.
+func checkDSN(cfg *dbConfig, attr *hcl.Attribute, dir string) hcl.Diagnostics {
+	invalid := func(detail string) hcl.Diagnostics {
+		return hcl.Diagnostics{attrError(attr, "Invalid dsn", detail+" (The value is not shown: it may hold a password.)")}
+	}
+	var password string
+	switch cfg.dialect {
+	case postgres:
+		pc, err := pgx.ParseConfig(cfg.dsn)
+		if err != nil {
+			return invalid("The dsn is not a PostgreSQL connection string: expected a URL such as postgres://user:password@host:5432/dbname?sslmode=disable, or key=value pairs such as \"host=localhost dbname=app\".")
+		}
+		password = pc.Password
+	case mysql:
+		mc, err := mysqlConfig(cfg.dsn)
+		if err != nil {
+			return invalid("The dsn is not a MySQL data source name: expected user:password@tcp(host:3306)/dbname (see github.com/go-sql-driver/mysql).")
+		}
+		password = mc.Passwd
+	case sqlite:
+		if _, query, _ := strings.Cut(cfg.dsn, "?"); query != "" {
+			if _, err := url.ParseQuery(query); err != nil {
+				return invalid("The parameters after '?' in the SQLite dsn are not a valid query string.")
+			}
+		}
+		if _, memory := sqliteTarget(cfg.dsn); memory {
+			return invalid("The dsn names an in-memory SQLite database. Each pooled connection would get its own empty database, so use a file, e.g. \"file:data/app.db\" (relative to this config file).")
+		}
+		cfg.dsn, cfg.sqliteFile = resolveSQLite(cfg.dsn, dir)
+	}
+	cfg.redact = newRedactor(cfg.dsn, password)
+	return nil
+}
+
+var sqlSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
+	{Name: "database", Required: true},
+	{Name: "query", Required: true},
+	{Name: "read_only"},
+	{Name: "max_rows"},
+	{Name: "timeout"},
+	{Name: "identifiers"},
+}}
+
+// defaultMaxRows is max_rows when the block does not set it.
+const defaultMaxRows = 1000
+
+// Statements that run with Exec and report rows_affected, unless they have
+// a RETURNING clause. Anything else runs with Query.
+var execVerbs = map[string]bool{
+	"INSERT": true, "UPDATE": true, "DELETE": true, "REPLACE": true, "MERGE": true, "UPSERT": true,
+	"CREATE": true, "DROP": true, "ALTER": true, "TRUNCATE": true, "RENAME": true,
+	"GRANT": true, "REVOKE": true, "COMMENT": true, "VACUUM": true, "REINDEX": true,
+	"SET": true, "RESET": true, "LOCK": true, "DO": true, "REFRESH": true,
+}
+
+// writeVerbs start statements that a read-only tool would always have
+// refused: worth a warning at load time.
+var writeVerbs = map[string]bool{
+	"INSERT": true, "UPDATE": true, "DELETE": true, "REPLACE": true, "MERGE": true, "UPSERT": true,
+	"CREATE": true, "DROP": true, "ALTER": true, "TRUNCATE": true, "RENAME": true, "GRANT": true, "REVOKE": true,
+}
+
+// CompileTool decodes and checks one `sql { ... }` block.
+func (*Adapter) CompileTool(b *adapter.ToolBlock) (adapter.Handler, hcl.Diagnostics) {
+	content, diags := b.Body.Content(sqlSchema)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	attrs := content.Attributes
+	h := &handler{readOnly: true, maxRows: defaultMaxRows}
+	var d hcl.Diagnostics
+
+	dbAttr := attrs["database"]
+	dbName, d := staticString(dbAttr, b.Scope)
+	diags = append(diags, d...)
+	if !d.HasErrors() {
+		live, ok := b.Backend("database", dbName)
+		if !ok {
+			diags = append(diags, attrError(dbAttr, "Unknown database",
+				fmt.Sprintf("No database block named %q is declared. Declare it at the top level: database %q { driver = \"sqlite\", dsn = \"...\" }.", dbName, dbName)))
+		} else if be, isOurs := live.(*backend); !isOurs {
+			diags = append(diags, attrError(dbAttr, "Unknown database", fmt.Sprintf("%q is not a database of the sql adapter.", dbName)))
+		} else {
+			h.be, h.dialect, h.timeout = be, be.cfg.dialect, be.cfg.queryTimeout
+		}
+	}
+	if attr := attrs["read_only"]; attr != nil {
+		h.readOnly, d = staticBool(attr, b.Scope)
+		diags = append(diags, d...)
+	}
+	if attr := attrs["max_rows"]; attr != nil {
+		h.maxRows, d = staticInt(attr, b.Scope, 1)
+		diags = append(diags, d...)
+	}
+	if attr := attrs["timeout"]; attr != nil {
+		h.timeout, d = staticDuration(attr, b.Scope, false)
+		diags = append(diags, d...)
+	}
+	var allowed map[string][]string
+	identAttr := attrs["identifiers"]
+	if identAttr != nil {
+		allowed, d = decodeIdentifiers(identAttr, b.Scope)
+		diags = append(diags, d...)
+	}
+
+	queryAttr := attrs["query"]
+	text, d := queryText(queryAttr, b.Scope)
+	diags = append(diags, d...)
+	if d.HasErrors() || h.be == nil { // translating the query needs the database's driver
+		return nil, diags
+	}
+	q, problems := parseQuery(text, h.dialect)
+	for _, p := range problems {
+		rng := textRange(queryAttr.Expr, p.off, p.end)
+		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: p.summary, Detail: p.detail, Subject: &rng})
+	}
+	h.query = q
+	diags = append(diags, checkNames(q, allowed, queryAttr, identAttr, b.Scope.Params)...)
+	for _, name := range sortedKeys(allowed) {
+		if slicesContainsRef(q.idents, name) {
+			h.slots = append(h.slots, slot{param: name, allowed: allowed[name]})
+		}
+	}
+	for _, name := range q.binds {
+		h.binds = append(h.binds, bind{name: name, typ: b.Scope.Params[name]})
+	}
+	h.exec = execVerbs[q.verb] && !q.returning
+	h.insert = q.verb == "INSERT" || q.verb == "REPLACE"
+	if h.readOnly && writeVerbs[q.verb] {
+		rng := queryAttr.Expr.Range()
+		diags = append(diags, &hcl.Diagnostic{
+			Severity: hcl.DiagWarning,
+			Summary:  "Write in a read-only tool",
+			Detail:   fmt.Sprintf("Tools are read-only unless they set read_only = false, and this query starts with %s: the database will refuse it on every call. Add read_only = false if the tool is meant to write.", q.verb),
+			Subject:  &rng,
+		})
+	}
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	return h, diags
+}
+
+// queryText evaluates the query, which must be fixed text: a literal, a
+// heredoc, or file("query.sql").
+func queryText(attr *hcl.Attribute, scope *adapter.Scope) (string, hcl.Diagnostics) {
+	if vars := attr.Expr.Variables(); len(vars) > 0 {
+		rng := vars[0].SourceRange()
+		name := "x"
+		if len(vars[0]) > 1 {
+			if a, ok := vars[0][1].(hcl.TraverseAttr); ok {
+				name = a.Name
+			}
+		}
+		return "", hcl.Diagnostics{{
+			Severity: hcl.DiagError,
+			Summary:  "Query must be fixed text",
+			Detail: fmt.Sprintf("The query cannot interpolate arguments: pasting a value into SQL lets the caller write SQL. "+
+				"Write :%s where the value goes and the driver binds it; to choose a column or table by argument, write {{%s}} and list the allowed names in `identifiers`.", name, name),
+			Subject: &rng,
+		}}
+	}
+	text, diags := staticString(attr, scope)
+	if !diags.HasErrors() && strings.TrimSpace(text) == "" {
+		diags = append(diags, attrError(attr, "Empty query", "The query has no SQL."))
+	}
+	return text, diags
+}
+
+// decodeIdentifiers decodes identifiers = { param = ["name", ...] }.
+func decodeIdentifiers(attr *hcl.Attribute, scope *adapter.Scope) (map[string][]string, hcl.Diagnostics) {
+	v, diags := staticValue(attr, scope, cty.Map(cty.List(cty.String)))
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	out := map[string][]string{}
+	for it := v.ElementIterator(); it.Next(); {
+		k, list := it.Element()
+		name := k.AsString()
+		if list.IsNull() || list.LengthInt() == 0 {
+			diags = append(diags, attrError(attr, "No allowed identifiers", fmt.Sprintf("identifiers.%s must list at least one name.", name)))
+			continue
+		}
+		for li := list.ElementIterator(); li.Next(); {
+			_, ev := li.Element()
+			if ev.IsNull() || ev.AsString() == "" || strings.ContainsRune(ev.AsString(), 0) {
+				diags = append(diags, attrError(attr, "Invalid identifier", fmt.Sprintf("identifiers.%s holds an empty or null name, or one with a NUL character.", name)))
+				continue
+			}
+			out[name] = append(out[name], ev.AsString())
+		}
+	}
+	return out, diags
+}
+
+// checkNames checks the query's :name and {{name}} against the tool's params
+// and identifiers: an unknown name is an error, a param the query does not
+// use is a warning (a result block or description may use it).
+func checkNames(q *compiledQuery, allowed map[string][]string, queryAttr, identAttr *hcl.Attribute, params map[string]string) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	used := map[string]bool{}
+	declared := declaredList(params)
+	for _, ref := range q.params {
+		used[ref.name] = true
+		if _, ok := params[ref.name]; !ok {
+			rng := textRange(queryAttr.Expr, ref.off, ref.end)
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Unknown placeholder",
+				Detail:   fmt.Sprintf(":%s names no param of this tool; declared params: %s. Declare param %q, or fix the name.", ref.name, declared, ref.name),
+				Subject:  &rng,
+			})
+		}
+	}
+	for _, ref := range q.idents {
+		used[ref.name] = true
+		rng := textRange(queryAttr.Expr, ref.off, ref.end)
+		if _, ok := params[ref.name]; !ok {
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError, Summary: "Unknown identifier slot",
+				Detail:  fmt.Sprintf("{{%s}} names no param of this tool; declared params: %s.", ref.name, declared),
+				Subject: &rng,
+			})
+		} else if _, ok := allowed[ref.name]; !ok {
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError, Summary: "Identifier slot without allowed names",
+				Detail:  fmt.Sprintf("{{%s}} puts a column or table name in the SQL, so its values must be listed: add identifiers = { %s = [\"name\", ...] } to the sql block (and the same enum to the param, so the model sees the choices).", ref.name, ref.name),
+				Subject: &rng,
+			})
+		}
+	}
+	for _, name := range sortedKeys(allowed) {
+		typ, declared := params[name]
+		switch {
+		case !declared:
+			diags = append(diags, attrError(identAttr, "Unknown identifier param", fmt.Sprintf("identifiers.%s names no param of this tool.", name)))
+		case typ != "string" && typ != "":
+			diags = append(diags, attrError(identAttr, "Identifier param must be a string", fmt.Sprintf("param %q chooses an identifier, so it must have type = \"string\" (it is %q).", name, typ)))
+		case !slicesContainsRef(q.idents, name):
+			rng := identAttr.Expr.Range()
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagWarning, Summary: "Unused identifiers entry",
+				Detail: fmt.Sprintf("identifiers.%s is declared but the query has no {{%s}}.", name, name), Subject: &rng,
+			})
+		}
+	}
+	for _, name := range sortedKeys(params) {
+		if !used[name] {
+			rng := queryAttr.Expr.Range()
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagWarning, Summary: "Param not used in the query",
+				Detail:  fmt.Sprintf("param %q appears in the query neither as :%s nor as {{%s}}. That is fine if the result block uses it; otherwise the argument is ignored.", name, name, name),
+				Subject: &rng,
+			})
+		}
+	}
+	return diags
+}
+
+func slicesContainsRef(refs []nameRef, name string) bool {
+	for _, r := range refs {
+		if r.name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func declaredList(params map[string]string) string {
+	if len(params) == 0 {
+		return "none"
+	}
+	return strings.Join(sortedKeys(params), ", ")
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

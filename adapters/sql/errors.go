@@ -1,0 +1,127 @@
+package sqladapter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+
+	mysqldrv "github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5/pgconn"
+	sqlite3 "modernc.org/sqlite"
+)
+
+// unavailableError is a failure to get a connection: the database is down,
+// unreachable, or refuses the credentials.
+type unavailableError struct{ err error }
+
+func (e *unavailableError) Error() string { return e.err.Error() }
+func (e *unavailableError) Unwrap() error { return e.err }
+
+// seedError is a failure of the SQLite seed script.
+type seedError struct{ err error }
+
+func (e *seedError) Error() string { return e.err.Error() }
+func (e *seedError) Unwrap() error { return e.err }
+
+// explain turns a failed call into the tool error the model sees: what went
+// wrong in terms it can act on, never the DSN or its password.
+func (h *handler) explain(parent, ctx context.Context, err error) error {
+	cfg := h.be.cfg
+	var msg string
+	var unavailable *unavailableError
+	var seed *seedError
+	switch {
+	case parent.Err() != nil:
+		msg = "the call was cancelled before the query finished"
+	case errors.As(err, &unavailable):
+		msg = fmt.Sprintf("database %q is unavailable: %s", cfg.name, connectReason(unavailable.err))
+		if ctx.Err() != nil {
+			msg = fmt.Sprintf("database %q is unavailable: connecting did not finish within the %s timeout", cfg.name, h.timeout)
+		}
+	case ctx.Err() != nil:
+		msg = fmt.Sprintf("the query did not finish within its %s timeout and was cancelled", h.timeout)
+	case errors.As(err, &seed):
+		msg = fmt.Sprintf("database %q could not be seeded: the seed script failed: %s", cfg.name, driverMessage(seed.err))
+	case writeRefused(err):
+		msg = "this tool is read-only: the database refused a write: " + driverMessage(err)
+	default:
+		msg = "the query failed: " + driverMessage(err)
+	}
+	return errors.New(cfg.redact.Replace(msg))
+}
+
+// connectReason says why a connection failed without the driver's framing,
+// which names the host, user and database of the DSN.
+func connectReason(err error) string {
+	var pgErr *pgconn.PgError
+	var myErr *mysqldrv.MySQLError
+	var dnsErr *net.DNSError
+	var opErr *net.OpError
+	switch {
+	case errors.As(err, &pgErr):
+		return pgErr.Message + " (SQLSTATE " + pgErr.Code + ")"
+	case errors.As(err, &myErr):
+		return myErr.Message
+	case errors.As(err, &dnsErr):
+		return "the database host name does not resolve"
+	case errors.As(err, &opErr):
+		if opErr.Timeout() {
+			return "connecting timed out"
+		}
+		return opErr.Err.Error() // e.g. "connect: connection refused"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "connecting timed out"
+	}
+	return driverMessage(err)
+}
+
+// driverMessage is the database's own message for a failed statement.
+func driverMessage(err error) string {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		msg := pgErr.Message
+		if pgErr.Detail != "" {
+			msg += " (" + strings.TrimSuffix(pgErr.Detail, ".") + ")"
+		}
+		if pgErr.Hint != "" {
+			msg += "; hint: " + pgErr.Hint
+		}
+		return msg + " [SQLSTATE " + pgErr.Code + "]"
+	}
+	return err.Error()
+}
+
+// writeRefused reports the database refusing a write because the
+// transaction or connection is read-only.
+func writeRefused(err error) bool {
+	var pgErr *pgconn.PgError
+	var myErr *mysqldrv.MySQLError
+	var liteErr *sqlite3.Error
+	switch {
+	case errors.As(err, &pgErr):
+		return pgErr.Code == "25006" // read_only_sql_transaction
+	case errors.As(err, &myErr):
+		// ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION, ER_OPTION_PREVENTS_STATEMENT
+		// (--read-only), ER_READ_ONLY_MODE
+		return myErr.Number == 1792 || myErr.Number == 1290 || myErr.Number == 1836
+	case errors.As(err, &liteErr):
+		return liteErr.Code()&0xff == 8 // SQLITE_READONLY and its extended codes
+	}
+	return false
+}
+
+// newRedactor replaces the DSN and its password wherever they appear.
+// Passwords shorter than 4 bytes are left alone: replacing every "a" in a
+// message would garble it, and such a password protects nothing.
+func newRedactor(dsn, password string) *strings.Replacer {
+	var pairs []string
+	if dsn != "" {
+		pairs = append(pairs, dsn, "[dsn]")
+	}
+	if len(password) >= 4 {
+		pairs = append(pairs, password, "[password]")
+	}
+	return strings.NewReplacer(pairs...)
+}

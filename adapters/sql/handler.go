@@ -1,0 +1,282 @@
+package sqladapter
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/mcpd/mcpd/engine/adapter"
+)
+
+// handler runs one sql tool. It is built once at load time and is
+// immutable: safe for concurrent calls.
+type handler struct {
+	be       *backend
+	query    *compiledQuery
+	binds    []bind // one per driver placeholder
+	slots    []slot // the query's {{param}}s, by name
+	readOnly bool
+	exec     bool // a statement without a result set: Exec, not Query
+	insert   bool // an INSERT or REPLACE: report last_insert_id
+	maxRows  int
+	timeout  time.Duration
+	dialect  dialect
+}
+
+// bind is the param bound to one driver placeholder.
+type bind struct {
+	name string
+	typ  string // the param's JSON type
+}
+
+// vars are the variables a sql tool's result block sees.
+var vars = []string{"rows", "columns", "row_count", "truncated", "rows_affected", "last_insert_id"}
+
+func (h *handler) Vars() []string { return slices.Clone(vars) }
+
+// querier is what runs a statement: a connection or a transaction on it.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+func (h *handler) Call(parent context.Context, req *adapter.Request) (*adapter.Output, error) {
+	query, err := h.sql(req.Args)
+	if err != nil {
+		return nil, err
+	}
+	args := make([]any, len(h.binds))
+	for i, b := range h.binds {
+		args[i] = bindValue(req.Args[b.name], b.typ)
+	}
+	ctx, cancel := context.WithTimeout(parent, h.timeout)
+	defer cancel()
+	out, err := h.run(ctx, query, args)
+	if err != nil {
+		return nil, h.explain(parent, ctx, err)
+	}
+	return out, nil
+}
+
+// slot is a {{param}} of the query and the identifiers it may become.
+type slot struct {
+	param   string
+	allowed []string
+}
+
+// sql fills the identifier slots with the arguments, each checked against
+// the tool's `identifiers` list.
+func (h *handler) sql(args map[string]any) (string, error) {
+	if len(h.slots) == 0 {
+		return h.query.sql(h.dialect, nil), nil
+	}
+	chosen := make(map[string]string, len(h.slots))
+	for _, s := range h.slots {
+		v, ok := args[s.param].(string)
+		if !ok || !slices.Contains(s.allowed, v) {
+			got := "nothing"
+			if args[s.param] != nil {
+				j, _ := json.Marshal(args[s.param])
+				got = truncate(string(j), 80)
+			}
+			return "", fmt.Errorf("argument %q must be one of %s (got %s)", s.param, strings.Join(s.allowed, ", "), got)
+		}
+		chosen[s.param] = v
+	}
+	return h.query.sql(h.dialect, func(name string) string { return chosen[name] }), nil
+}
+
+func (h *handler) run(ctx context.Context, query string, args []any) (*adapter.Output, error) {
+	conn, err := h.be.conn(ctx, h.readOnly)
+	if err != nil {
+		return nil, err
+	}
+	stopKill := func() bool { return true }
+	if h.be.kill != nil {
+		stopKill = h.be.killOnCancel(ctx, conn)
+	}
+	defer func() {
+		if !stopKill() {
+			// A KILL QUERY is on its way: never pool this connection.
+			conn.Raw(func(any) error { return driver.ErrBadConn })
+		}
+		conn.Close()
+	}()
+
+	var q querier = conn
+	if h.readOnly && h.be.ro == nil {
+		// PostgreSQL refuses every write, DDL included, in a read-only
+		// transaction; nothing is committed, so it is rolled back.
+		tx, err := conn.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+		if err != nil {
+			return nil, err
+		}
+		defer tx.Rollback()
+		q = tx
+	}
+	if h.exec {
+		res, err := q.ExecContext(ctx, query, args...)
+		if err != nil {
+			return nil, err
+		}
+		return h.written(res), nil
+	}
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	return h.collect(rows)
+}
+
+// collect reads at most max_rows rows, and one more to know whether the
+// result was cut.
+func (h *handler) collect(rows *sql.Rows) (*adapter.Output, error) {
+	types, err := rows.ColumnTypes()
+	if err != nil {
+		return nil, err
+	}
+	if len(types) == 0 {
+		// A statement that returned no result set after all (a write
+		// through a CTE, say): nothing to show but that it ran.
+		if err := rows.Close(); err != nil {
+			return nil, err
+		}
+		return h.written(nil), nil
+	}
+	names := columnNames(types)
+	kinds := make([]colKind, len(types))
+	for i, t := range types {
+		kinds[i] = columnKind(h.dialect, t.DatabaseTypeName())
+	}
+	dest := make([]any, len(types))
+	ptrs := make([]any, len(types))
+	for i := range dest {
+		ptrs[i] = &dest[i]
+	}
+	out := make([]any, 0, min(h.maxRows, 16))
+	truncated := false
+	for rows.Next() {
+		if len(out) == h.maxRows {
+			truncated = true
+			break
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, err
+		}
+		row := make(map[string]any, len(names))
+		for i, name := range names {
+			row[name] = jsonValue(dest[i], kinds[i])
+		}
+		out = append(out, row)
+	}
+	if truncated {
+		rows.Close() // discards the rest; its error does not spoil the rows we have
+	} else if err := rows.Err(); err != nil {
+		return nil, err
+	}
+
+	columns := make([]any, len(names))
+	for i, n := range names {
+		columns[i] = n
+	}
+	count := int64(len(out))
+	return &adapter.Output{
+		Structured: map[string]any{"columns": columns, "rows": out, "row_count": count, "truncated": truncated},
+		Text:       textTable(names, out, truncated),
+		Vars: map[string]any{
+			"columns": columns, "rows": out, "row_count": count, "truncated": truncated,
+			"rows_affected": nil, "last_insert_id": nil,
+		},
+	}, nil
+}
+
+// written is the output of a statement without a result set.
+func (h *handler) written(res sql.Result) *adapter.Output {
+	var affected, lastID any
+	text := "The statement ran."
+	if res != nil {
+		if n, err := res.RowsAffected(); err == nil {
+			affected = n
+			text = plural(int(n), "row") + " affected."
+			if h.insert && n > 0 {
+				if id, err := res.LastInsertId(); err == nil {
+					lastID = id
+					text += " Last insert id: " + strconv.FormatInt(id, 10) + "."
+				}
+			}
+		}
+	}
+	structured := map[string]any{"rows_affected": affected}
+	if lastID != nil {
+		structured["last_insert_id"] = lastID
+	}
+	return &adapter.Output{
+		Structured: structured,
+		Text:       text,
+		Vars: map[string]any{
+			"columns": []any{}, "rows": []any{}, "row_count": int64(0), "truncated": false,
+			"rows_affected": affected, "last_insert_id": lastID,
+		},
+	}
+}
+
+// columnNames are the result's column names, with duplicates (SELECT a.id,
+// b.id) made unique as id, id_2, id_3 so that no value is lost in a row
+// object.
+func columnNames(types []*sql.ColumnType) []string {
+	names := make([]string, len(types))
+	seen := make(map[string]bool, len(types))
+	for i, t := range types {
+		name := t.Name()
+		for n := 2; seen[name]; n++ {
+			name = t.Name() + "_" + strconv.Itoa(n)
+		}
+		seen[name] = true
+		names[i] = name
+	}
+	return names
+}
+
+// bindValue converts one argument for the driver. Whole numbers of integer
+// (or untyped) params are bound as int64, so that the database sees 42 and
+// not 42.0; arrays and objects are bound as JSON text, for the database's
+// JSON functions to unpack.
+func bindValue(v any, typ string) any {
+	switch x := v.(type) {
+	case float64:
+		if typ != "number" && x == math.Trunc(x) && math.Abs(x) <= maxSafeInt {
+			return int64(x)
+		}
+		return x
+	case []any, map[string]any:
+		j, err := json.Marshal(x)
+		if err != nil {
+			return fmt.Sprint(x)
+		}
+		return string(j)
+	case nil, string, bool, int64:
+		return x
+	case int:
+		return int64(x)
+	case json.Number:
+		return string(x)
+	}
+	return fmt.Sprint(v)
+}
+
+// truncate cuts s to at most n characters.
+func truncate(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n]) + "…"
+}

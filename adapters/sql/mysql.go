@@ -1,0 +1,124 @@
+package sqladapter
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+)
+
+// MySQL has no cancel request: when a context ends, go-sql-driver closes the
+// socket, and the server runs the query on until it next writes to the
+// client (which, for a long aggregate, is at the end). So mcpd remembers
+// each connection's thread id and, when a call's context ends while it
+// holds the connection, sends KILL QUERY <id> on a separate connection.
+
+// mysqlDriverConn is every interface go-sql-driver's connection implements;
+// the wrapper forwards them all so that database/sql sees no difference.
+type mysqlDriverConn interface {
+	driver.Conn
+	driver.ConnBeginTx
+	driver.ConnPrepareContext
+	driver.QueryerContext
+	driver.ExecerContext
+	driver.Pinger
+	driver.NamedValueChecker
+	driver.SessionResetter
+	driver.Validator
+}
+
+// mysqlConn is a driver connection that knows its server thread id.
+type mysqlConn struct {
+	mysqlDriverConn
+	id uint64
+}
+
+// mysqlConnector asks each new connection for its thread id and, for the
+// read-only pool, makes the session read-only. (A READ ONLY transaction is
+// not enough in MySQL: DDL commits it implicitly and then runs.)
+type mysqlConnector struct {
+	driver.Connector
+	readOnly bool
+}
+
+func (c mysqlConnector) Connect(ctx context.Context) (driver.Conn, error) {
+	dc, err := c.Connector.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	full, ok := dc.(mysqlDriverConn)
+	if !ok {
+		dc.Close()
+		return nil, fmt.Errorf("unexpected MySQL driver connection %T", dc)
+	}
+	if c.readOnly {
+		if _, err := full.ExecContext(ctx, "SET SESSION TRANSACTION READ ONLY", nil); err != nil {
+			dc.Close()
+			return nil, err
+		}
+	}
+	id, err := connectionID(ctx, full)
+	if err != nil {
+		dc.Close()
+		return nil, err
+	}
+	return &mysqlConn{mysqlDriverConn: full, id: id}, nil
+}
+
+func connectionID(ctx context.Context, c driver.QueryerContext) (uint64, error) {
+	rows, err := c.QueryContext(ctx, "SELECT CONNECTION_ID()", nil)
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	dest := make([]driver.Value, 1)
+	if err := rows.Next(dest); err != nil {
+		if err == io.EOF {
+			err = fmt.Errorf("CONNECTION_ID() returned no row")
+		}
+		return 0, err
+	}
+	switch v := dest[0].(type) {
+	case int64:
+		return uint64(v), nil
+	case uint64:
+		return v, nil
+	case []byte:
+		return strconv.ParseUint(string(v), 10, 64)
+	}
+	return 0, fmt.Errorf("CONNECTION_ID() returned %T", dest[0])
+}
+
+// killOnCancel arranges for the query running on conn to be killed on the
+// server when ctx ends. The returned stop reports false when the kill was
+// started: the caller must then discard the connection rather than pool
+// it, so that a late KILL cannot hit the next query that uses it.
+func (b *backend) killOnCancel(ctx context.Context, conn *sql.Conn) (stop func() bool) {
+	var id uint64
+	conn.Raw(func(dc any) error {
+		if c, ok := dc.(*mysqlConn); ok {
+			id = c.id
+		}
+		return nil
+	})
+	if id == 0 {
+		return func() bool { return true }
+	}
+	return context.AfterFunc(ctx, func() { b.killQuery(id) })
+}
+
+func (b *backend) killQuery(id uint64) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := b.kill.Connect(ctx)
+	if err != nil {
+		return
+	}
+	defer c.Close()
+	if ex, ok := c.(driver.ExecerContext); ok {
+		ex.ExecContext(ctx, "KILL QUERY "+strconv.FormatUint(id, 10), nil)
+	}
+}
