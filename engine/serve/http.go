@@ -39,15 +39,24 @@ const protocol2026 = "2026-07-28"
 // DELETE) is legacy.
 func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 	getServer := func(*http.Request) *mcp.Server { return s.mcp }
+	// guard checks Host for every request, with --allowed-host; the SDK's
+	// own check (loopback connections only) would refuse the allowed hosts
+	// a local reverse proxy forwards, so it is turned off.
 	legacy := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
-		JSONResponse:   opts.JSONResponse,
-		SessionTimeout: opts.SessionTimeout,
-		Logger:         s.opts.Logger,
+		JSONResponse:               opts.JSONResponse,
+		SessionTimeout:             opts.SessionTimeout,
+		Logger:                     s.opts.Logger,
+		DisableLocalhostProtection: true,
 	})
 	modern := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
-		Stateless:    true,
-		JSONResponse: opts.JSONResponse,
-		Logger:       s.opts.Logger,
+		Stateless:                  true,
+		JSONResponse:               opts.JSONResponse,
+		Logger:                     s.opts.Logger,
+		DisableLocalhostProtection: true,
+		// In 2026-07-28 the POST is the whole request: a client that closes
+		// the response stream has cancelled the call, and its handler's
+		// context must end (the SDK does not tie them by default).
+		PropagateRequestCancellation: true,
 	})
 	route := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if isModern(r) {

@@ -26,8 +26,9 @@ type Program struct {
 }
 
 // Compile compiles the expression written as the (static string) value of
-// attr. vars are the names the expression may use besides `args`.
-func Compile(attr *hcl.Attribute, vars []string) (*Program, hcl.Diagnostics) {
+// attr. vars are the names the expression may use besides `args`, whose
+// fields are the tool's params: `args.nope` is a load-time error.
+func Compile(attr *hcl.Attribute, vars []string, params []string) (*Program, hcl.Diagnostics) {
 	rng := attr.Expr.Range()
 	v, diags := attr.Expr.Value(nil)
 	if diags.HasErrors() {
@@ -44,7 +45,11 @@ func Compile(attr *hcl.Attribute, vars []string) (*Program, hcl.Diagnostics) {
 	src := v.AsString()
 	// Every variable is typed "any": adapters' outputs are JSON-shaped
 	// values whose shape is only known per call. Names are still checked.
-	env := types.Map{"args": types.Any}
+	args := types.Map{}
+	for _, p := range params {
+		args[p] = types.Any
+	}
+	env := types.Map{"args": args}
 	for _, name := range vars {
 		env[name] = types.Any
 	}

@@ -33,13 +33,14 @@ func TestCompileAndRun(t *testing.T) {
 		{name: "map builtin", src: `"sum(map(body.items, .n))"`, want: "3"},
 		{name: "object", src: `"{who: body.login}"`, want: "map[who:gopher]"},
 		{name: "unknown name", src: `"nope.x"`, compile: "unknown name nope (available: args, body)"},
+		{name: "undeclared param", src: `"args.nope"`, compile: "unknown field nope"},
 		{name: "syntax", src: `"body.login +"`, compile: "unexpected token EOF"},
 		{name: "not a string", src: `body.login`, compile: "must be a string"},
 		{name: "runtime type error", src: `"body + 1"`, want: "invalid operation"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, diags := Compile(attr(t, "structured", tt.src), []string{"body"})
+			p, diags := Compile(attr(t, "structured", tt.src), []string{"body"}, []string{"q"})
 			if tt.compile != "" {
 				if !diags.HasErrors() || !strings.Contains(diags.Error(), tt.compile) {
 					t.Fatalf("compile diagnostics %v, want %q", diags, tt.compile)

@@ -210,6 +210,10 @@ func annotations(a *config.Annotations) *mcp.ToolAnnotations {
 
 func compileResult(r *config.Result, scope *adapter.Scope, vars []string) (*result, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
+	params := make([]string, 0, len(scope.Params))
+	for p := range scope.Params {
+		params = append(params, p)
+	}
 	out := &result{}
 	for _, e := range []struct {
 		attr *hcl.Attribute
@@ -218,7 +222,7 @@ func compileResult(r *config.Result, scope *adapter.Scope, vars []string) (*resu
 		if e.attr == nil {
 			continue
 		}
-		p, d := shape.Compile(e.attr, vars)
+		p, d := shape.Compile(e.attr, vars, params)
 		diags = append(diags, d...)
 		*e.dst = p
 	}

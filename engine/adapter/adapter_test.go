@@ -1,0 +1,108 @@
+package adapter_test
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/funcs"
+)
+
+func parse(t *testing.T, src string) hcl.Expression {
+	t.Helper()
+	e, diags := hclsyntax.ParseExpression([]byte(src), "t.hcl", hcl.InitialPos)
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	return e
+}
+
+func TestScopeCheck(t *testing.T) {
+	scope := &adapter.Scope{Dir: ".", Functions: funcs.Table("."), Params: map[string]string{"n": "integer", "name": "string"}}
+	tests := []struct {
+		src, err string
+	}{
+		{src: `"${args.name}-${args.n}"`},
+		{src: `args["name"]`},
+		{src: `upper(args.name)`},
+		{src: `args.nope`, err: "args.nope is not declared; declared params: n, name"},
+		{src: `other.x`, err: `There is no variable named "other"`},
+		{src: `nofunc(1)`, err: `There is no function named "nofunc"`},
+	}
+	for _, tt := range tests {
+		diags := scope.Check(parse(t, tt.src))
+		switch {
+		case tt.err == "" && diags.HasErrors():
+			t.Errorf("%s: unexpected %v", tt.src, diags)
+		case tt.err != "" && (!diags.HasErrors() || !strings.Contains(diags.Error(), tt.err)):
+			t.Errorf("%s: got %v, want %q", tt.src, diags, tt.err)
+		}
+	}
+	if d := scope.CheckStatic(parse(t, `"x-${args.n}"`), "timeout"); !d.HasErrors() || !strings.Contains(d.Error(), "cannot depend on the call's arguments") {
+		t.Errorf("CheckStatic: %v", d)
+	}
+	backend := &adapter.Scope{Functions: funcs.Table(".")}
+	if d := backend.Check(parse(t, `args.x`)); !d.HasErrors() || !strings.Contains(d.Error(), "no call arguments") {
+		t.Errorf("backend scope: %v", d)
+	}
+}
+
+func TestEvalHelpers(t *testing.T) {
+	scope := &adapter.Scope{Dir: ".", Functions: funcs.Table("."), Params: map[string]string{"n": "integer", "s": "string", "opt": "string"}}
+	ectx := scope.CallContext(map[string]any{"n": 42.0, "s": "; rm -rf /"})
+
+	argv, err := adapter.EvalStrings(parse(t, `["git", "log", "-n", args.n, args.s]`), ectx)
+	if err != nil || !reflect.DeepEqual(argv, []string{"git", "log", "-n", "42", "; rm -rf /"}) {
+		t.Errorf("EvalStrings = %q, %v", argv, err)
+	}
+	if _, err := adapter.EvalStrings(parse(t, `["x", args.opt]`), ectx); err == nil || !strings.Contains(err.Error(), "element 1") {
+		t.Errorf("a null element must be an error naming it, got %v", err)
+	}
+	m, err := adapter.EvalStringMap(parse(t, `{ a = args.s, b = args.opt, c = 1 }`), ectx)
+	if err != nil || !reflect.DeepEqual(m, map[string]string{"a": "; rm -rf /", "c": "1"}) {
+		t.Errorf("EvalStringMap = %v, %v (null entries are left out)", m, err)
+	}
+	v, err := adapter.Eval(parse(t, `{ n = args.n, half = args.n / 4, list = [true, null] }`), ectx)
+	want := map[string]any{"n": int64(42), "half": 10.5, "list": []any{true, nil}}
+	if err != nil || !reflect.DeepEqual(v, want) {
+		t.Errorf("Eval = %#v, %v", v, err)
+	}
+	if _, err := adapter.EvalString(parse(t, `args.opt`), ectx); err == nil || !strings.Contains(err.Error(), "null") {
+		t.Errorf("EvalString of null: %v", err)
+	}
+}
+
+func TestFromGoToGoRoundTrip(t *testing.T) {
+	for _, x := range []any{
+		nil, "s", true, 1.5, []any{}, map[string]any{},
+		map[string]any{"a": []any{"x", 2.5, map[string]any{"b": false}}},
+	} {
+		got, err := adapter.ToGo(adapter.FromGo(x))
+		if err != nil || !reflect.DeepEqual(got, x) {
+			t.Errorf("round trip of %#v = %#v, %v", x, got, err)
+		}
+	}
+	if got, _ := adapter.ToGo(cty.NumberIntVal(9007199254740993)); got != int64(9007199254740993) {
+		t.Errorf("large integers must stay exact, got %v", got)
+	}
+}
+
+func TestRegistry(t *testing.T) {
+	reg := adapter.NewRegistry()
+	reg.Register("b", nil)
+	reg.Register("a", nil)
+	if got := reg.ToolBlocks(); !reflect.DeepEqual(got, []string{"a", "b"}) {
+		t.Errorf("ToolBlocks = %v", got)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("registering a block twice must panic")
+		}
+	}()
+	reg.Register("a", nil)
+}

@@ -1,0 +1,76 @@
+package config_test
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/mcpd/mcpd/engine"
+	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/config"
+)
+
+// FuzzLoad feeds arbitrary bytes to the loader as one config file. Neither
+// loading nor compiling (schemas, expressions, templates) may panic, and a
+// failed load must say why.
+//
+// Seeds: the conformance example and the broken configs of
+// engine/testdata/broken, plus the corpus in testdata/fuzz/FuzzLoad.
+func FuzzLoad(f *testing.F) {
+	seeds := []string{
+		"../../examples/conformance/conformance.hcl",
+	}
+	broken, _ := filepath.Glob("../testdata/broken/*.hcl")
+	seeds = append(seeds, broken...)
+	for _, p := range seeds {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	for _, s := range []string{
+		"",
+		"tool \"t\" {\n",
+		"tool \"t\" {\n  param \"p\" {\n    type = \"array\"\n    items = { type = \"string\", max_length = 1 }\n  }\n}\n",
+		"tool \"t\" {\n  input_schema = jsonencode({ type = \"object\", properties = { a = { \"$ref\" = \"#/x\" } } })\n}\n",
+		"tool \"t\" {\n  result {\n    text = \"args.x[\"\n  }\n}\n",
+		"resource_template \"r\" {\n  uri_template = \"x://{a}{/b*}{?c,d}\"\n  text = args.a\n  completions = { a = [\"1\"] }\n}\n",
+		"prompt \"p\" {\n  argument \"a\" {\n    completions = [1, 2]\n  }\n  message {\n    content \"resource\" {\n      uri = args.a\n      blob = \"@@\"\n    }\n  }\n}\n",
+		"tool \"t\" {\n  progress {\n    steps = [0, 1]\n    interval = \"-1s\"\n  }\n}\n",
+		"server {\n  name = env(\"MCPD_FUZZ_UNSET\")\n}\n",
+		"tool \"t\" {\n  description = file(\"../../../../etc/hostname\")\n}\n",
+	} {
+		f.Add([]byte(s))
+	}
+	reg := adapter.NewRegistry()
+	f.Fuzz(func(t *testing.T, src []byte) {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "fuzz.hcl")
+		if err := os.WriteFile(path, src, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cfg, diags := config.Load([]string{path}, config.Blocks{})
+		if cfg == nil {
+			t.Fatalf("a readable file must yield a config; diagnostics: %v", diags)
+		}
+		// Printing diagnostics must not panic either, whatever their ranges.
+		var buf bytes.Buffer
+		config.WriteDiagnostics(&buf, diags, cfg.Sources)
+		config.MarshalDiagnostics(diags)
+
+		l := engine.Load([]string{path}, reg, nil, "fuzz")
+		if l.Snapshot == nil && !l.Diagnostics.HasErrors() {
+			t.Fatalf("no snapshot and no error")
+		}
+		if l.Snapshot != nil {
+			if l.Diagnostics.HasErrors() {
+				t.Fatalf("a snapshot despite errors: %v", l.Diagnostics)
+			}
+			l.Snapshot.Close()
+		}
+		buf.Reset()
+		config.WriteDiagnostics(&buf, l.Diagnostics, l.Sources)
+	})
+}

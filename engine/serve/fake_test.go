@@ -1,0 +1,76 @@
+package serve_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/mcpd/mcpd/engine/adapter"
+)
+
+// fake is a test adapter selected by `fake { mode = "..." }` in a tool: the
+// adapter interface is the seam through which the engine meets HTTP, shell
+// and SQL, and through which these tests observe what the server does with
+// a call's context.
+//
+// Modes: "echo" returns the arguments as structured content; "block" waits
+// until its context ends, announcing the start on started and the end on
+// cancelled; "fail" fails.
+type fake struct {
+	started   chan string
+	cancelled chan string
+	// release ends blocked calls whose context never ends, so that a test
+	// that found such a bug can still shut its servers down.
+	release     chan struct{}
+	releaseOnce sync.Once
+}
+
+func newFake() *fake {
+	return &fake{started: make(chan string, 64), cancelled: make(chan string, 64), release: make(chan struct{})}
+}
+
+func (f *fake) releaseAll() { f.releaseOnce.Do(func() { close(f.release) }) }
+
+func (f *fake) registry() *adapter.Registry {
+	reg := adapter.NewRegistry()
+	reg.Register("fake", f)
+	return reg
+}
+
+func (f *fake) CompileTool(b *adapter.ToolBlock) (adapter.Handler, hcl.Diagnostics) {
+	content, diags := b.Body.Content(&hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "mode", Required: true}}})
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	v, d := content.Attributes["mode"].Expr.Value(nil)
+	if d.HasErrors() {
+		return nil, d
+	}
+	return &fakeHandler{f: f, tool: b.Tool, mode: v.AsString()}, nil
+}
+
+type fakeHandler struct {
+	f          *fake
+	tool, mode string
+}
+
+func (h *fakeHandler) Vars() []string { return nil }
+
+func (h *fakeHandler) Call(ctx context.Context, req *adapter.Request) (*adapter.Output, error) {
+	switch h.mode {
+	case "echo":
+		return &adapter.Output{Structured: map[string]any{"echo": req.Args}}, nil
+	case "block":
+		h.f.started <- h.tool
+		select {
+		case <-ctx.Done():
+			h.f.cancelled <- h.tool
+			return nil, ctx.Err()
+		case <-h.f.release:
+			return nil, errors.New("released by the test")
+		}
+	}
+	return nil, errors.New("fake failure")
+}

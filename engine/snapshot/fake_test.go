@@ -1,0 +1,153 @@
+package snapshot_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/mcpd/mcpd/engine/adapter"
+)
+
+// fake is a test adapter, selected in a tool by a `fake { mode = "..." }`
+// block, with an optional `backend = "name"` naming a top-level
+// `fake_backend "name" { setting = "..." }` block. The adapter interface is
+// the seam: this is how the engine meets HTTP, shell and SQL too.
+//
+// Modes: "echo" returns the arguments (Vars body, Structured), "panic"
+// panics, "error" fails, "block" waits for its context to end, "progress"
+// reports two steps, "media" returns a PNG.
+type fake struct {
+	mu       sync.Mutex
+	backends []*fakeBackend // every backend opened, in order
+
+	started   chan string // "block" calls announce themselves (tool name)
+	cancelled chan string // and report when their context ended
+}
+
+func newFake() *fake {
+	return &fake{started: make(chan string, 16), cancelled: make(chan string, 16)}
+}
+
+func (f *fake) register() *adapter.Registry {
+	reg := adapter.NewRegistry()
+	reg.Register("fake", f)
+	return reg
+}
+
+func (f *fake) BackendBlock() string { return "fake_backend" }
+
+func (f *fake) DecodeBackend(b *adapter.BackendBlock) (adapter.BackendConfig, hcl.Diagnostics) {
+	content, diags := b.Body.Content(&hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "setting"}}})
+	setting := ""
+	if a, ok := content.Attributes["setting"]; ok {
+		v, d := a.Expr.Value(b.Scope.EvalContext())
+		diags = append(diags, d...)
+		if !d.HasErrors() {
+			setting = v.AsString()
+		}
+	}
+	return &fakeBackendConfig{f: f, name: b.Name, setting: setting}, diags
+}
+
+type fakeBackendConfig struct {
+	f             *fake
+	name, setting string
+}
+
+func (c *fakeBackendConfig) Fingerprint() string { return c.setting }
+
+func (c *fakeBackendConfig) Open() (adapter.Backend, error) {
+	if c.setting == "unopenable" {
+		return nil, errors.New("cannot open")
+	}
+	b := &fakeBackend{name: c.name, setting: c.setting}
+	c.f.mu.Lock()
+	c.f.backends = append(c.f.backends, b)
+	c.f.mu.Unlock()
+	return b, nil
+}
+
+func (f *fake) opened() []*fakeBackend {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]*fakeBackend(nil), f.backends...)
+}
+
+type fakeBackend struct {
+	name, setting string
+	closed        atomic.Int32
+	calls         atomic.Int32
+}
+
+func (b *fakeBackend) Close() error {
+	b.closed.Add(1)
+	return nil
+}
+
+func (f *fake) CompileTool(b *adapter.ToolBlock) (adapter.Handler, hcl.Diagnostics) {
+	content, diags := b.Body.Content(&hcl.BodySchema{Attributes: []hcl.AttributeSchema{
+		{Name: "mode", Required: true}, {Name: "backend"},
+	}})
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	h := &fakeHandler{f: f, tool: b.Tool}
+	v, d := content.Attributes["mode"].Expr.Value(nil)
+	diags = append(diags, d...)
+	if !d.HasErrors() {
+		h.mode = v.AsString()
+	}
+	if a, ok := content.Attributes["backend"]; ok {
+		v, d := a.Expr.Value(nil)
+		diags = append(diags, d...)
+		be, ok := b.Backend("fake_backend", v.AsString())
+		if !ok {
+			return nil, append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Unknown backend", Subject: a.Expr.Range().Ptr()})
+		}
+		h.backend = be.(*fakeBackend)
+	}
+	return h, diags
+}
+
+type fakeHandler struct {
+	f       *fake
+	tool    string
+	mode    string
+	backend *fakeBackend
+}
+
+func (h *fakeHandler) Vars() []string { return []string{"body"} }
+
+func (h *fakeHandler) Call(ctx context.Context, req *adapter.Request) (*adapter.Output, error) {
+	if h.backend != nil {
+		h.backend.calls.Add(1)
+	}
+	switch h.mode {
+	case "echo":
+		return &adapter.Output{Vars: map[string]any{"body": req.Args}, Structured: map[string]any{"echo": req.Args}}, nil
+	case "text":
+		return &adapter.Output{Vars: map[string]any{"body": req.Args}, Text: fmt.Sprint("text from ", h.tool)}, nil
+	case "panic":
+		panic("boom")
+	case "error":
+		return nil, errors.New("backend said no")
+	case "block":
+		h.f.started <- h.tool
+		<-ctx.Done()
+		h.f.cancelled <- h.tool
+		return nil, ctx.Err()
+	case "progress":
+		req.Progress(1, 2, "half")
+		req.Progress(2, 2, "done")
+		return &adapter.Output{Text: "progressed"}, nil
+	case "media":
+		return &adapter.Output{Media: []adapter.Media{{MIMEType: "image/png", Data: []byte("\x89PNG")}, {MIMEType: "audio/wav", Data: []byte("RIFF")}}}, nil
+	case "nil":
+		return nil, nil
+	}
+	return nil, fmt.Errorf("unknown mode %q", h.mode)
+}

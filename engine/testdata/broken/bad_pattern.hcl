@@ -1,0 +1,6 @@
+tool "greet" {
+  description = "Says hello."
+  param "name" {
+    pattern = "^[a-z+$"
+  }
+}

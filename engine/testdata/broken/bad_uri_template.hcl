@@ -1,0 +1,4 @@
+resource_template "user" {
+  uri_template = "users://{id"
+  text         = "user"
+}

@@ -1,0 +1,6 @@
+tool "fail" {
+  description = "Fails."
+  result {
+    error_message = "'always'"
+  }
+}

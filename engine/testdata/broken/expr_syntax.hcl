@@ -1,0 +1,6 @@
+tool "greet" {
+  description = "Says hello."
+  result {
+    text = "1 +"
+  }
+}

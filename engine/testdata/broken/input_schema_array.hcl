@@ -1,0 +1,4 @@
+tool "greet" {
+  description = "Says hello."
+  input_schema = "[1, 2]"
+}

@@ -1,0 +1,5 @@
+prompt "ask" {
+  message {
+    role = "user"
+  }
+}

@@ -1,0 +1,9 @@
+prompt "ask" {
+  message {
+    role = "user"
+    text = "Hello"
+    content "text" {
+      text = "again"
+    }
+  }
+}

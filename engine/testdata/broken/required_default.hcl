@@ -1,0 +1,8 @@
+tool "greet" {
+  description = "Says hello."
+  param "name" {
+    type     = "string"
+    required = true
+    default  = "world"
+  }
+}

@@ -1,0 +1,4 @@
+resource "readme" {
+  uri       = "docs://readme"
+  mime_type = "text/plain"
+}

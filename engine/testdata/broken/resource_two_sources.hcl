@@ -1,0 +1,5 @@
+resource "readme" {
+  uri  = "docs://readme"
+  text = "Read me."
+  blob = "UmVhZCBtZS4="
+}

@@ -1,0 +1,4 @@
+resource "readme" {
+  uri  = "readme.txt"
+  text = "Read me."
+}

@@ -1,0 +1,3 @@
+tool "say hello" {
+  description = "Says hello."
+}

@@ -1,0 +1,7 @@
+server {
+  name = "one"
+}
+
+server {
+  name = "two"
+}

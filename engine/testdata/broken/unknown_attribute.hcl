@@ -1,0 +1,4 @@
+tool "greet" {
+  description = "Says hello."
+  colour      = "red"
+}

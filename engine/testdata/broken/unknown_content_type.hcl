@@ -1,0 +1,8 @@
+tool "film" {
+  description = "Shows a film."
+  result {
+    content "video" {
+      data = "AAAA"
+    }
+  }
+}

@@ -1,0 +1,3 @@
+tool "greet" {
+  description = ["Says", "hello."]
+}
