@@ -33,6 +33,9 @@ func TestScopeCheck(t *testing.T) {
 		{src: `args.nope`, err: "args.nope is not declared; declared params: n, name"},
 		{src: `other.x`, err: `There is no variable named "other"`},
 		{src: `nofunc(1)`, err: `There is no function named "nofunc"`},
+		{src: `file("pages/${args.name}.txt")`, err: "file() cannot take values from the call's arguments"},
+		{src: `env(args.name)`, err: "env() cannot take values from the call's arguments"},
+		{src: `file("static.txt")`},
 	}
 	for _, tt := range tests {
 		diags := scope.Check(parse(t, tt.src))

@@ -121,6 +121,22 @@ func (s *Scope) checkFunctions(expr hclsyntax.Expression) hcl.Diagnostics {
 		if !ok {
 			return nil
 		}
+		// env() and file() read the host: their arguments come from the
+		// config author, never from a call, or a model could read any
+		// file or variable (file("${args.page}") with page = "../../x").
+		if call.Name == "env" || call.Name == "file" || call.Name == "filebase64" {
+			for _, a := range call.Args {
+				if len(a.Variables()) > 0 {
+					rng := a.Range()
+					diags = append(diags, &hcl.Diagnostic{
+						Severity: hcl.DiagError,
+						Summary:  "Argument must be known at load time",
+						Detail:   fmt.Sprintf("%s() cannot take values from the call's arguments: it would let a caller choose what to read on this host.", call.Name),
+						Subject:  &rng,
+					})
+				}
+			}
+		}
 		if _, ok := s.Functions[call.Name]; !ok {
 			rng := call.NameRange
 			diags = append(diags, &hcl.Diagnostic{
