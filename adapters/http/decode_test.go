@@ -216,7 +216,7 @@ http {
 		{"env from args", be + `http {
   backend = "gh"
   headers = { X-Secret = env(args.var) }
-}`, "The arguments of env() cannot depend on the call's arguments", 6},
+}`, "env() cannot take values from the call's arguments", 6},
 		{"missing env", `http_backend "gh" {
   base_url = "https://api.example.com"
   headers  = { Authorization = env("MCPD_TEST_SURELY_UNSET") }

@@ -97,11 +97,10 @@ func (s secrets) redactBytes(b []byte) []byte {
 
 var secretFuncs = map[string]bool{"env": true, "file": true, "filebase64": true}
 
-// collectSecrets walks expr for calls of env(), file() and filebase64().
-// Their arguments must not depend on the call's arguments (a model must not
-// choose which variable or file is read); each call is evaluated now and
-// its value recorded as a secret. Evaluation errors are left to the
-// attribute's own evaluation, which reports them.
+// collectSecrets walks expr for calls of env(), file() and filebase64(),
+// evaluates each now and records its value as a secret. Their arguments are
+// known at load time (Scope.Check refuses any that depend on the call), and
+// evaluation errors are left to the attribute's own evaluation.
 func collectSecrets(d *decoder, expr hcl.Expression, out *secrets) {
 	se, ok := expr.(hclsyntax.Expression)
 	if !ok {
@@ -114,8 +113,6 @@ func collectSecrets(d *decoder, expr hcl.Expression, out *secrets) {
 		}
 		for _, arg := range call.Args {
 			if !adapter.IsStatic(arg) {
-				d.errorf(arg.Range(), "Value must be known at load time",
-					"The arguments of %s() cannot depend on the call's arguments: a caller must not choose which variable or file is read.", call.Name)
 				return nil
 			}
 		}
