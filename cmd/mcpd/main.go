@@ -52,6 +52,7 @@ Run 'mcpd COMMAND -h' for a command's flags.
 `
 
 func main() {
+	setGCPolicy()
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 

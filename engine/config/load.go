@@ -4,14 +4,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
-	"github.com/hashicorp/hcl/v2/gohcl"
-	"github.com/hashicorp/hcl/v2/hclparse"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 
 	"github.com/zclconf/go-cty/cty"
@@ -28,12 +25,35 @@ type Blocks struct {
 	Backends []string
 }
 
-// toolNameRE is the spec's rule for tool names.
-var toolNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
+// validToolName is the spec's rule for tool names: 1 to 128 of
+// [A-Za-z0-9_.-]. (Written out rather than as a regular expression, whose
+// bounded repetition compiled into thousands of states at every start.)
+func validToolName(s string) bool {
+	if len(s) < 1 || len(s) > 128 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !nameByte(s[i]) {
+			return false
+		}
+	}
+	return true
+}
 
-// identRE is the rule for every other name mcpd declares (params, prompts,
-// backends): they appear in expressions and URIs, so keep them simple.
-var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]{0,127}$`)
+// validIdent is the rule for every other name mcpd declares (params,
+// prompts, backends), ^[A-Za-z_][A-Za-z0-9_.-]{0,127}$: they appear in
+// expressions and URIs, so keep them simple.
+func validIdent(s string) bool {
+	if !validToolName(s) {
+		return false
+	}
+	c := s[0]
+	return c == '_' || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z')
+}
+
+func nameByte(c byte) bool {
+	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-'
+}
 
 // fileContent is the top level of one config file.
 type fileContent struct {
@@ -54,20 +74,21 @@ func Load(paths []string, blocks Blocks) (*Config, hcl.Diagnostics) {
 	if diags.HasErrors() {
 		return nil, diags
 	}
-	parser := hclparse.NewParser()
-	cfg := &Config{Files: files}
+	cfg := &Config{Files: files, Sources: map[string][]byte{}}
 	for _, name := range files {
-		f, d := parser.ParseHCLFile(name)
+		body, src, d := parseFile(name)
+		if src != nil {
+			cfg.Sources[name] = src
+		}
 		diags = append(diags, d...)
-		if f == nil || d.HasErrors() {
+		if body == nil || d.HasErrors() {
 			continue
 		}
-		diags = append(diags, decodeFile(cfg, f.Body, filepath.Dir(name), blocks)...)
-		cfg.Referenced = append(cfg.Referenced, referencedFiles(f.Body, filepath.Dir(name))...)
+		diags = append(diags, decodeFile(cfg, body, filepath.Dir(name), blocks)...)
+		cfg.Referenced = append(cfg.Referenced, referencedFiles(body, filepath.Dir(name))...)
 	}
 	sort.Strings(cfg.Referenced)
 	cfg.Referenced = slices.Compact(cfg.Referenced)
-	cfg.Sources = parser.Sources()
 	diags = append(diags, checkUnique(cfg)...)
 	return cfg, diags
 }
@@ -128,7 +149,7 @@ func decodeFile(cfg *Config, body hcl.Body, dir string, blocks Blocks) hcl.Diagn
 	// still call functions, e.g. description = file("docs/tool.md").
 	ectx := &hcl.EvalContext{Functions: funcs.Table(dir)}
 	var fc fileContent
-	diags := gohcl.DecodeBody(body, ectx, &fc)
+	diags := decodeBody(body, ectx, &fc)
 
 	backendSchema := &hcl.BodySchema{}
 	for _, b := range blocks.Backends {
@@ -140,7 +161,7 @@ func decodeFile(cfg *Config, body hcl.Body, dir string, blocks Blocks) hcl.Diagn
 		if content != nil {
 			for _, b := range content.Blocks {
 				be := &Backend{Type: b.Type, Name: b.Labels[0], Body: b.Body, DeclRange: b.DefRange, Dir: dir}
-				if !identRE.MatchString(be.Name) {
+				if !validIdent(be.Name) {
 					diags = append(diags, nameError(b.LabelRanges[0], b.Type, be.Name))
 				}
 				cfg.Backends = append(cfg.Backends, be)
@@ -163,7 +184,7 @@ func decodeFile(cfg *Config, body hcl.Body, dir string, blocks Blocks) hcl.Diagn
 	}
 	for _, t := range fc.Tools {
 		t.Dir = dir
-		if !toolNameRE.MatchString(t.Name) {
+		if !validToolName(t.Name) {
 			diags = append(diags, &hcl.Diagnostic{
 				Severity: hcl.DiagError,
 				Summary:  "Invalid tool name",
@@ -242,7 +263,7 @@ func checkParams(t *Tool) hcl.Diagnostics {
 			continue
 		}
 		seen[p.Name] = p
-		if !identRE.MatchString(p.Name) {
+		if !validIdent(p.Name) {
 			diags = append(diags, nameError(p.DeclRange, "param", p.Name))
 		}
 		if p.Type == "" {
@@ -284,7 +305,7 @@ func checkContentType(c *Content) hcl.Diagnostics {
 
 func checkPrompt(p *Prompt) hcl.Diagnostics {
 	var diags hcl.Diagnostics
-	if !identRE.MatchString(p.Name) {
+	if !validIdent(p.Name) {
 		diags = append(diags, nameError(p.DeclRange, "prompt", p.Name))
 	}
 	seen := map[string]*Argument{}

@@ -3,7 +3,6 @@ package schema
 import (
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -105,7 +104,7 @@ func paramSchema(p *config.Param, ectx *hcl.EvalContext) (map[string]any, hcl.Di
 				diags = append(diags, attrError(a.attr, "Invalid pattern", "pattern must be a string"))
 				continue
 			}
-			if _, err := regexp.Compile(ps); err != nil {
+			if _, err := compilePattern(ps); err != nil {
 				diags = append(diags, attrError(a.attr, "Invalid pattern", fmt.Sprintf("param %q: %v", p.Name, err)))
 				continue
 			}

@@ -18,6 +18,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -203,7 +204,7 @@ func compileNode(v any, path string) (*node, error) {
 		if !ok {
 			return nil, fmt.Errorf("%s: pattern must be a string", where(path))
 		}
-		if n.pattern, err = regexp.Compile(ps); err != nil {
+		if n.pattern, err = compilePattern(ps); err != nil {
 			return nil, fmt.Errorf("%s: invalid pattern %q: %v", where(path), ps, err)
 		}
 	}
@@ -272,6 +273,38 @@ func compileNode(v any, path string) (*node, error) {
 	return n, nil
 }
 
+// patterns caches compiled patterns. Loading compiles a param's pattern
+// three times (to check it, to check the param's default against its rules,
+// and for the validator), and configs often repeat a pattern across tools. A
+// *regexp.Regexp is safe for concurrent use. The cache is emptied when it
+// reaches maxPatterns, so that reloads cannot grow it without bound.
+var patterns struct {
+	sync.Mutex
+	m map[string]*regexp.Regexp
+}
+
+const maxPatterns = 4096
+
+func compilePattern(p string) (*regexp.Regexp, error) {
+	patterns.Lock()
+	re, ok := patterns.m[p]
+	patterns.Unlock()
+	if ok {
+		return re, nil
+	}
+	re, err := regexp.Compile(p)
+	if err != nil {
+		return nil, err
+	}
+	patterns.Lock()
+	if patterns.m == nil || len(patterns.m) >= maxPatterns {
+		patterns.m = map[string]*regexp.Regexp{}
+	}
+	patterns.m[p] = re
+	patterns.Unlock()
+	return re, nil
+}
+
 func numberKey(s map[string]any, key, path string) (*float64, error) {
 	v, ok := s[key]
 	if !ok {
@@ -301,8 +334,8 @@ func countKey(s map[string]any, key, path string, def int) (int, error) {
 func (v *Validator) Validate(raw json.RawMessage) (map[string]any, error) {
 	args := map[string]any{}
 	if len(raw) > 0 && string(raw) != "null" {
-		var x any
-		if err := json.Unmarshal(raw, &x); err != nil {
+		x, err := decodeJSON(raw)
+		if err != nil {
 			return nil, fmt.Errorf("arguments are not valid JSON: %v", err)
 		}
 		m, ok := x.(map[string]any)

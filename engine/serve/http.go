@@ -59,6 +59,9 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 		PropagateRequestCancellation: true,
 	})
 	route := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			w = deferResponseFlush(w)
+		}
 		if isModern(r) {
 			modern.ServeHTTP(w, r)
 			return

@@ -119,7 +119,7 @@ func (s *Server) ResourceUpdated(ctx context.Context, uri string) {
 
 // RunStdio serves one client on stdin/stdout until stdin closes or ctx ends.
 func (s *Server) RunStdio(ctx context.Context) error {
-	return s.mcp.Run(ctx, &mcp.StdioTransport{})
+	return s.mcp.Run(ctx, stdioTransport())
 }
 
 func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {

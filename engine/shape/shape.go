@@ -53,7 +53,7 @@ func Compile(attr *hcl.Attribute, vars []string, params []string) (*Program, hcl
 	for _, name := range vars {
 		env[name] = types.Any
 	}
-	prog, err := expr.Compile(src, expr.Env(env))
+	prog, err := compile(src, env)
 	if err != nil {
 		return nil, hcl.Diagnostics{compileDiag(attr, src, err, vars)}
 	}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/config"
-	"github.com/mcpd/mcpd/engine/funcs"
 )
 
 // Prompt is one compiled prompt.
@@ -27,14 +26,14 @@ type promptMessage struct {
 	content *contentTmpl
 }
 
-func compilePrompt(pc *config.Prompt) (*Prompt, hcl.Diagnostics) {
+func compilePrompt(pc *config.Prompt, ft funcTables) (*Prompt, hcl.Diagnostics) {
 	params := map[string]string{}
 	def := &mcp.Prompt{Name: pc.Name, Title: pc.Title, Description: pc.Description, Arguments: []*mcp.PromptArgument{}}
 	for _, a := range pc.Arguments {
 		params[a.Name] = "string"
 		def.Arguments = append(def.Arguments, &mcp.PromptArgument{Name: a.Name, Title: a.Title, Description: a.Description, Required: a.Required})
 	}
-	scope := &adapter.Scope{Dir: pc.Dir, Functions: funcs.Table(pc.Dir), Params: params}
+	scope := &adapter.Scope{Dir: pc.Dir, Functions: ft.get(pc.Dir), Params: params}
 	p := &Prompt{Def: def, scope: scope, completions: map[string][]string{}}
 	var diags hcl.Diagnostics
 	for _, a := range pc.Arguments {

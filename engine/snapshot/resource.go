@@ -100,8 +100,8 @@ func compileSource(owner, name string, text, blob, file *hcl.Attribute, ab *conf
 	return src, diags
 }
 
-func compileResource(rc *config.Resource, reg *adapter.Registry, backend func(string, string) (adapter.Backend, bool)) (*Resource, hcl.Diagnostics) {
-	scope := &adapter.Scope{Dir: rc.Dir, Functions: funcs.Table(rc.Dir), Params: map[string]string{}}
+func compileResource(rc *config.Resource, reg *adapter.Registry, backend func(string, string) (adapter.Backend, bool), ft funcTables) (*Resource, hcl.Diagnostics) {
+	scope := &adapter.Scope{Dir: rc.Dir, Functions: ft.get(rc.Dir), Params: map[string]string{}}
 	owner := fmt.Sprintf("resource %q", rc.Name)
 	src, diags := compileSource(owner, rc.Name, rc.Text, rc.Blob, rc.File, rc.Adapter, scope, reg, backend, rc.DeclRange)
 	mt := rc.MIMEType
@@ -121,7 +121,7 @@ func compileResource(rc *config.Resource, reg *adapter.Registry, backend func(st
 	}, diags
 }
 
-func compileTemplate(rc *config.ResourceTemplate, reg *adapter.Registry, backend func(string, string) (adapter.Backend, bool)) (*Template, hcl.Diagnostics) {
+func compileTemplate(rc *config.ResourceTemplate, reg *adapter.Registry, backend func(string, string) (adapter.Backend, bool), ft funcTables) (*Template, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
 	tmpl, err := uritemplate.New(rc.URITemplate)
 	if err != nil {
@@ -131,7 +131,7 @@ func compileTemplate(rc *config.ResourceTemplate, reg *adapter.Registry, backend
 	for _, v := range tmpl.Varnames() {
 		params[v] = "string"
 	}
-	scope := &adapter.Scope{Dir: rc.Dir, Functions: funcs.Table(rc.Dir), Params: params}
+	scope := &adapter.Scope{Dir: rc.Dir, Functions: ft.get(rc.Dir), Params: params}
 	owner := fmt.Sprintf("resource_template %q", rc.Name)
 	src, d := compileSource(owner, rc.Name, rc.Text, rc.Blob, nil, rc.Adapter, scope, reg, backend, rc.DeclRange)
 	diags = append(diags, d...)

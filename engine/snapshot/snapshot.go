@@ -14,6 +14,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/zclconf/go-cty/cty/function"
 
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/config"
@@ -77,7 +78,8 @@ func Build(cfg *config.Config, reg *adapter.Registry, prev *Snapshot, defaultVer
 		s.Server.Title, s.Server.Instructions, s.Server.WebsiteURL = sv.Title, sv.Instructions, sv.WebsiteURL
 	}
 
-	diags := s.openBackends(cfg, reg, prev)
+	ft := funcTables{}
+	diags := s.openBackends(cfg, reg, prev, ft)
 	backend := func(blockType, name string) (adapter.Backend, bool) {
 		lb, ok := s.backends[blockType+" "+name]
 		if !ok {
@@ -86,7 +88,7 @@ func Build(cfg *config.Config, reg *adapter.Registry, prev *Snapshot, defaultVer
 		return lb.backend, true
 	}
 	for _, tc := range cfg.Tools {
-		t, d := compileTool(tc, reg, backend)
+		t, d := compileTool(tc, reg, backend, ft)
 		diags = append(diags, d...)
 		if t != nil {
 			s.Tools = append(s.Tools, t)
@@ -94,7 +96,7 @@ func Build(cfg *config.Config, reg *adapter.Registry, prev *Snapshot, defaultVer
 		}
 	}
 	for _, rc := range cfg.Resources {
-		r, d := compileResource(rc, reg, backend)
+		r, d := compileResource(rc, reg, backend, ft)
 		diags = append(diags, d...)
 		if r != nil {
 			s.Resources = append(s.Resources, r)
@@ -102,14 +104,14 @@ func Build(cfg *config.Config, reg *adapter.Registry, prev *Snapshot, defaultVer
 		}
 	}
 	for _, rc := range cfg.ResourceTemplates {
-		t, d := compileTemplate(rc, reg, backend)
+		t, d := compileTemplate(rc, reg, backend, ft)
 		diags = append(diags, d...)
 		if t != nil {
 			s.Templates = append(s.Templates, t)
 		}
 	}
 	for _, pc := range cfg.Prompts {
-		p, d := compilePrompt(pc)
+		p, d := compilePrompt(pc, ft)
 		diags = append(diags, d...)
 		if p != nil {
 			s.Prompts = append(s.Prompts, p)
@@ -123,14 +125,14 @@ func Build(cfg *config.Config, reg *adapter.Registry, prev *Snapshot, defaultVer
 	return s, diags
 }
 
-func (s *Snapshot) openBackends(cfg *config.Config, reg *adapter.Registry, prev *Snapshot) hcl.Diagnostics {
+func (s *Snapshot) openBackends(cfg *config.Config, reg *adapter.Registry, prev *Snapshot, ft funcTables) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	for _, bc := range cfg.Backends {
 		ba, ok := reg.BackendAdapter(bc.Type)
 		if !ok {
 			panic("unregistered backend block " + bc.Type)
 		}
-		scope := &adapter.Scope{Dir: bc.Dir, Functions: funcs.Table(bc.Dir)}
+		scope := &adapter.Scope{Dir: bc.Dir, Functions: ft.get(bc.Dir)}
 		conf, d := ba.DecodeBackend(&adapter.BackendBlock{Name: bc.Name, Body: bc.Body, Range: bc.DeclRange, Scope: scope})
 		diags = append(diags, d...)
 		if d.HasErrors() || conf == nil {
@@ -157,6 +159,19 @@ func (s *Snapshot) openBackends(cfg *config.Config, reg *adapter.Registry, prev 
 		s.backends[key] = &liveBackend{fingerprint: fp, backend: b}
 	}
 	return diags
+}
+
+// funcTables hands every block of one Build the same function table per
+// directory instead of a fresh one per block. Tables are never modified.
+type funcTables map[string]map[string]function.Function
+
+func (ft funcTables) get(dir string) map[string]function.Function {
+	t, ok := ft[dir]
+	if !ok {
+		t = funcs.Table(dir)
+		ft[dir] = t
+	}
+	return t
 }
 
 // closeBackends closes the backends s opened that keep is not using.

@@ -15,7 +15,6 @@ import (
 
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/config"
-	"github.com/mcpd/mcpd/engine/funcs"
 	"github.com/mcpd/mcpd/engine/schema"
 	"github.com/mcpd/mcpd/engine/shape"
 )
@@ -55,8 +54,8 @@ type progressSpec struct {
 // ProgressFunc reports progress for the call being served.
 type ProgressFunc func(progress, total float64, message string)
 
-func compileTool(tc *config.Tool, reg *adapter.Registry, backend func(string, string) (adapter.Backend, bool)) (*Tool, hcl.Diagnostics) {
-	scope := &adapter.Scope{Dir: tc.Dir, Functions: funcs.Table(tc.Dir)}
+func compileTool(tc *config.Tool, reg *adapter.Registry, backend func(string, string) (adapter.Backend, bool), ft funcTables) (*Tool, hcl.Diagnostics) {
+	scope := &adapter.Scope{Dir: tc.Dir, Functions: ft.get(tc.Dir)}
 	ectx := scope.EvalContext()
 	var diags hcl.Diagnostics
 
@@ -368,13 +367,20 @@ func (p *progressSpec) run(ctx context.Context, report ProgressFunc) error {
 // result the model sees.
 func (t *Tool) shape(args map[string]any, out *adapter.Output, ectx *hcl.EvalContext) (*mcp.CallToolResult, error) {
 	r := t.result
-	env := map[string]any{}
-	if out != nil {
-		for k, v := range out.Vars {
+	// The expressions' environment: the adapter's variables and args. Only
+	// built when an expression will run.
+	var env map[string]any
+	if r != nil && (r.errorWhen != nil || r.structured != nil || r.text != nil) {
+		var vars map[string]any
+		if out != nil {
+			vars = out.Vars
+		}
+		env = make(map[string]any, len(vars)+1)
+		for k, v := range vars {
 			env[k] = v
 		}
+		env["args"] = args
 	}
-	env["args"] = args
 
 	if r != nil && r.errorWhen != nil {
 		v, err := r.errorWhen.Run(env)
@@ -406,7 +412,14 @@ func (t *Tool) shape(args map[string]any, out *adapter.Output, ectx *hcl.EvalCon
 		structured, hasStructured = out.Structured, true
 	}
 
-	res := &mcp.CallToolResult{Content: []mcp.Content{}}
+	n := 1
+	if out != nil {
+		n += len(out.Media)
+	}
+	if r != nil {
+		n += len(r.contents)
+	}
+	res := &mcp.CallToolResult{Content: make([]mcp.Content, 0, n)}
 	switch {
 	case r != nil && r.text != nil:
 		v, err := r.text.Run(env)

@@ -1,0 +1,7 @@
+//go:build !linux
+
+package serve
+
+import "io"
+
+func pollableStdin() (io.ReadCloser, bool) { return nil, false }
