@@ -81,11 +81,8 @@ func New(current *snapshot.Current, opts Options) *Server {
 			c.TTLMs = int(s.opts.ListTTL / time.Millisecond)
 		},
 	})
-	s.mcp.AddTool(&mcp.Tool{Name: marker, InputSchema: markerSchema}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return nil, fmt.Errorf("not callable")
-	})
-	s.mcp.AddPrompt(&mcp.Prompt{Name: marker}, nil)
-	s.mcp.AddResource(&mcp.Resource{URI: "mcpd-internal:list-changed", Name: marker}, nil)
+	// Register the markers while no session exists: nothing is sent.
+	s.Notify(true, true, true)
 	s.mcp.AddReceivingMiddleware(s.middleware)
 	return s
 }
