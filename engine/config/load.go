@@ -227,7 +227,8 @@ func decodeFile(cfg *Config, body hcl.Body, dir string, blocks Blocks) hcl.Diagn
 
 // adapterBlock takes the adapter block out of the rest of a tool's body.
 // Anything else left there is an unknown attribute or block, which Content
-// reports with a "did you mean" where it can.
+// reports as unsupported (with a "did you mean" only among adapter blocks:
+// the tool's own attributes were decoded before).
 func adapterBlock(remain hcl.Body, adapters []string, owner string) (*AdapterBlock, hcl.Diagnostics) {
 	if remain == nil {
 		return nil, nil
