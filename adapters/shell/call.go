@@ -14,10 +14,13 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
 
 	"github.com/mcpd/mcpd/engine/adapter"
 )
@@ -43,12 +46,12 @@ func (h *handler) Call(ctx context.Context, req *adapter.Request) (*adapter.Outp
 		env = setPWD(env, h.env, dir)
 	}
 	path := h.exePath
-	if path == "" {
-		path, err = lookPath(h.name, envLookup(env, "PATH"))
-		if err != nil {
-			return nil, fmt.Errorf("executable %q not found in PATH (%s)", h.name, envLookup(env, "PATH"))
-		}
+
+	release, err := h.acquire(ctx, req.Tool)
+	if err != nil {
+		return nil, err
 	}
+	defer release()
 
 	stdout := newCapture(h.maxOutput)
 	stderr := newCapture(h.maxOutput)
@@ -100,7 +103,44 @@ func (h *handler) Call(ctx context.Context, req *adapter.Request) (*adapter.Outp
 	return h.result(code, stdout, stderr)
 }
 
-// argv evaluates the command elements after the executable.
+// acquire takes one of the tool's process slots, waiting up to
+// queueTimeout for one to free up. The returned func gives it back.
+func (h *handler) acquire(ctx context.Context, tool string) (func(), error) {
+	release := func() { <-h.slots }
+	select {
+	case h.slots <- struct{}{}:
+		return release, nil
+	default:
+	}
+	if tool == "" {
+		tool = h.name
+	}
+	busy := fmt.Errorf("%s is busy: %d calls of it are already running (its max_concurrency) and none finished within %s; retry later", tool, cap(h.slots), h.queueTimeout)
+	if h.queueTimeout <= 0 {
+		return nil, busy
+	}
+	timer := time.NewTimer(h.queueTimeout)
+	defer timer.Stop()
+	select {
+	case h.slots <- struct{}{}:
+		return release, nil
+	case <-timer.C:
+		return nil, busy
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%s was cancelled (%v) while waiting for one of the %d calls already running to finish", tool, context.Cause(ctx), cap(h.slots))
+	}
+}
+
+// argItem is one argv string and whether a call chose its first byte.
+type argItem struct {
+	s      string
+	caller bool
+}
+
+// argv evaluates the command elements after the executable. A string whose
+// first byte the call chose must not start with '-' (the program could read
+// it as an option, such as sort's --output=FILE) unless a literal "--"
+// comes before it or its params are listed in allow_dash_args.
 func (h *handler) argv(ectx *hcl.EvalContext) ([]string, error) {
 	argv := make([]string, 1, len(h.args)+1)
 	argv[0] = h.name
@@ -109,17 +149,151 @@ func (h *handler) argv(ectx *hcl.EvalContext) ([]string, error) {
 			argv = append(argv, el.static...)
 			continue
 		}
-		v, diags := el.expr.Value(ectx)
-		if diags.HasErrors() {
-			return nil, fmt.Errorf("command[%d]: %w", el.index, diagsError(diags))
-		}
-		strs, err := argStrings(v, el.index)
+		items, err := evalArg(el.expr, ectx, el.index)
 		if err != nil {
 			return nil, err
 		}
-		argv = append(argv, strs...)
+		for _, it := range items {
+			if it.caller && !el.afterSep && !el.dashOK && strings.HasPrefix(it.s, "-") {
+				return nil, h.dashError(el)
+			}
+			argv = append(argv, it.s)
+		}
 	}
 	return argv, nil
+}
+
+// dashError tells the model which argument to change, without quoting it.
+func (h *handler) dashError(el argElem) error {
+	what := "command[" + strconv.Itoa(el.index) + "]"
+	switch len(el.params) {
+	case 0:
+	case 1:
+		what = fmt.Sprintf("argument %q", el.params[0])
+	default:
+		q := make([]string, len(el.params))
+		for i, p := range el.params {
+			q[i] = strconv.Quote(p)
+		}
+		what = "arguments " + strings.Join(q, ", ")
+	}
+	return fmt.Errorf("%s must not start with '-': %s would read it as an option, not as a value. Pass a value without a leading '-' (a relative file name can be written as ./-name)", what, h.name)
+}
+
+// evalArg evaluates one command element into argv strings, recording for
+// each whether its first byte comes from the call. Conditionals and tuple
+// literals are walked so that the literals they contain ("--author" in
+// args.a == null ? [] : ["--author", args.a]) count as the config's.
+func evalArg(e hcl.Expression, ectx *hcl.EvalContext, index int) ([]argItem, error) {
+	switch x := e.(type) {
+	case *hclsyntax.ParenthesesExpr:
+		return evalArg(x.Expression, ectx, index)
+	case *hclsyntax.ConditionalExpr:
+		branch, err := pickBranch(x, ectx)
+		if err != nil {
+			return nil, fmt.Errorf("command[%d]: %w", index, err)
+		}
+		return evalArg(branch, ectx, index)
+	case *hclsyntax.TupleConsExpr:
+		items := make([]argItem, 0, len(x.Exprs))
+		for i, ie := range x.Exprs {
+			it, err := evalScalar(ie, ectx)
+			if errors.Is(err, errNull) {
+				return nil, fmt.Errorf("command[%d][%d] is null", index, i)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("command[%d][%d]: %w", index, i, err)
+			}
+			items = append(items, it)
+		}
+		return items, nil
+	}
+	v, diags := e.Value(ectx)
+	if diags.HasErrors() {
+		return nil, fmt.Errorf("command[%d]: %w", index, diagsError(diags))
+	}
+	strs, err := argStrings(v, index)
+	if err != nil {
+		return nil, err
+	}
+	caller := leadFromArgs(e)
+	items := make([]argItem, len(strs))
+	for i, s := range strs {
+		items[i] = argItem{s: s, caller: caller}
+	}
+	return items, nil
+}
+
+var errNull = errors.New("is null")
+
+// evalScalar evaluates one element of a tuple literal in command.
+func evalScalar(e hcl.Expression, ectx *hcl.EvalContext) (argItem, error) {
+	switch x := e.(type) {
+	case *hclsyntax.ParenthesesExpr:
+		return evalScalar(x.Expression, ectx)
+	case *hclsyntax.ConditionalExpr:
+		branch, err := pickBranch(x, ectx)
+		if err != nil {
+			return argItem{}, err
+		}
+		return evalScalar(branch, ectx)
+	}
+	v, diags := e.Value(ectx)
+	if diags.HasErrors() {
+		return argItem{}, diagsError(diags)
+	}
+	v, _ = v.UnmarkDeep()
+	if v.IsNull() {
+		return argItem{}, errNull
+	}
+	s, err := argString(v)
+	if err != nil {
+		return argItem{}, err
+	}
+	return argItem{s: s, caller: leadFromArgs(e)}, nil
+}
+
+// pickBranch evaluates a conditional's condition and returns the branch it
+// selects.
+func pickBranch(x *hclsyntax.ConditionalExpr, ectx *hcl.EvalContext) (hcl.Expression, error) {
+	cv, diags := x.Condition.Value(ectx)
+	if diags.HasErrors() {
+		return nil, diagsError(diags)
+	}
+	cv, _ = cv.UnmarkDeep()
+	if cv.IsNull() {
+		return nil, errors.New("the condition is null")
+	}
+	b, err := convert.Convert(cv, cty.Bool)
+	if err != nil {
+		return nil, fmt.Errorf("the condition must be a boolean, got %s", cv.Type().FriendlyName())
+	}
+	if b.True() {
+		return x.TrueResult, nil
+	}
+	return x.FalseResult, nil
+}
+
+// leadFromArgs reports whether the call may choose the first byte of the
+// strings e evaluates to: false when e is static, or a template that starts
+// with literal text ("--max-count=${args.n}": the dash is the config's).
+func leadFromArgs(e hcl.Expression) bool {
+	if adapter.IsStatic(e) {
+		return false
+	}
+	switch x := e.(type) {
+	case *hclsyntax.TemplateWrapExpr:
+		return leadFromArgs(x.Wrapped)
+	case *hclsyntax.ParenthesesExpr:
+		return leadFromArgs(x.Expression)
+	case *hclsyntax.TemplateExpr:
+		if len(x.Parts) > 0 {
+			if lit, ok := x.Parts[0].(*hclsyntax.LiteralValueExpr); ok && lit.Val.Type() == cty.String && lit.Val.IsKnown() && !lit.Val.IsNull() && lit.Val.AsString() != "" {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // argStrings converts one command element's value to argv strings: a
@@ -174,15 +348,29 @@ func argString(v cty.Value) (string, error) {
 // when inherit_env is set.
 func (h *handler) environ(ectx *hcl.EvalContext) ([]string, error) {
 	declared := h.env
-	if h.envExpr != nil {
-		m, err := adapter.EvalStringMap(h.envExpr, ectx)
-		if err != nil {
-			return nil, fmt.Errorf("env: %w", err)
+	if len(h.envVars) > 0 {
+		declared = make(map[string]string, len(h.env)+len(h.envVars))
+		for k, v := range h.env {
+			declared[k] = v
 		}
-		if err := checkEnv(m); err != nil {
-			return nil, err
+		for _, ev := range h.envVars {
+			v, diags := ev.expr.Value(ectx)
+			if diags.HasErrors() {
+				return nil, fmt.Errorf("env %s: %w", ev.name, diagsError(diags))
+			}
+			if v, _ = v.UnmarkDeep(); v.IsNull() {
+				delete(declared, ev.name) // an optional argument that was not given
+				continue
+			}
+			s, err := adapter.ValueString(v)
+			if err != nil {
+				return nil, fmt.Errorf("env %s: %w", ev.name, err)
+			}
+			if err := checkEnv(map[string]string{ev.name: s}); err != nil {
+				return nil, err
+			}
+			declared[ev.name] = s
 		}
-		declared = m
 	}
 	return buildEnv(declared, h.inherit, os.Environ()), nil
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"sync"
 	"syscall"
 	"time"
@@ -34,6 +35,9 @@ func platformCheck(hcl.Range) hcl.Diagnostics { return nil }
 // (those that did not leave the group with setsid or setpgid). That is what
 // lets a call end promptly even when a grandchild holds stdout open.
 //
+// If mcpd itself dies, the kernel kills the leader (Pdeathsig); what the
+// leader started is not covered, see docs/adapter-shell.md.
+//
 // On timeout or cancellation the group gets SIGTERM, then SIGKILL once the
 // leader has exited or grace has passed, whichever comes first.
 //
@@ -51,7 +55,18 @@ func runProcess(ctx context.Context, cmd *exec.Cmd, sio stdio, timeout, grace ti
 	if p.inR == nil {
 		cmd.Stdin = nil // exec connects /dev/null
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Pdeathsig: if mcpd dies, even by SIGKILL, the kernel kills the
+	// program instead of leaving it to init. The kernel sends it when the
+	// OS thread that forked the child exits, not the process, and the Go
+	// runtime ends a thread whenever a goroutine locked to it returns
+	// without unlocking. Locking this goroutine to its thread until the
+	// program is reaped keeps that thread alive (nothing else can run on
+	// it, so nothing else can end it) for exactly as long as it matters.
+	// The cost is one OS thread per running program, which max_concurrency
+	// bounds.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	err = cmd.Start()
 	p.closeChildEnds()
 	if err != nil {

@@ -47,6 +47,12 @@ const (
 	defaultMaxOutput = 1 << 20 // per stream
 	maxMaxOutput     = 1 << 30
 
+	// DefaultMaxConcurrency is how many processes of one tool may run at
+	// once when the block does not say: enough for a model's parallel
+	// calls, few enough that a burst cannot fork-bomb the host.
+	DefaultMaxConcurrency = 8
+	maxMaxConcurrency     = 4096
+
 	// tailBytes is how much of the end of stderr (or stdout) an error quotes.
 	tailBytes = 2 << 10
 	// pipeDrainDelay bounds how long a call waits for the output pipes to
@@ -77,6 +83,9 @@ var blockSchema = &hcl.BodySchema{
 		{Name: "max_output_bytes"},
 		{Name: "ok_exit_codes"},
 		{Name: "output"},
+		{Name: "allow_dash_args"},
+		{Name: "max_concurrency"},
+		{Name: "queue_timeout"},
 	},
 	Blocks: []hcl.BlockHeaderSchema{{Type: "progress"}},
 }
@@ -103,20 +112,31 @@ type argElem struct {
 	index  int // position in command, for messages
 	expr   hcl.Expression
 	static []string
+
+	params   []string // the params expr refers to, sorted, for messages
+	afterSep bool     // a literal "--" comes before it in command
+	dashOK   bool     // every param it uses is listed in allow_dash_args
+}
+
+// envVar is an env entry whose value depends on the call; its name is
+// fixed by the config.
+type envVar struct {
+	name string
+	expr hcl.Expression
 }
 
 // handler is one compiled shell block. It is immutable after CompileTool and
 // therefore safe for concurrent calls.
 type handler struct {
 	name    string // command[0] as written, for argv[0] and messages
-	exePath string // absolute path when command[0] contains a slash
+	exePath string // absolute path, resolved at load
 	args    []argElem
 
-	baseDir   string         // the config file's directory, absolute
-	dir       string         // resolved static working directory
-	dirExpr   hcl.Expression // non-nil when dir depends on args
-	env       map[string]string
-	envExpr   hcl.Expression // non-nil when env depends on args
+	baseDir   string            // the config file's directory, absolute
+	dir       string            // resolved static working directory
+	dirExpr   hcl.Expression    // non-nil when dir depends on args
+	env       map[string]string // the static entries
+	envVars   []envVar          // the entries that depend on args
 	inherit   bool
 	stdin     *string
 	stdinExpr hcl.Expression
@@ -128,6 +148,12 @@ type handler struct {
 	output    string
 	progress  *progressSpec
 	vars      []string
+
+	// slots holds one token per running process: its capacity is
+	// max_concurrency. A call that finds it full waits up to queueTimeout.
+	slots        chan struct{}
+	queueTimeout time.Duration
+	allowDash    map[string]bool // params listed in allow_dash_args
 }
 
 // progressSpec turns output lines into progress notifications.
@@ -156,6 +182,7 @@ func (a *Adapter) CompileTool(b *adapter.ToolBlock) (adapter.Handler, hcl.Diagno
 		okCodes:   []int{0},
 		output:    outputText,
 	}
+	maxConc := DefaultMaxConcurrency
 	c := &compiler{scope: b.Scope, diags: diags}
 	attrs := content.Attributes
 
@@ -191,13 +218,29 @@ func (a *Adapter) CompileTool(b *adapter.ToolBlock) (adapter.Handler, hcl.Diagno
 			}
 		}
 	}
+	if at := attrs["max_concurrency"]; at != nil {
+		if n, ok := c.integer(at, 1, maxMaxConcurrency); ok {
+			maxConc = int(n)
+		}
+	}
+	h.slots = make(chan struct{}, maxConc)
+	// A call waits for a free slot at most as long as it may run.
+	h.queueTimeout = h.timeout
+	if at := attrs["queue_timeout"]; at != nil {
+		if d, ok := c.duration(at, true); ok {
+			h.queueTimeout = d
+		}
+	}
+	if at := attrs["allow_dash_args"]; at != nil {
+		h.allowDash = c.allowDash(at)
+	}
 	if at := attrs["inherit_env"]; at != nil {
 		if v, ok := c.static(at, cty.Bool); ok {
 			h.inherit = v.True()
 		}
 	}
 	if at := attrs["env"]; at != nil {
-		h.env, h.envExpr = c.env(at)
+		h.env, h.envVars = c.env(at)
 	}
 	// The default working directory, and the one used when a dir that
 	// depends on the call evaluates to null: the config file's directory.
@@ -362,26 +405,148 @@ func (c *compiler) exitCodes(at *hcl.Attribute) ([]int, bool) {
 	return codes, true
 }
 
-// env decodes env: a map evaluated once when static, else on each call.
-func (c *compiler) env(at *hcl.Attribute) (map[string]string, hcl.Expression) {
-	if !adapter.IsStatic(at.Expr) {
-		c.add(c.scope.Check(at.Expr))
-		return nil, at.Expr
+// env decodes env. A static env is evaluated now. One that depends on the
+// call must be an object literal, so that every variable name is fixed by
+// the config, and the variables that decide which code a program loads or
+// runs (hijackVar) must have static values: a call chooses values, never
+// which program or library runs.
+func (c *compiler) env(at *hcl.Attribute) (map[string]string, []envVar) {
+	if adapter.IsStatic(at.Expr) {
+		if d := c.scope.CheckStatic(at.Expr, "env"); d.HasErrors() {
+			c.add(d)
+			return nil, nil
+		}
+		m, err := adapter.EvalStringMap(at.Expr, c.scope.EvalContext())
+		if err != nil {
+			c.errorf(at.Expr.Range(), "Invalid env", "env must be a map of strings: %s.", err)
+			return nil, nil
+		}
+		if err := checkEnv(m); err != nil {
+			c.errorf(at.Expr.Range(), "Invalid env", "%s.", err)
+			return nil, nil
+		}
+		return m, nil
 	}
-	if d := c.scope.CheckStatic(at.Expr, "env"); d.HasErrors() {
+	obj, ok := at.Expr.(*hclsyntax.ObjectConsExpr)
+	if !ok {
+		c.errorf(at.Expr.Range(), "Invalid env", "env must be an object literal { NAME = value, ... } when it uses args, so that the variable names are fixed by the config; only values may depend on the call.")
+		return nil, nil
+	}
+	static := map[string]string{}
+	var vars []envVar
+	for _, item := range obj.Items {
+		if !adapter.IsStatic(item.KeyExpr) {
+			c.errorf(item.KeyExpr.Range(), "Env name from args", "env names must be fixed by the config: a call must not choose which variable it sets (LD_PRELOAD, PATH, ...). Only values may use args.")
+			continue
+		}
+		kv, ok := c.staticExpr(item.KeyExpr, "An env name", cty.String)
+		if !ok {
+			continue
+		}
+		name := kv.AsString()
+		if err := checkEnv(map[string]string{name: ""}); err != nil {
+			c.errorf(item.KeyExpr.Range(), "Invalid env", "%s.", err)
+			continue
+		}
+		if !adapter.IsStatic(item.ValueExpr) {
+			d := c.scope.Check(item.ValueExpr)
+			c.add(d)
+			if d.HasErrors() {
+				continue
+			}
+			if hijackVar(name) {
+				c.errorf(item.ValueExpr.Range(), "Env value from args", "env %s cannot depend on the call's arguments: it decides which programs, libraries or configuration the program loads, so a call could make it run code of its choosing. Give it a static value.", name)
+				continue
+			}
+			vars = append(vars, envVar{name: name, expr: item.ValueExpr})
+			continue
+		}
+		if d := c.scope.CheckStatic(item.ValueExpr, "env "+name); d.HasErrors() {
+			c.add(d)
+			continue
+		}
+		v, d := item.ValueExpr.Value(c.scope.EvalContext())
 		c.add(d)
-		return nil, nil
+		if d.HasErrors() {
+			continue
+		}
+		if v, _ = v.UnmarkDeep(); v.IsNull() {
+			continue
+		}
+		s, err := adapter.ValueString(v)
+		if err != nil {
+			c.errorf(item.ValueExpr.Range(), "Invalid env", "env %s: %s.", name, err)
+			continue
+		}
+		if err := checkEnv(map[string]string{name: s}); err != nil {
+			c.errorf(item.ValueExpr.Range(), "Invalid env", "%s.", err)
+			continue
+		}
+		static[name] = s
 	}
-	m, err := adapter.EvalStringMap(at.Expr, c.scope.EvalContext())
-	if err != nil {
-		c.errorf(at.Expr.Range(), "Invalid env", "env must be a map of strings: %s.", err)
-		return nil, nil
+	return static, vars
+}
+
+// hijackVar reports whether an environment variable decides which code a
+// program runs: the executable search path, the dynamic loader's settings,
+// shell start-up files and field splitting, interpreters' module paths and
+// options, and the helper programs and configuration files that common
+// tools (git, less, ssh) run or read. Such a variable may be declared, but
+// its value must not come from a call. The list is documented in
+// docs/adapter-shell.md; names are case-sensitive, as in the kernel.
+func hijackVar(name string) bool {
+	for _, p := range []string{"LD_", "DYLD_", "BASH_FUNC_", "GIT_CONFIG", "PYTHON", "PERL", "RUBY", "NODE_", "JAVA_", "_JAVA_", "JDK_JAVA_", "LUA_"} {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
 	}
-	if err := checkEnv(m); err != nil {
-		c.errorf(at.Expr.Range(), "Invalid env", "%s.", err)
-		return nil, nil
+	switch name {
+	case "PATH", "IFS", "ENV", "BASH_ENV", "CDPATH", "SHELLOPTS", "BASHOPTS", "PS4", "SHELL",
+		"GCONV_PATH", "GLIBC_TUNABLES", "LOCPATH", "NLSPATH", "HOSTALIASES", "RESOLV_HOST_CONF", "MALLOC_CONF",
+		"HOME", "XDG_CONFIG_HOME", "XDG_CONFIG_DIRS", "XDG_DATA_DIRS",
+		"EDITOR", "VISUAL", "PAGER", "MANPAGER", "BROWSER", "LESSOPEN", "LESSCLOSE", "SSH_ASKPASS", "SUDO_ASKPASS",
+		"GIT_SSH", "GIT_SSH_COMMAND", "GIT_EXEC_PATH", "GIT_ASKPASS", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR",
+		"GIT_PAGER", "GIT_EXTERNAL_DIFF", "GIT_PROXY_COMMAND", "GIT_DIR", "GIT_TEMPLATE_DIR",
+		"CLASSPATH", "GEM_HOME", "GEM_PATH":
+		return true
 	}
-	return m, nil
+	return false
+}
+
+// allowDash decodes allow_dash_args: the params whose values may start
+// with '-' anywhere in command.
+func (c *compiler) allowDash(at *hcl.Attribute) map[string]bool {
+	v, ok := c.static(at, cty.List(cty.String))
+	if !ok {
+		return nil
+	}
+	m := map[string]bool{}
+	for it := v.ElementIterator(); it.Next(); {
+		_, ev := it.Element()
+		if ev.IsNull() {
+			c.errorf(at.Expr.Range(), "Invalid allow_dash_args", "allow_dash_args must list param names, not null.")
+			continue
+		}
+		name := ev.AsString()
+		if _, declared := c.scope.Params[name]; !declared {
+			c.errorf(at.Expr.Range(), "Invalid allow_dash_args", "allow_dash_args names %q, which is not a declared param; declared params: %s.", name, paramList(c.scope.Params))
+			continue
+		}
+		m[name] = true
+	}
+	return m
+}
+
+func paramList(params map[string]string) string {
+	if len(params) == 0 {
+		return "none"
+	}
+	names := make([]string, 0, len(params))
+	for n := range params {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
 }
 
 // dir decodes the working directory. A static dir is resolved and checked
@@ -435,8 +600,9 @@ func (c *compiler) command(h *handler, at *hcl.Attribute) {
 			c.resolveExecutable(h, elems[0].Range())
 		}
 	}
+	afterSep := false
 	for i, e := range elems[1:] {
-		el := argElem{index: i + 1}
+		el := argElem{index: i + 1, afterSep: afterSep}
 		if adapter.IsStatic(e) {
 			if d := c.scope.CheckStatic(e, "command"); d.HasErrors() {
 				c.add(d)
@@ -453,6 +619,11 @@ func (c *compiler) command(h *handler, at *hcl.Attribute) {
 				continue
 			}
 			el.static = strs
+			for _, a := range strs {
+				if a == "--" {
+					afterSep = true
+				}
+			}
 		} else {
 			d := c.scope.Check(e)
 			c.add(d)
@@ -464,9 +635,52 @@ func (c *compiler) command(h *handler, at *hcl.Attribute) {
 				continue
 			}
 			el.expr = e
+			el.params = exprParams(e)
+			el.dashOK = len(el.params) > 0
+			for _, p := range el.params {
+				el.dashOK = el.dashOK && h.allowDash[p]
+			}
+			if el.dashOK && !el.afterSep {
+				c.warnf(e.Range(), "Argument may be read as an option", "command[%d] uses %s, listed in allow_dash_args, and no \"--\" comes before it: a value such as --output=FILE reaches %s as an option. Keep it only where %s reads the next argument as a value (after an option that takes one, such as \"-e\"), or put \"--\" before it and drop it from allow_dash_args.", el.index, quoteParams(el.params), h.name, h.name)
+			}
 		}
 		h.args = append(h.args, el)
 	}
+}
+
+// exprParams lists the params an expression refers to (args.<name>).
+func exprParams(e hcl.Expression) []string {
+	seen := map[string]bool{}
+	var names []string
+	for _, tr := range e.Variables() {
+		if tr.RootName() != "args" || len(tr) < 2 {
+			continue
+		}
+		var name string
+		switch step := tr[1].(type) {
+		case hcl.TraverseAttr:
+			name = step.Name
+		case hcl.TraverseIndex:
+			if step.Key.Type() == cty.String {
+				name = step.Key.AsString()
+			}
+		}
+		if name != "" && !seen[name] {
+			seen[name] = true
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+// quoteParams names params for messages: args.a, args.b.
+func quoteParams(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = "args." + n
+	}
+	return strings.Join(q, ", ")
 }
 
 // commandNotList explains how to write command when it is not a list
@@ -495,8 +709,11 @@ func (c *compiler) commandNotList(at *hcl.Attribute) {
 	c.errorf(at.Expr.Range(), "command must be a list", "%s", detail)
 }
 
-// resolveExecutable makes a relative path absolute (against the config
-// file's directory) and warns when the executable cannot be found now.
+// resolveExecutable fixes the program at load time: a path with a slash is
+// made absolute (against the config file's directory), a bare name is
+// looked up in the PATH the process gets, which is static (see hijackVar).
+// A program that cannot be found is an error: serving a tool that cannot
+// run helps nobody, and a reload resolves it again once it is installed.
 func (c *compiler) resolveExecutable(h *handler, rng hcl.Range) {
 	if strings.ContainsRune(h.name, '/') {
 		p, err := filepath.Abs(funcs.Resolve(c.scope.Dir, h.name))
@@ -504,19 +721,20 @@ func (c *compiler) resolveExecutable(h *handler, rng hcl.Range) {
 			c.errorf(rng, "Invalid executable", "cannot make %s absolute: %v.", h.name, err)
 			return
 		}
-		h.exePath = p
 		if err := checkExecutable(p); err != nil {
-			c.warnf(rng, "Executable not found", "%s: %v; calls will fail until it exists.", p, err)
+			c.errorf(rng, "Executable not found", "%s (%s): %v.", h.name, p, err)
+			return
 		}
+		h.exePath = p
 		return
 	}
-	if h.envExpr != nil {
-		return // env depends on the call, and PATH may come from it
-	}
 	path := effectivePath(h.env, h.inherit, os.Environ())
-	if _, err := lookPath(h.name, path); err != nil {
-		c.warnf(rng, "Executable not found", "%q is not in PATH (%s) now; calls will fail until it is installed. Declare env = { PATH = \"...\" } or use an absolute path if it lives elsewhere.", h.name, path)
+	p, err := lookPath(h.name, path)
+	if err != nil {
+		c.errorf(rng, "Executable not found", "%q is not in PATH (%s); relative PATH entries are not searched. Install it, declare env = { PATH = \"...\" }, or write an absolute path.", h.name, path)
+		return
 	}
+	h.exePath = p
 }
 
 // progress decodes the progress block.

@@ -61,7 +61,12 @@ func writeScript(t *testing.T, dir, name, body string) string {
 
 func TestHostileArgumentsArriveLiterally(t *testing.T) {
 	params := map[string]string{"v": "string"}
-	h := compile(t, "", `shell { command = ["printf", "[%s]", args.v] }`, params)
+	// printf reads no options after its format, so a leading '-' is safe
+	// here and allowed; see TestOptionInjection for the default.
+	h := compile(t, "", `shell {
+  command         = ["printf", "[%s]", args.v]
+  allow_dash_args = ["v"]
+}`, params)
 	for _, v := range []string{
 		"; rm -rf /",
 		"$(id)",
@@ -91,7 +96,8 @@ func TestHostileArgumentsArriveLiterally(t *testing.T) {
 func TestArgvElements(t *testing.T) {
 	params := map[string]string{"n": "integer", "f": "number", "b": "boolean", "list": "array", "opt": "string"}
 	h := compile(t, "", `shell {
-  command = ["printf", "[%s]", args.n, args.f, args.b, args.list, args.opt == null ? [] : ["--opt", args.opt], "lit${args.n}"]
+  command         = ["printf", "[%s]", args.n, args.f, args.b, args.list, args.opt == null ? [] : ["--opt", args.opt], "lit${args.n}"]
+  allow_dash_args = ["f"]
 }`, params)
 	cases := []struct {
 		args map[string]any
@@ -369,25 +375,18 @@ func TestExecutableResolution(t *testing.T) {
 		t.Errorf("got %q", out.Text)
 	}
 
-	// Missing executables are warnings at load (they may be installed
-	// later) and errors naming them at call time.
-	for _, c := range []struct{ src, warn, err string }{
-		{`shell { command = ["mcpd-no-such-tool", "x"] }`, `"mcpd-no-such-tool" is not in PATH (` + shell.DefaultPath + `)`, `executable "mcpd-no-such-tool" not found in PATH (` + shell.DefaultPath + `)`},
-		{`shell { command = ["./nope.sh"] }`, filepath.Join(base, "nope.sh") + ": no such file or directory", "cannot run ./nope.sh (" + filepath.Join(base, "nope.sh") + "): no such file or directory"},
+	// A missing executable is a load error naming it and the PATH searched.
+	for _, c := range []struct{ src, want string }{
+		{`shell { command = ["mcpd-no-such-tool", "x"] }`, `"mcpd-no-such-tool" is not in PATH (` + shell.DefaultPath + `)`},
+		{`shell { command = ["./nope.sh"] }`, "./nope.sh (" + filepath.Join(base, "nope.sh") + "): no such file or directory"},
+		{`shell { command = ["./bin"] }`, "./bin (" + filepath.Join(base, "bin") + "): is a directory"},
 		{`shell {
   command = ["hello.sh"]
-}`, `"hello.sh" is not in PATH`, `executable "hello.sh" not found`},
+}`, `"hello.sh" is not in PATH`},
 	} {
 		h, diags := adaptertest.Compile(t, shell.New(), "shell", adaptertest.Config{Src: c.src, Dir: base})
-		if diags.HasErrors() {
-			t.Fatalf("%s: %s", c.src, diags.Error())
-		}
-		if len(diags) != 1 || diags[0].Severity != hcl.DiagWarning || !strings.Contains(diags[0].Detail, c.warn) {
-			t.Errorf("%s: diags %s, want a warning containing %q", c.src, diags.Error(), c.warn)
-		}
-		_, err := call(context.Background(), h, nil, nil, nil)
-		if err == nil || !strings.Contains(err.Error(), c.err) {
-			t.Errorf("%s: got %v, want %q", c.src, err, c.err)
+		if h != nil || len(diags) != 1 || diags[0].Severity != hcl.DiagError || !strings.Contains(diags[0].Detail, c.want) || diags[0].Subject == nil || diags[0].Subject.Start.Column != 20 && diags[0].Subject.Start.Column != 14 {
+			t.Errorf("%s: diags %s, want one error containing %q at command[0]", c.src, diags.Error(), c.want)
 		}
 	}
 }
@@ -1234,15 +1233,11 @@ func TestRelativePathEntriesAreIgnored(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeScript(t, filepath.Join(base, "bin"), "rel.sh", `echo found`)
-	h, diags := adaptertest.Compile(t, shell.New(), "shell", adaptertest.Config{Dir: base, Src: `shell {
+	_, diags := adaptertest.Compile(t, shell.New(), "shell", adaptertest.Config{Dir: base, Src: `shell {
   command = ["rel.sh"]
   env     = { PATH = "bin:." }
 }`})
-	if diags.HasErrors() || len(diags) != 1 || diags[0].Severity != hcl.DiagWarning {
+	if len(diags) != 1 || diags[0].Severity != hcl.DiagError || !strings.Contains(diags[0].Detail, `"rel.sh" is not in PATH (bin:.)`) || diags[0].Subject.Start.Line != 2 {
 		t.Fatalf("diags: %s", diags.Error())
-	}
-	_, err := call(context.Background(), h, nil, nil, nil)
-	if err == nil || !strings.Contains(err.Error(), `executable "rel.sh" not found in PATH (bin:.)`) {
-		t.Errorf("got %v", err)
 	}
 }
