@@ -144,8 +144,12 @@ type argItem struct {
 func (h *handler) argv(ectx *hcl.EvalContext) ([]string, error) {
 	argv := make([]string, 1, len(h.args)+1)
 	argv[0] = h.name
+	afterSep := false // a "--" written in the config came before
 	for _, el := range h.args {
 		if el.expr == nil {
+			for _, a := range el.static {
+				afterSep = afterSep || a == "--"
+			}
 			argv = append(argv, el.static...)
 			continue
 		}
@@ -154,9 +158,10 @@ func (h *handler) argv(ectx *hcl.EvalContext) ([]string, error) {
 			return nil, err
 		}
 		for _, it := range items {
-			if it.caller && !el.afterSep && !el.dashOK && strings.HasPrefix(it.s, "-") {
+			if it.caller && !afterSep && !el.dashOK && strings.HasPrefix(it.s, "-") {
 				return nil, h.dashError(el)
 			}
+			afterSep = afterSep || (!it.caller && it.s == "--")
 			argv = append(argv, it.s)
 		}
 	}
@@ -286,6 +291,10 @@ func leadFromArgs(e hcl.Expression) bool {
 		return leadFromArgs(x.Wrapped)
 	case *hclsyntax.ParenthesesExpr:
 		return leadFromArgs(x.Expression)
+	case *hclsyntax.ForExpr:
+		// [for f in args.files : "--file=${f}"]: each item is led by the
+		// value expression; its iteration variables count as the call's.
+		return x.KeyExpr != nil || leadFromArgs(x.ValExpr)
 	case *hclsyntax.TemplateExpr:
 		if len(x.Parts) > 0 {
 			if lit, ok := x.Parts[0].(*hclsyntax.LiteralValueExpr); ok && lit.Val.Type() == cty.String && lit.Val.IsKnown() && !lit.Val.IsNull() && lit.Val.AsString() != "" {

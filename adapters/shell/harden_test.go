@@ -63,6 +63,16 @@ func TestOptionInjection(t *testing.T) {
 			map[string]any{"v": "-X"}, "", `argument "v" must not start with '-'`},
 		{"two params", `shell { command = ["printf", "[%s]", "${args.v}${args.w}"] }`,
 			map[string]any{"v": "-", "w": "x"}, "", `arguments "v", "w" must not start with '-'`},
+		{"after a -- inside a conditional list", `shell { command = ["printf", "[%s]", args.v == null ? [] : ["--", args.v]] }`,
+			map[string]any{"v": "-x"}, "[--][-x]", ""},
+		{"a -- chosen by the call is no separator", `shell {
+  command         = ["printf", "[%s]", args.list, args.v]
+  allow_dash_args = ["list"]
+}`, map[string]any{"list": []any{"--"}, "v": "-x"}, "", `argument "v" must not start with '-'`},
+		{"a for expression led by a literal", `shell { command = ["printf", "[%s]", [for f in args.list : "--file=${f}"]] }`,
+			map[string]any{"list": []any{"a", "-b"}}, "[--file=a][--file=-b]", ""},
+		{"a for expression led by the call", `shell { command = ["printf", "[%s]", [for f in args.list : "${f}.txt"]] }`,
+			map[string]any{"list": []any{"a", "-b"}}, "", `argument "list" must not start with '-'`},
 		{"allow_dash_args", `shell {
   command         = ["printf", "[%s]", args.v == null ? [] : ["-e", args.v]]
   allow_dash_args = ["v"]

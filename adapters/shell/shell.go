@@ -113,9 +113,8 @@ type argElem struct {
 	expr   hcl.Expression
 	static []string
 
-	params   []string // the params expr refers to, sorted, for messages
-	afterSep bool     // a literal "--" comes before it in command
-	dashOK   bool     // every param it uses is listed in allow_dash_args
+	params []string // the params expr refers to, sorted, for messages
+	dashOK bool     // every param it uses is listed in allow_dash_args
 }
 
 // envVar is an env entry whose value depends on the call; its name is
@@ -602,7 +601,7 @@ func (c *compiler) command(h *handler, at *hcl.Attribute) {
 	}
 	afterSep := false
 	for i, e := range elems[1:] {
-		el := argElem{index: i + 1, afterSep: afterSep}
+		el := argElem{index: i + 1}
 		if adapter.IsStatic(e) {
 			if d := c.scope.CheckStatic(e, "command"); d.HasErrors() {
 				c.add(d)
@@ -640,7 +639,7 @@ func (c *compiler) command(h *handler, at *hcl.Attribute) {
 			for _, p := range el.params {
 				el.dashOK = el.dashOK && h.allowDash[p]
 			}
-			if el.dashOK && !el.afterSep {
+			if el.dashOK && !afterSep {
 				c.warnf(e.Range(), "Argument may be read as an option", "command[%d] uses %s, listed in allow_dash_args, and no \"--\" comes before it: a value such as --output=FILE reaches %s as an option. Keep it only where %s reads the next argument as a value (after an option that takes one, such as \"-e\"), or put \"--\" before it and drop it from allow_dash_args.", el.index, quoteParams(el.params), h.name, h.name)
 			}
 		}
