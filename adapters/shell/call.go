@@ -115,7 +115,7 @@ func (h *handler) acquire(ctx context.Context, tool string) (func(), error) {
 	if tool == "" {
 		tool = h.name
 	}
-	busy := fmt.Errorf("%s is busy: %d calls of it are already running (its max_concurrency) and none finished within %s; retry later", tool, cap(h.slots), h.queueTimeout)
+	busy := fmt.Errorf("%s is busy: it already runs its maximum of %d calls at once (max_concurrency) and none finished within %s; retry later", tool, cap(h.slots), h.queueTimeout)
 	if h.queueTimeout <= 0 {
 		return nil, busy
 	}

@@ -298,7 +298,7 @@ func TestQueueTimeout(t *testing.T) {
 
 	start := time.Now()
 	_, err := call(context.Background(), h, nil, nil, nil)
-	if err == nil || !strings.Contains(err.Error(), "test_tool is busy: 1 calls of it are already running (its max_concurrency) and none finished within 200ms; retry later") {
+	if err == nil || !strings.Contains(err.Error(), "test_tool is busy: it already runs its maximum of 1 calls at once (max_concurrency) and none finished within 200ms; retry later") {
 		t.Errorf("got %v", err)
 	}
 	if el := time.Since(start); el < 200*time.Millisecond || el > 3*time.Second {
