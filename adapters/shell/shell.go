@@ -124,8 +124,9 @@ type envVar struct {
 	expr hcl.Expression
 }
 
-// handler is one compiled shell block. It is immutable after CompileTool and
-// therefore safe for concurrent calls.
+// handler is one compiled shell block. It is immutable after CompileTool,
+// except for the slots channel, which is safe for concurrent use; so the
+// handler is safe for concurrent calls.
 type handler struct {
 	name    string // command[0] as written, for argv[0] and messages
 	exePath string // absolute path, resolved at load
