@@ -346,3 +346,22 @@ func TestQueueTimeout(t *testing.T) {
 		t.Errorf("got %v after %v", err, time.Since(start))
 	}
 }
+
+// The executable is resolved when the block is compiled, which a reload
+// does again: a program installed after a failed load is found by the next.
+func TestExecutableResolvedOnEachCompile(t *testing.T) {
+	bin := t.TempDir()
+	src := fmt.Sprintf(`shell {
+  command = ["mcpd-late-tool"]
+  env     = { PATH = %q }
+}`, bin)
+	_, diags := adaptertest.Compile(t, shell.New(), "shell", adaptertest.Config{Src: src})
+	if !diags.HasErrors() || !strings.Contains(diags.Error(), `"mcpd-late-tool" is not in PATH (`+bin+`)`) {
+		t.Fatalf("diags: %s", diags.Error())
+	}
+	writeScript(t, bin, "mcpd-late-tool", `echo late`)
+	h := compile(t, "", src, nil)
+	if out := mustCall(t, h, nil, nil); out.Text != "late\n" {
+		t.Errorf("got %q", out.Text)
+	}
+}
