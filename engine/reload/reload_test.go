@@ -77,6 +77,13 @@ type env struct {
 
 func start(t *testing.T, files map[string]string, paths func(dir string) []string) *env {
 	t.Helper()
+	return startWith(t, files, paths, serve.Options{}, nil)
+}
+
+// startWith is start with the server's options and the reloader's settings
+// given (opts.Logger defaults to a discarding one).
+func startWith(t *testing.T, files map[string]string, paths func(dir string) []string, opts serve.Options, tune func(*reload.Reloader)) *env {
+	t.Helper()
 	dir := t.TempDir()
 	for name, text := range files {
 		write(t, filepath.Join(dir, name), text)
@@ -90,9 +97,14 @@ func start(t *testing.T, files map[string]string, paths func(dir string) []strin
 	}
 	e.current = &snapshot.Current{}
 	e.current.Swap(l.Snapshot)
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	e.srv = serve.New(e.current, serve.Options{Logger: logger})
-	e.reloader = &reload.Reloader{Paths: e.paths, Registry: e.reg, Current: e.current, Notifier: e.srv, Version: "test", Logger: logger}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	e.srv = serve.New(e.current, opts)
+	e.reloader = &reload.Reloader{Paths: e.paths, Registry: e.reg, Current: e.current, Notifier: e.srv, Version: "test", Logger: opts.Logger}
+	if tune != nil {
+		tune(e.reloader)
+	}
 	e.reloader.Init(l)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
