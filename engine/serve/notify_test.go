@@ -85,7 +85,7 @@ func TestStuckClientHoldsUpNoOne(t *testing.T) {
 		counts.Store(era.name, n)
 		updates[era.name] = u
 		cs := era.connect(t, e, &mcp.ClientOptions{
-			ToolListChangedHandler:  func(context.Context, *mcp.ToolListChangedRequest) { n.Add(1) },
+			ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { n.Add(1) },
 			ResourceUpdatedHandler: func(context.Context, *mcp.ResourceUpdatedNotificationRequest) { u.Add(1) },
 		})
 		if era.version == legacy {
