@@ -140,7 +140,7 @@ func TestSlowInPlaceWriters(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			e := startWith(t, map[string]string{"tools.hcl": generatedConfig("v0")},
 				func(dir string) []string { return []string{filepath.Join(dir, "tools.hcl")} },
-				serve.Options{}, func(r *reload.Reloader) { r.Debounce = debounce; r.EmptySettle = 5 * time.Second })
+				serve.Options{}, func(r *reload.Reloader) { r.Debounce = debounce; r.EmptySettle = 5 * time.Second }, true)
 			path := filepath.Join(e.dir, "tools.hcl")
 			clients := e.clients()
 			stop := watchLists(clients)
@@ -188,7 +188,7 @@ func TestEmptiedFile(t *testing.T) {
 		logs = &syncBuffer{}
 		e := startWith(t, map[string]string{"tools.hcl": generatedConfig("v0")},
 			func(dir string) []string { return []string{filepath.Join(dir, "tools.hcl")} },
-			serve.Options{Logger: slog.New(slog.NewTextHandler(logs, nil))}, func(r *reload.Reloader) { r.EmptySettle = settle })
+			serve.Options{Logger: slog.New(slog.NewTextHandler(logs, nil))}, func(r *reload.Reloader) { r.EmptySettle = settle }, true)
 		return e, filepath.Join(e.dir, "tools.hcl"), e.clients()
 	}
 
@@ -235,4 +235,58 @@ func TestEmptiedFile(t *testing.T) {
 			t.Errorf("status %+v", st)
 		}
 	})
+}
+
+// A file that changes while it is being read is not served as read: the
+// reload is held back (ErrHeld), the backends it opened are closed, and the
+// file is read again once it has settled: by the file watcher, or, when
+// polling (where the change is already seen), by Run's retry.
+func TestFileChangedWhileReadIsReadAgain(t *testing.T) {
+	cfg := func(desc string) string {
+		return fmt.Sprintf("counter_backend \"main\" {\n  setting = %q\n}\ntool \"t\" {\n  description = %q\n  touch {\n  }\n}\n", desc, desc)
+	}
+	tests := []struct {
+		name    string
+		watch   bool
+		trigger func(e *env) error
+	}{
+		// The explicit load runs well before the watcher's debounce ends.
+		{"watcher", true, func(e *env) error { return e.reloader.Reload(context.Background()) }},
+		// Polling with a period so long that only the retry can pick the
+		// change up; the reload that is held back is Run's own.
+		{"polling, on SIGHUP", false, func(e *env) error {
+			time.Sleep(60 * time.Millisecond) // v1 settled: Run does not put it off
+			e.reloader.Trigger()
+			return reload.ErrHeld
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := startWith(t, map[string]string{"tools.hcl": cfg("v0")},
+				func(dir string) []string { return []string{filepath.Join(dir, "tools.hcl")} }, serve.Options{},
+				func(r *reload.Reloader) { r.Poll = time.Hour }, tt.watch)
+			path := filepath.Join(e.dir, "tools.hcl")
+			clients := e.clients()
+
+			write(t, path, cfg("v1"))
+			e.touch.mu.Lock()
+			e.touch.during = func() {
+				time.Sleep(20 * time.Millisecond) // a later modification time
+				write(t, path, cfg("v2"))
+			}
+			e.touch.mu.Unlock()
+			if err := tt.trigger(e); err != reload.ErrHeld {
+				t.Fatalf("reload of a file rewritten while read: %v, want ErrHeld", err)
+			}
+			waitFor(t, func() bool { return e.reloader.Status().Held == 1 })
+			if st := e.reloader.Status(); !strings.Contains(st.Err, "changed while it was read") {
+				t.Errorf("status %+v", st)
+			}
+			expectOne(t, clients)
+			if got := toolDescriptions(t, clients[0]); !got["v2"] || len(got) != 1 {
+				t.Errorf("tools after the file settled: %v, want v2", got)
+			}
+			waitFor(t, func() bool { return e.counter.opened.Load() == e.counter.closed.Load()+1 })
+		})
+	}
 }

@@ -160,7 +160,7 @@ func TestClientThatNeverReadsDoesNotStopReload(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			e := startWith(t, map[string]string{"tools.hcl": slowConfig(0, nres)},
 				func(dir string) []string { return []string{filepath.Join(dir, "tools.hcl")} },
-				serve.Options{SlowClientTimeout: 300 * time.Millisecond}, nil)
+				serve.Options{SlowClientTimeout: 300 * time.Millisecond}, nil, true)
 			path := filepath.Join(e.dir, "tools.hcl")
 			clients := e.clients()
 			sessions := func() int {
