@@ -178,9 +178,8 @@ func (n *notifier) sending(next mcp.MethodHandler) mcp.MethodHandler {
 		if !ok || !isServer {
 			return next(ctx, method, req)
 		}
-		// The SDK cancels ctx when its fan-out returns, which is now; the
-		// write happens later.
-		ctx = context.WithoutCancel(ctx)
+		// The write happens later, under drain's context: the SDK's ctx
+		// (a bare timeout) ends when its fan-out returns, which is now.
 		n.enqueue(ss, queued{key: key, send: func(wctx context.Context) error {
 			_, err := next(wctx, method, req)
 			return err
@@ -270,7 +269,8 @@ func (n *notifier) disconnect(ss *mcp.ServerSession, id, reason string) {
 		return
 	}
 	// Close waits for the session's writes in flight to finish, one of
-	// which may be the caller's.
+	// which may be the caller's, or one blocked until its stream's write
+	// deadline (HTTP) or until the pipe is read or closed (stdio).
 	go ss.Close()
 }
 

@@ -40,7 +40,7 @@ func (b *syncBuffer) String() string {
 // stuckClient is a stdio client whose host stopped reading stdout: it
 // initializes and subscribes over a synchronous pipe, then never reads again,
 // so the server's next write to it blocks for as long as the test lasts.
-func stuckClient(t *testing.T, srv *serve.Server) {
+func stuckClient(t *testing.T, srv *serve.Server, uris ...string) {
 	t.Helper()
 	clientEnd, serverEnd := net.Pipe()
 	t.Cleanup(func() { clientEnd.Close() })
@@ -49,11 +49,18 @@ func stuckClient(t *testing.T, srv *serve.Server) {
 	}
 	r := bufio.NewReader(clientEnd)
 	clientEnd.SetDeadline(time.Now().Add(10 * time.Second))
+	var msgs []string
 	for _, msg := range []string{
 		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"stuck","version":"1"}}}`,
 		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
 		`{"jsonrpc":"2.0","id":2,"method":"resources/subscribe","params":{"uri":"docs://readme"}}`,
 	} {
+		msgs = append(msgs, msg)
+	}
+	for i, u := range uris {
+		msgs = append(msgs, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"resources/subscribe","params":{"uri":%q}}`, i+3, u))
+	}
+	for _, msg := range msgs {
 		if _, err := fmt.Fprintln(clientEnd, msg); err != nil {
 			t.Fatal(err)
 		}
@@ -139,4 +146,35 @@ func TestStuckClientHoldsUpNoOne(t *testing.T) {
 		t.Errorf("the stuck client's queue did not coalesce: %+v", st)
 	}
 	t.Logf("%+v", st)
+}
+
+// A client that stopped reading and has more notifications waiting than its
+// queue holds (here: subscribed to more resources than that) is counted and
+// its session closed (which, over a pipe without a write deadline, completes
+// when the pipe is closed), and the caller is not held up.
+func TestOverflowingQueueClosesSession(t *testing.T) {
+	e := newEnv(t)
+	logs := &syncBuffer{}
+	e.srv = serve.New(e.cur, serve.Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	var uris []string
+	for i := 0; i < 1100; i++ {
+		uris = append(uris, fmt.Sprintf("docs://many/%d", i))
+	}
+	stuckClient(t, e.srv, uris...)
+	done := make(chan struct{})
+	go func() {
+		for _, u := range uris {
+			e.srv.ResourceUpdated(context.Background(), u)
+		}
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("ResourceUpdated blocked on a client that does not read")
+	}
+	eventually(t, "the client to be closed", func() bool { return e.srv.Stats().SlowClients == 1 })
+	if !strings.Contains(logs.String(), "notifications waiting") {
+		t.Errorf("closing the client was not logged:\n%s", logs.String())
+	}
 }
