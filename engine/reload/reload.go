@@ -81,11 +81,14 @@ type Status struct {
 	Reloads  int       // successful reloads since start
 	Failures int       // reloads refused for errors
 	LastOK   time.Time // when the running config was loaded
-	// Err is the diagnostics of the latest reload when it failed, or why
-	// it was held back, or "" when the running config is the newest one.
+	// Err is the diagnostics of the latest reload when it failed, or ""
+	// when the running config is the newest one.
 	Err string
-	// Held counts reloads held back (see ErrHeld).
-	Held int
+	// Held counts reloads held back (see ErrHeld); Pending says why the
+	// latest one was, while it is not yet retried ("" otherwise). A held
+	// reload is not a failure: nothing is wrong with the config yet.
+	Held    int
+	Pending string
 }
 
 // Status returns the current status.
@@ -166,6 +169,7 @@ func (r *Reloader) Reload(ctx context.Context) error {
 		var buf bytes.Buffer
 		config.WriteDiagnostics(&buf, l.Diagnostics, l.Sources)
 		r.status.Failures++
+		r.status.Pending = ""
 		r.status.Err = strings.TrimSpace(buf.String())
 		r.Logger.Error("config reload failed; still serving the last good config", "diagnostics", "\n"+r.status.Err)
 		return errors.New("invalid config")
@@ -185,6 +189,7 @@ func (r *Reloader) Reload(ctx context.Context) error {
 	r.status.Reloads++
 	r.status.LastOK = time.Now()
 	r.status.Err = ""
+	r.status.Pending = ""
 	if changes.Empty() {
 		r.Logger.Info("config reloaded; nothing clients see changed", "took", time.Since(start))
 		return nil
@@ -208,7 +213,7 @@ func (r *Reloader) hold(l *engine.Loaded, prev *snapshot.Snapshot, wait time.Dur
 		l.Snapshot.Discard(prev)
 	}
 	r.status.Held++
-	r.status.Err = why
+	r.status.Pending = why
 	r.retryAt = time.Now().Add(wait)
 	r.Logger.Log(context.Background(), level, "config reload held back", "reason", why, "retry_in", wait)
 	return ErrHeld

@@ -16,19 +16,19 @@ import (
 	"github.com/mcpd/mcpd/engine/serve"
 )
 
-// syncBuffer is a log destination the test reads while the reloader writes.
-type syncBuffer struct {
+// logBuffer is a log destination the test reads while the reloader writes.
+type logBuffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
 }
 
-func (b *syncBuffer) Write(p []byte) (int, error) {
+func (b *logBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.Write(p)
 }
 
-func (b *syncBuffer) String() string {
+func (b *logBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
@@ -157,8 +157,8 @@ func TestSlowInPlaceWriters(t *testing.T) {
 				t.Error(b)
 			}
 			// (Reloads may count a reload that found nothing new.)
-			if st := e.reloader.Status(); st.Err != "" {
-				t.Errorf("status %+v, want no error", st)
+			if st := e.reloader.Status(); st.Err != "" || st.Pending != "" {
+				t.Errorf("status %+v, want no error and nothing pending", st)
 			}
 		})
 	}
@@ -183,9 +183,9 @@ func toolDescriptions(t *testing.T, c *client) map[string]bool {
 // EmptySettle, and both are logged with the file's name.
 func TestEmptiedFile(t *testing.T) {
 	const settle = 600 * time.Millisecond
-	var logs *syncBuffer
+	var logs *logBuffer
 	setup := func(t *testing.T) (*env, string, []*client) {
-		logs = &syncBuffer{}
+		logs = &logBuffer{}
 		e := startWith(t, map[string]string{"tools.hcl": generatedConfig("v0")},
 			func(dir string) []string { return []string{filepath.Join(dir, "tools.hcl")} },
 			serve.Options{Logger: slog.New(slog.NewTextHandler(logs, nil))}, func(r *reload.Reloader) { r.EmptySettle = settle }, true)
@@ -197,7 +197,7 @@ func TestEmptiedFile(t *testing.T) {
 		must(t, os.Truncate(path, 0))
 		// Longer than the debounce: the empty file is read.
 		time.Sleep(300 * time.Millisecond)
-		if st := e.reloader.Status(); st.Held == 0 || st.Reloads != 0 {
+		if st := e.reloader.Status(); st.Held == 0 || st.Reloads != 0 || !strings.Contains(st.Pending, "tools.hcl is empty") {
 			t.Errorf("status after the truncation: %+v, want a reload held back", st)
 		}
 		if !strings.Contains(logs.String(), "tools.hcl is empty") {
@@ -231,7 +231,7 @@ func TestEmptiedFile(t *testing.T) {
 		if !strings.Contains(logs.String(), "config file is empty and has stayed so") || !strings.Contains(logs.String(), path) {
 			t.Errorf("serving the empty file was not logged with its name:\n%s", logs.String())
 		}
-		if st := e.reloader.Status(); st.Reloads != 1 || st.Err != "" {
+		if st := e.reloader.Status(); st.Reloads != 1 || st.Err != "" || st.Pending != "" {
 			t.Errorf("status %+v", st)
 		}
 	})
@@ -279,7 +279,7 @@ func TestFileChangedWhileReadIsReadAgain(t *testing.T) {
 				t.Fatalf("reload of a file rewritten while read: %v, want ErrHeld", err)
 			}
 			waitFor(t, func() bool { return e.reloader.Status().Held == 1 })
-			if st := e.reloader.Status(); !strings.Contains(st.Err, "changed while it was read") {
+			if st := e.reloader.Status(); !strings.Contains(st.Pending, "changed while it was read") {
 				t.Errorf("status %+v", st)
 			}
 			expectOne(t, clients)

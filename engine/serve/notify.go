@@ -283,16 +283,16 @@ func (s *Server) guardStream(w http.ResponseWriter, r *http.Request) http.Respon
 	if r.Method != http.MethodGet && r.Header.Get("Mcp-Method") != "subscriptions/listen" {
 		return w
 	}
-	return &deadlineWriter{ResponseWriter: w, rc: http.NewResponseController(w), timeout: s.notes.timeout, onTimeout: func(err error) {
+	return &streamWriter{ResponseWriter: w, rc: http.NewResponseController(w), timeout: s.notes.timeout, onTimeout: func(err error) {
 		s.notes.disconnect(nil, r.Header.Get("Mcp-Session-Id"), err.Error())
 	}}
 }
 
-// deadlineWriter gives each write and flush of a response timeout to
+// streamWriter gives each write and flush of a response timeout to
 // complete. A write that misses it fails, which makes net/http break the
 // connection and end the request's context: the SDK then lets go of the
 // stream.
-type deadlineWriter struct {
+type streamWriter struct {
 	http.ResponseWriter
 	rc        *http.ResponseController
 	timeout   time.Duration
@@ -300,7 +300,7 @@ type deadlineWriter struct {
 	once      sync.Once
 }
 
-func (d *deadlineWriter) guard(op func() error) error {
+func (d *streamWriter) guard(op func() error) error {
 	// Setting the deadline fails when the writer beneath does not support
 	// it; the write is then as unguarded as before.
 	_ = d.rc.SetWriteDeadline(time.Now().Add(d.timeout))
@@ -313,7 +313,7 @@ func (d *deadlineWriter) guard(op func() error) error {
 	return err
 }
 
-func (d *deadlineWriter) Write(b []byte) (int, error) {
+func (d *streamWriter) Write(b []byte) (int, error) {
 	var n int
 	err := d.guard(func() (err error) {
 		n, err = d.ResponseWriter.Write(b)
@@ -323,11 +323,11 @@ func (d *deadlineWriter) Write(b []byte) (int, error) {
 }
 
 // FlushError is what http.ResponseController.Flush calls.
-func (d *deadlineWriter) FlushError() error {
+func (d *streamWriter) FlushError() error {
 	return d.guard(func() error { return http.NewResponseController(d.ResponseWriter).Flush() })
 }
 
-func (d *deadlineWriter) Flush() { _ = d.FlushError() }
+func (d *streamWriter) Flush() { _ = d.FlushError() }
 
 // Unwrap lets http.ResponseController reach the writer's other methods.
-func (d *deadlineWriter) Unwrap() http.ResponseWriter { return d.ResponseWriter }
+func (d *streamWriter) Unwrap() http.ResponseWriter { return d.ResponseWriter }

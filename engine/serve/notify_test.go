@@ -18,20 +18,20 @@ import (
 	"github.com/mcpd/mcpd/engine/serve"
 )
 
-// syncBuffer is a log destination that tests can read while the server
+// logBuffer is a log destination that tests can read while the server
 // writes to it.
-type syncBuffer struct {
+type logBuffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
 }
 
-func (b *syncBuffer) Write(p []byte) (int, error) {
+func (b *logBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.Write(p)
 }
 
-func (b *syncBuffer) String() string {
+func (b *logBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
@@ -79,7 +79,7 @@ func stuckClient(t *testing.T, srv *serve.Server, uris ...string) {
 // exactly one per call, and the stuck client is logged.
 func TestStuckClientHoldsUpNoOne(t *testing.T) {
 	e := newEnv(t)
-	logs := &syncBuffer{}
+	logs := &logBuffer{}
 	e.srv = serve.New(e.cur, serve.Options{Logger: slog.New(slog.NewTextHandler(logs, nil)), SlowClientTimeout: 200 * time.Millisecond})
 	// First, so that the SDK's fan-out, which goes through sessions in the
 	// order they connected, meets it before everyone else.
@@ -154,7 +154,7 @@ func TestStuckClientHoldsUpNoOne(t *testing.T) {
 // when the pipe is closed), and the caller is not held up.
 func TestOverflowingQueueClosesSession(t *testing.T) {
 	e := newEnv(t)
-	logs := &syncBuffer{}
+	logs := &logBuffer{}
 	e.srv = serve.New(e.cur, serve.Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	var uris []string
 	for i := 0; i < 1100; i++ {
