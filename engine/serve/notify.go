@@ -20,8 +20,10 @@ import (
 // to its sessions one after the other, and each send is a blocking write to
 // the client's event stream: it ignores the context it is given, and a
 // client that does not read its stream (a full socket) blocks the write, and
-// the whole fan-out behind it, for ever. Server.ResourceUpdated even runs the
-// fan-out on the caller's goroutine, which was the reloader holding its lock.
+// the whole fan-out behind it, for ever. The SDK's Server.ResourceUpdated even
+// runs the fan-out on the caller's goroutine, which was the reloader holding
+// its lock; list_changed runs it on a timer's goroutine, where the next
+// fan-outs queue up behind the stuck one.
 // So mcpd never lets the SDK write a fan-out notification on the caller's
 // goroutine:
 //
@@ -305,7 +307,9 @@ func (d *streamWriter) guard(op func() error) error {
 	// it; the write is then as unguarded as before.
 	_ = d.rc.SetWriteDeadline(time.Now().Add(d.timeout))
 	err := op()
-	// Clear it: the connection may serve other requests after this one.
+	// Clear it: the connection may serve other requests after this one, and
+	// net/http does not reset a deadline between requests (unless
+	// http.Server.WriteTimeout is set).
 	_ = d.rc.SetWriteDeadline(time.Time{})
 	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
 		d.once.Do(func() { d.onTimeout(err) })
