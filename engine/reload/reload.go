@@ -29,6 +29,8 @@ import (
 )
 
 // Notifier tells connected clients what changed. serve.Server implements it.
+// A reload calls it while holding its lock, so its methods must not wait for
+// clients: serve.Server queues the notifications and returns.
 type Notifier interface {
 	Notify(tools, prompts, resources bool)
 	ResourceUpdated(ctx context.Context, uri string)
@@ -48,13 +50,30 @@ type Reloader struct {
 	// Poll, when positive, also checks the watched files this often, for
 	// file systems where inotify does not fire (NFS, some container mounts).
 	Poll time.Duration
+	// EmptySettle is how long a config file that had content must stay
+	// empty before a config without it is served (default 10s): a file
+	// rewritten in place (`generator > tools.hcl`) is empty until the writer
+	// writes, and serving it then would take every tool it declares away.
+	EmptySettle time.Duration
 
 	mu      sync.Mutex // serializes reloads
 	status  Status
 	watched watchSet
+	// hadContent marks the config files that were not empty in the running
+	// config.
+	hadContent map[string]bool
+	// retryAt, when not zero, is when Run should try again a reload that
+	// was held back (a file emptied, or changed while it was read).
+	retryAt time.Time
 	trigger chan struct{}
 	once    sync.Once
 }
+
+// ErrHeld is returned by Reload when the config loaded but was not served
+// yet, because a file is still being written: one changed while it was read,
+// or one that had content is empty and has not been for EmptySettle. Run
+// tries again by itself.
+var ErrHeld = errors.New("config held back: a file is still being written")
 
 // Status is the outcome of the latest reload, for logs, health checks and
 // metrics.
@@ -65,6 +84,11 @@ type Status struct {
 	// Err is the diagnostics of the latest reload when it failed, or ""
 	// when the running config is the newest one.
 	Err string
+	// Held counts reloads held back (see ErrHeld); Pending says why the
+	// latest one was, while it is not yet retried ("" otherwise). A held
+	// reload is not a failure: nothing is wrong with the config yet.
+	Held    int
+	Pending string
 }
 
 // Status returns the current status.
@@ -80,7 +104,19 @@ func (r *Reloader) Init(l *engine.Loaded) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.watched = newWatchSet(r.Paths, l.Files, l.Referenced)
+	r.hadContent = contentful(l)
 	r.status.LastOK = time.Now()
+}
+
+// contentful marks the config files of l that are not empty.
+func contentful(l *engine.Loaded) map[string]bool {
+	m := map[string]bool{}
+	for _, f := range l.Files {
+		if len(bytes.TrimSpace(l.Sources[f])) > 0 {
+			m[f] = true
+		}
+	}
+	return m
 }
 
 // Trigger asks for a reload (e.g. on SIGHUP) without waiting for it.
@@ -101,39 +137,59 @@ func (r *Reloader) init() {
 		if r.Debounce <= 0 {
 			r.Debounce = 50 * time.Millisecond
 		}
+		if r.EmptySettle <= 0 {
+			r.EmptySettle = 10 * time.Second
+		}
 	})
 }
 
 // Reload loads the config now. It returns an error when the config is
-// invalid; the running config is then left as it was.
+// invalid, or ErrHeld when a file is still being written; the running config
+// is then left as it was.
 func (r *Reloader) Reload(ctx context.Context) error {
 	r.init()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	start := time.Now()
+	r.retryAt = time.Time{}
 	prev := r.Current.Load()
+	before := r.watched.stat()
 	l := engine.Load(r.Paths, r.Registry, prev, r.Version)
 	// Watch what the attempted config reads even when it is broken: fixing
 	// it is a change to one of those files.
 	if l.Files != nil {
 		r.watched = newWatchSet(r.Paths, l.Files, l.Referenced)
 	}
+	// A file that changed while it was read may have been read half
+	// written: whatever was read, wait for the writer and read it again.
+	if f, ok := changedDuring(before, r.watched.stat()); ok {
+		return r.hold(l, prev, r.Debounce, fmt.Sprintf("%s changed while it was read; reading it again", f), slog.LevelInfo)
+	}
 	if l.Snapshot == nil {
 		var buf bytes.Buffer
 		config.WriteDiagnostics(&buf, l.Diagnostics, l.Sources)
 		r.status.Failures++
+		r.status.Pending = ""
 		r.status.Err = strings.TrimSpace(buf.String())
 		r.Logger.Error("config reload failed; still serving the last good config", "diagnostics", "\n"+r.status.Err)
 		return errors.New("invalid config")
+	}
+	if f, wait := r.emptied(l); f != "" {
+		if wait > 0 {
+			return r.hold(l, prev, wait, fmt.Sprintf("%s is empty; still serving what it declared until it has stayed empty for %s (a writer may be rewriting it in place)", f, r.EmptySettle), slog.LevelWarn)
+		}
+		r.Logger.Warn("config file is empty and has stayed so: serving the config without what it declared", "file", f, "empty_for_at_least", r.EmptySettle)
 	}
 	for _, d := range l.Diagnostics {
 		r.Logger.Warn("config", "diagnostic", strings.TrimSpace(diagString(d, l.Sources)))
 	}
 	changes := snapshot.Compare(prev, l.Snapshot)
 	r.Current.Swap(l.Snapshot)
+	r.hadContent = contentful(l)
 	r.status.Reloads++
 	r.status.LastOK = time.Now()
 	r.status.Err = ""
+	r.status.Pending = ""
 	if changes.Empty() {
 		r.Logger.Info("config reloaded; nothing clients see changed", "took", time.Since(start))
 		return nil
@@ -149,6 +205,56 @@ func (r *Reloader) Reload(ctx context.Context) error {
 		"resources", changes.Resources.String(),
 		"updated", fmt.Sprint(changes.Updated))
 	return nil
+}
+
+// hold refuses a loaded config for now: Run tries again after wait.
+func (r *Reloader) hold(l *engine.Loaded, prev *snapshot.Snapshot, wait time.Duration, why string, level slog.Level) error {
+	if l.Snapshot != nil {
+		l.Snapshot.Discard(prev)
+	}
+	r.status.Held++
+	r.status.Pending = why
+	r.retryAt = time.Now().Add(wait)
+	r.Logger.Log(context.Background(), level, "config reload held back", "reason", why, "retry_in", wait)
+	return ErrHeld
+}
+
+// emptied returns a config file of l that is empty now but had content in
+// the running config, and how much longer it must stay empty before a config
+// without its content is served (0: it has been empty long enough).
+func (r *Reloader) emptied(l *engine.Loaded) (string, time.Duration) {
+	var file string
+	var wait time.Duration
+	for _, f := range l.Files {
+		if !r.hadContent[f] || len(bytes.TrimSpace(l.Sources[f])) > 0 {
+			continue
+		}
+		// The file's modification time is when it was emptied (truncating a
+		// file sets it), or later.
+		left := r.EmptySettle
+		if fi, err := os.Stat(f); err == nil {
+			if since := time.Since(fi.ModTime()); since > 0 {
+				left -= since
+			}
+		}
+		if file == "" || left > wait {
+			file, wait = f, left
+		}
+	}
+	if wait < 0 {
+		wait = 0
+	}
+	return file, wait
+}
+
+// retryIn is how long until a held reload should be tried again, or 0.
+func (r *Reloader) retryIn() time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.retryAt.IsZero() {
+		return 0
+	}
+	return max(time.Until(r.retryAt), time.Millisecond)
 }
 
 func diagString(d *hcl.Diagnostic, sources map[string][]byte) string {
@@ -217,13 +323,29 @@ func (r *Reloader) Run(ctx context.Context, watch bool) error {
 	}
 	debounce := time.NewTimer(time.Hour)
 	debounce.Stop()
+	// retry fires when a reload put off (files still being written) or held
+	// back (see ErrHeld) is due again.
+	retry := time.NewTimer(time.Hour)
+	retry.Stop()
 	reload := func() {
+		// Wait until no watched file has been written for the debounce: with
+		// polling, or on SIGHUP, the writer may not be done.
+		r.mu.Lock()
+		wait := r.watched.settling(r.Debounce)
+		r.mu.Unlock()
+		if wait > 0 {
+			retry.Reset(wait)
+			return
+		}
 		_ = r.Reload(ctx)
 		rewatch()
 		if r.Poll > 0 {
 			r.mu.Lock()
 			lastSig = r.watched.signature()
 			r.mu.Unlock()
+		}
+		if wait := r.retryIn(); wait > 0 {
+			retry.Reset(wait)
 		}
 	}
 	for {
@@ -248,6 +370,8 @@ func (r *Reloader) Run(ctx context.Context, watch bool) error {
 			}
 			r.Logger.Warn("file watcher", "err", err)
 		case <-debounce.C:
+			reload()
+		case <-retry.C:
 			reload()
 		case <-r.trigger:
 			reload()
@@ -325,9 +449,9 @@ func (ws watchSet) relevant(name string) bool {
 	return false
 }
 
-// signature summarizes the watched files' state for polling.
-func (ws watchSet) signature() string {
-	var b strings.Builder
+// names lists the files a reload reads or may read: the files read last
+// time, and the *.hcl files now in the config directories.
+func (ws watchSet) names() []string {
 	var names []string
 	for f := range ws.files {
 		names = append(names, f)
@@ -342,14 +466,67 @@ func (ws watchSet) signature() string {
 		}
 	}
 	slices.Sort(names)
-	names = slices.Compact(names)
-	for _, n := range names {
-		fi, err := os.Stat(n)
-		if err != nil {
+	return slices.Compact(names)
+}
+
+// fileState is what a stat tells of a file's contents without reading it.
+type fileState struct {
+	exists bool
+	size   int64
+	mtime  time.Time
+}
+
+// stat returns the state of every file of ws (symbolic links followed).
+func (ws watchSet) stat() map[string]fileState {
+	m := map[string]fileState{}
+	for _, n := range ws.names() {
+		if fi, err := os.Stat(n); err == nil {
+			m[n] = fileState{exists: true, size: fi.Size(), mtime: fi.ModTime()}
+		} else {
+			m[n] = fileState{}
+		}
+	}
+	return m
+}
+
+// changedDuring returns a file whose state differs between two stats of the
+// same file, taken before and after it was read.
+func changedDuring(before, after map[string]fileState) (string, bool) {
+	for n, a := range after {
+		if b, ok := before[n]; ok && b != a {
+			return n, true
+		}
+	}
+	return "", false
+}
+
+// settling returns how long until every watched file has been left alone
+// for settle: a writer that writes in several steps (`generator >
+// tools.hcl`) is then likely done. A modification time in the future
+// (another machine's clock) does not count.
+func (ws watchSet) settling(settle time.Duration) time.Duration {
+	now := time.Now()
+	var wait time.Duration
+	for _, st := range ws.stat() {
+		if !st.exists || st.mtime.After(now) {
+			continue
+		}
+		wait = max(wait, settle-now.Sub(st.mtime))
+	}
+	return wait
+}
+
+// signature summarizes the watched files' state for polling.
+func (ws watchSet) signature() string {
+	var b strings.Builder
+	st := ws.stat()
+	for _, n := range ws.names() {
+		s := st[n]
+		if !s.exists {
 			fmt.Fprintf(&b, "%s missing\n", n)
 			continue
 		}
-		fmt.Fprintf(&b, "%s %d %d\n", n, fi.Size(), fi.ModTime().UnixNano())
+		fmt.Fprintf(&b, "%s %d %d\n", n, s.size, s.mtime.UnixNano())
 	}
 	return b.String()
 }

@@ -62,6 +62,24 @@ func (counterHandler) Call(ctx context.Context, req *adapter.Request) (*adapter.
 	return &adapter.Output{Text: "counted"}, nil
 }
 
+// touchAdapter runs a hook while a tool of its block is compiled, that is,
+// in the middle of a load: tests use it to change a file while it is read.
+type touchAdapter struct {
+	mu     sync.Mutex
+	during func()
+}
+
+func (a *touchAdapter) CompileTool(b *adapter.ToolBlock) (adapter.Handler, hcl.Diagnostics) {
+	a.mu.Lock()
+	f := a.during
+	a.during = nil
+	a.mu.Unlock()
+	if f != nil {
+		f()
+	}
+	return counterHandler{}, nil
+}
+
 // env is a running server with a reloader over a config in a temp dir.
 type env struct {
 	t        *testing.T
@@ -69,6 +87,7 @@ type env struct {
 	paths    []string
 	reg      *adapter.Registry
 	counter  *counterAdapter
+	touch    *touchAdapter
 	current  *snapshot.Current
 	srv      *serve.Server
 	reloader *reload.Reloader
@@ -77,26 +96,40 @@ type env struct {
 
 func start(t *testing.T, files map[string]string, paths func(dir string) []string) *env {
 	t.Helper()
+	return startWith(t, files, paths, serve.Options{}, nil, true)
+}
+
+// startWith is start with the server's options and the reloader's settings
+// given (opts.Logger defaults to a discarding one), and the file watcher on
+// or off.
+func startWith(t *testing.T, files map[string]string, paths func(dir string) []string, opts serve.Options, tune func(*reload.Reloader), watch bool) *env {
+	t.Helper()
 	dir := t.TempDir()
 	for name, text := range files {
 		write(t, filepath.Join(dir, name), text)
 	}
-	e := &env{t: t, dir: dir, paths: paths(dir), counter: &counterAdapter{}}
+	e := &env{t: t, dir: dir, paths: paths(dir), counter: &counterAdapter{}, touch: &touchAdapter{}}
 	e.reg = adapter.NewRegistry()
 	e.reg.Register("counter", e.counter)
+	e.reg.Register("touch", e.touch)
 	l := engine.Load(e.paths, e.reg, nil, "test")
 	if l.Snapshot == nil {
 		t.Fatalf("initial config: %v", l.Diagnostics)
 	}
 	e.current = &snapshot.Current{}
 	e.current.Swap(l.Snapshot)
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	e.srv = serve.New(e.current, serve.Options{Logger: logger})
-	e.reloader = &reload.Reloader{Paths: e.paths, Registry: e.reg, Current: e.current, Notifier: e.srv, Version: "test", Logger: logger}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	e.srv = serve.New(e.current, opts)
+	e.reloader = &reload.Reloader{Paths: e.paths, Registry: e.reg, Current: e.current, Notifier: e.srv, Version: "test", Logger: opts.Logger}
+	if tune != nil {
+		tune(e.reloader)
+	}
 	e.reloader.Init(l)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); e.reloader.Run(ctx, true) }()
+	go func() { defer close(done); e.reloader.Run(ctx, watch) }()
 	e.http = httptest.NewServer(e.srv.HTTPHandler(serve.HTTPOptions{}))
 	t.Cleanup(func() {
 		e.http.Close()

@@ -59,6 +59,7 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 		PropagateRequestCancellation: true,
 	})
 	route := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w = s.guardStream(w, r) // notify.go: a client must read its event stream
 		if r.Method == http.MethodPost {
 			w = deferResponseFlush(w)
 		}

@@ -32,6 +32,11 @@ type Options struct {
 	PageSize int
 	// Logger receives the SDK's and mcpd's serving logs.
 	Logger *slog.Logger
+	// SlowClientTimeout is how long a write of a notification to an HTTP
+	// client's event stream may block before the client is taken to have
+	// stopped reading and its session is closed (see notify.go). Default
+	// DefaultSlowClientTimeout (10s).
+	SlowClientTimeout time.Duration
 }
 
 // Server serves the current snapshot over MCP.
@@ -39,6 +44,7 @@ type Server struct {
 	current *snapshot.Current
 	mcp     *mcp.Server
 	opts    Options
+	notes   *notifier
 }
 
 // The SDK fans list_changed out to every legacy session and every modern
@@ -82,8 +88,11 @@ func New(current *snapshot.Current, opts Options) *Server {
 		},
 	})
 	// Register the markers while no session exists: nothing is sent.
-	s.Notify(true, true, true)
+	touchMarkers(s.mcp, [3]bool{true, true, true})
+	s.notes = newNotifier(opts.Logger, opts.SlowClientTimeout)
+	s.notes.srv = s.mcp
 	s.mcp.AddReceivingMiddleware(s.middleware)
+	s.mcp.AddSendingMiddleware(s.notes.sending)
 	return s
 }
 
@@ -92,26 +101,33 @@ func (s *Server) SDK() *mcp.Server { return s.mcp }
 
 // Notify sends one list_changed notification per kind that changed to every
 // connected client: the stdio client, every legacy HTTP session and every
-// modern subscriptions/listen stream that asked for it.
+// modern subscriptions/listen stream that asked for it. It returns at once:
+// the notifications are written in the background, and a client that does
+// not read them holds up no one else (see notify.go).
 func (s *Server) Notify(tools, prompts, resources bool) {
-	if tools {
-		s.mcp.AddTool(&mcp.Tool{Name: marker, InputSchema: markerSchema}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	s.notes.schedule([3]bool{tools, prompts, resources})
+}
+
+// touchMarkers re-registers the marker of each kind, which makes the SDK
+// send one list_changed of that kind to every session.
+func touchMarkers(srv *mcp.Server, kinds [3]bool) {
+	if kinds[0] {
+		srv.AddTool(&mcp.Tool{Name: marker, InputSchema: markerSchema}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return nil, fmt.Errorf("not callable")
 		})
 	}
-	if prompts {
-		s.mcp.AddPrompt(&mcp.Prompt{Name: marker}, nil)
+	if kinds[1] {
+		srv.AddPrompt(&mcp.Prompt{Name: marker}, nil)
 	}
-	if resources {
-		s.mcp.AddResource(&mcp.Resource{URI: "mcpd-internal:list-changed", Name: marker}, nil)
+	if kinds[2] {
+		srv.AddResource(&mcp.Resource{URI: "mcpd-internal:list-changed", Name: marker}, nil)
 	}
 }
 
 // ResourceUpdated tells clients subscribed to uri that its contents changed.
-func (s *Server) ResourceUpdated(ctx context.Context, uri string) {
-	if err := s.mcp.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: uri}); err != nil {
-		s.opts.Logger.Warn("notifying resource update", "uri", uri, "err", err)
-	}
+// Like Notify, it returns at once; ctx is not needed past the call.
+func (s *Server) ResourceUpdated(_ context.Context, uri string) {
+	s.notes.schedule([3]bool{}, uri)
 }
 
 // RunStdio serves one client on stdin/stdout until stdin closes or ctx ends.
