@@ -68,7 +68,7 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 		}
 		legacy.ServeHTTP(w, r)
 	})
-	return guard(opts, route)
+	return guard(opts, s.countHTTP(route))
 }
 
 func isModern(r *http.Request) bool {
