@@ -140,3 +140,10 @@ func (s *Server) CloseSessions() {
 	}
 	wg.Wait()
 }
+
+// InFlight is the number of requests being served (see drain).
+func (s *Server) InFlight() int {
+	s.drain.mu.Lock()
+	defer s.drain.mu.Unlock()
+	return s.drain.busy
+}
