@@ -78,7 +78,7 @@ type opsServer struct {
 	logs     *lockedBuffer
 }
 
-var adminRE = regexp.MustCompile(`serving health and metrics url=http://(\S+)/metrics`)
+var adminRE = regexp.MustCompile(`serving health and metrics" url=http://(\S+)/metrics`)
 
 func startOps(t *testing.T, dir string, args ...string) *opsServer {
 	t.Helper()
