@@ -544,3 +544,72 @@ func TestMetricsAndHealth(t *testing.T) {
 		t.Errorf("/metrics with a foreign Host: %d", resp.StatusCode)
 	}
 }
+
+// --ready-check-backends: /readyz pings the databases and names the one
+// that does not answer; without the flag, it does not ping.
+func TestReadyChecksBackends(t *testing.T) {
+	dsn := os.Getenv("MCPD_TEST_POSTGRES_DSN")
+	if dsn == "" {
+		t.Skip("MCPD_TEST_POSTGRES_DSN not set")
+	}
+	config := fmt.Sprintf(`
+database "good" {
+  driver = "postgres"
+  dsn    = %q
+}
+
+database "down" {
+  driver = "postgres"
+  dsn    = "postgres://postgres@127.0.0.1:1/test?sslmode=disable&connect_timeout=1"
+}
+
+tool "one" {
+  description = "Selects one."
+  sql {
+    database = "good"
+    query    = "SELECT 1 AS one"
+  }
+}
+
+tool "two" {
+  description = "Selects two."
+  sql {
+    database = "down"
+    query    = "SELECT 2 AS two"
+  }
+}
+`, dsn)
+	for _, tc := range []struct {
+		name string
+		args []string
+		want int
+	}{
+		{"checked", []string{"--ready-check-backends"}, 503},
+		{"unchecked", nil, 200},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := configDir(t, map[string]string{"tools.hcl": config})
+			s := startOps(t, dir, tc.args...)
+			code, body := httpGet(t, s.base+"/readyz")
+			if code != tc.want {
+				t.Fatalf("/readyz = %d, want %d: %s", code, tc.want, body)
+			}
+			if tc.want != 503 {
+				return
+			}
+			var ready struct {
+				Status   string
+				Backends map[string]string
+			}
+			if err := json.Unmarshal([]byte(body), &ready); err != nil {
+				t.Fatal(err)
+			}
+			if ready.Status != "unavailable" || len(ready.Backends) != 1 || !strings.Contains(ready.Backends["database down"], `database "down"`) {
+				t.Errorf("/readyz body: %s", body)
+			}
+			if strings.Contains(body, "postgres://") {
+				t.Errorf("/readyz shows a DSN: %s", body)
+			}
+		})
+	}
+}
