@@ -613,3 +613,21 @@ tool "two" {
 		})
 	}
 }
+
+// A call the client cancelled is no longer waited for: closing stdin then
+// ends mcpd at once, not after the grace period.
+func TestStdioEOFAfterClientCancel(t *testing.T) {
+	dir := configDir(t, map[string]string{"tools.hcl": opsConfig})
+	r := startRawStdio(t, dir, "--log-level", "warn", "--shutdown-grace", "20s")
+	r.callSleep(t, 1, "30")
+	time.Sleep(200 * time.Millisecond)
+	r.send(t, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,"reason":"test"}}`)
+	time.Sleep(200 * time.Millisecond)
+	r.stdin.Close()
+	start := time.Now()
+	r.answers(t, 10*time.Second)
+	code, _ := waitExit(t, r.cmd, 10*time.Second)
+	if took := time.Since(start); code != 0 || took > 3*time.Second {
+		t.Errorf("exit status %d after %s; log:\n%s", code, took, r.logs.String())
+	}
+}
