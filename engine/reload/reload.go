@@ -87,8 +87,9 @@ type Status struct {
 	// Held counts reloads held back (see ErrHeld); Pending says why the
 	// latest one was, while it is not yet retried ("" otherwise). A held
 	// reload is not a failure: nothing is wrong with the config yet.
-	Held    int
-	Pending string
+	Held        int
+	Pending     string
+	LastFailure time.Time // when a reload last failed
 }
 
 // Status returns the current status.
@@ -170,6 +171,7 @@ func (r *Reloader) Reload(ctx context.Context) error {
 		config.WriteDiagnostics(&buf, l.Diagnostics, l.Sources)
 		r.status.Failures++
 		r.status.Pending = ""
+		r.status.LastFailure = time.Now()
 		r.status.Err = strings.TrimSpace(buf.String())
 		r.Logger.Error("config reload failed; still serving the last good config", "diagnostics", "\n"+r.status.Err)
 		return errors.New("invalid config")
