@@ -108,7 +108,8 @@ func EvalStringMap(expr hcl.Expression, ectx *hcl.EvalContext) (map[string]strin
 
 // ToGo converts a cty value to the Go values JSON decoding produces, except
 // that whole numbers that fit become int64 (so that database drivers and
-// argv see 42, not 42.0).
+// argv see 42, not 42.0, and 9007199254740993 stays exact). A number beyond
+// a float64's range is an error.
 func ToGo(v cty.Value) (any, error) {
 	if v.IsNull() {
 		return nil, nil
@@ -131,6 +132,9 @@ func ToGo(v cty.Value) (any, error) {
 			}
 		}
 		f, _ := bf.Float64()
+		if math.IsInf(f, 0) {
+			return nil, fmt.Errorf("number %s is beyond what a 64-bit float holds (about ±1.8e308)", bf.Text('g', 10))
+		}
 		return f, nil
 	case t.IsListType() || t.IsTupleType() || t.IsSetType():
 		out := make([]any, 0, v.LengthInt())
@@ -159,6 +163,9 @@ func ToGo(v cty.Value) (any, error) {
 }
 
 // FromGo converts a value as produced by JSON decoding (or ToGo) to cty.
+// Integers (int64, as the validator delivers whole numbers) become exact cty
+// numbers, so that a string conversion (an argv element, a URL) prints every
+// digit of 9007199254740993.
 func FromGo(x any) cty.Value {
 	switch v := x.(type) {
 	case nil:
@@ -170,6 +177,9 @@ func FromGo(x any) cty.Value {
 	case float64:
 		if math.IsInf(v, 0) || math.IsNaN(v) {
 			return cty.NullVal(cty.Number)
+		}
+		if v == 0 {
+			v = 0 // -0 would print as "-0" in an argv or a URL
 		}
 		return cty.NumberFloatVal(v)
 	case float32:

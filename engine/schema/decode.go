@@ -1,19 +1,23 @@
 package schema
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"math"
 	"strconv"
 	"unicode/utf8"
 )
 
 // decodeJSON decodes raw into the values encoding/json produces for an
-// `any` (map[string]any, []any, string, float64, bool, nil), without
-// reflection. Arguments are decoded on every call, and encoding/json's
-// reflective path was most of what mcpd added to the SDK's own cost of a
-// call. Anything unusual (escaped strings, invalid JSON, numbers out of
-// range, deep nesting) is handed to encoding/json, so values and error
-// messages are always exactly encoding/json's.
+// `any` (map[string]any, []any, string, bool, nil), without reflection,
+// except for numbers, which are exact (see Number). Arguments are decoded on
+// every call, and encoding/json's reflective path was most of what mcpd
+// added to the SDK's own cost of a call. Anything unusual (escaped strings,
+// invalid JSON, deep nesting) is handed to encoding/json, so values and
+// syntax errors are always exactly encoding/json's. A number too large for
+// a float64 (1e400) is a *RangeError naming where it sits.
 func decodeJSON(raw []byte) (any, error) {
 	d := decoder{data: raw}
 	d.skipSpace()
@@ -24,14 +28,175 @@ func decodeJSON(raw []byte) (any, error) {
 			err = errFallback
 		}
 	}
+	var re *RangeError
+	if errors.As(err, &re) {
+		return nil, err
+	}
 	if err != nil {
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber()
 		var x any
-		if err := json.Unmarshal(raw, &x); err != nil {
-			return nil, err
+		derr := dec.Decode(&x)
+		if derr != nil || len(bytes.TrimLeft(raw[dec.InputOffset():], " \t\r\n")) > 0 {
+			// encoding/json's verdict, with the message clients have
+			// always seen.
+			var y any
+			if err := json.Unmarshal(raw, &y); err != nil {
+				return nil, err
+			}
+			if derr != nil {
+				return nil, derr
+			}
 		}
-		return x, nil
+		return exactNumbers(x, "")
 	}
 	return v, nil
+}
+
+// Number converts the text of a JSON number to the value arguments carry:
+// an int64 when the number is a whole number that fits (1, -0, 3.0, 1e3 and
+// 9007199254740993 are all exact), a float64 otherwise. Zero is never
+// negative: -0 and -0.0 become 0, so that `minimum = 0` and what a
+// command's argv receives agree. A number beyond a float64's range (1e400)
+// is an error. Integers beyond int64 become float64 (inexact); the
+// validator refuses them for integer params.
+func Number(lit string) (any, error) {
+	integral := true
+	for i := 0; i < len(lit); i++ {
+		if c := lit[i]; c == '.' || c == 'e' || c == 'E' {
+			integral = false
+			break
+		}
+	}
+	if integral {
+		if n, err := strconv.ParseInt(lit, 10, 64); err == nil {
+			return n, nil
+		}
+	}
+	f, err := strconv.ParseFloat(lit, 64)
+	if err != nil {
+		return nil, errOutOfRange
+	}
+	if f == 0 {
+		return int64(0), nil // also -0 and underflow (1e-400)
+	}
+	if !integral && f == math.Trunc(f) && f >= -(1<<63) && f < 1<<63 {
+		if n, ok := exactInt(lit); ok {
+			return n, nil
+		}
+	}
+	return f, nil
+}
+
+var errOutOfRange = errors.New("number out of range")
+
+// RangeError is a number in the arguments that no 64-bit type holds.
+type RangeError struct {
+	Path string // "" for the arguments as a whole; "a.b[2]" inside
+	Lit  string
+}
+
+func (e *RangeError) Error() string {
+	lit := e.Lit
+	if len(lit) > 40 {
+		lit = lit[:37] + "..."
+	}
+	if e.Path == "" {
+		return fmt.Sprintf("the number %s is out of range: it is beyond what a 64-bit float holds (about ±1.8e308)", lit)
+	}
+	return fmt.Sprintf("%s is out of range: %s is beyond what a 64-bit float holds (about ±1.8e308)", what(e.Path), lit)
+}
+
+// exactInt reads a JSON number written with a fraction or an exponent
+// (3.0, 1e3, 9007199254740993.0) as an int64 when its exact decimal value
+// is a whole number that fits. It works on the digits, so no exponent can
+// make it slow.
+func exactInt(lit string) (int64, bool) {
+	neg := false
+	if lit != "" && lit[0] == '-' {
+		neg = true
+		lit = lit[1:]
+	}
+	mant, exp := lit, 0
+	if i := indexAny(lit, "eE"); i >= 0 {
+		mant = lit[:i]
+		e, err := strconv.Atoi(lit[i+1:])
+		if err != nil || e > 400 || e < -400 {
+			return 0, false
+		}
+		exp = e
+	}
+	digits := make([]byte, 0, len(mant))
+	for i := 0; i < len(mant); i++ {
+		switch c := mant[i]; {
+		case c == '.':
+			exp -= len(mant) - i - 1
+		default:
+			digits = append(digits, c)
+		}
+	}
+	for len(digits) > 0 && digits[0] == '0' {
+		digits = digits[1:]
+	}
+	for len(digits) > 0 && digits[len(digits)-1] == '0' && exp < 0 {
+		digits = digits[:len(digits)-1]
+		exp++
+	}
+	if len(digits) == 0 {
+		return 0, true
+	}
+	if exp < 0 || len(digits)+exp > 19 {
+		return 0, false
+	}
+	for range exp {
+		digits = append(digits, '0')
+	}
+	if neg {
+		digits = append([]byte{'-'}, digits...)
+	}
+	n, err := strconv.ParseInt(string(digits), 10, 64)
+	return n, err == nil
+}
+
+func indexAny(s, chars string) int {
+	for i := 0; i < len(s); i++ {
+		for j := 0; j < len(chars); j++ {
+			if s[i] == chars[j] {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+// exactNumbers replaces the json.Numbers of encoding/json's output (the
+// fallback path) with Number's values.
+func exactNumbers(x any, path string) (any, error) {
+	switch v := x.(type) {
+	case json.Number:
+		n, err := Number(string(v))
+		if err != nil {
+			return nil, &RangeError{Path: path, Lit: string(v)}
+		}
+		return n, nil
+	case []any:
+		for i := range v {
+			e, err := exactNumbers(v[i], path+"["+strconv.Itoa(i)+"]")
+			if err != nil {
+				return nil, err
+			}
+			v[i] = e
+		}
+	case map[string]any:
+		for k := range v {
+			e, err := exactNumbers(v[k], join(path, k))
+			if err != nil {
+				return nil, err
+			}
+			v[k] = e
+		}
+	}
+	return x, nil
 }
 
 // errFallback asks for encoding/json's verdict on the whole input.
@@ -113,7 +278,7 @@ func (d *decoder) object(depth int) (any, error) {
 		d.skipSpace()
 		v, err := d.value(depth + 1)
 		if err != nil {
-			return nil, err
+			return nil, within(err, k)
 		}
 		m[k] = v
 		d.skipSpace()
@@ -144,7 +309,7 @@ func (d *decoder) array(depth int) (any, error) {
 		d.skipSpace()
 		v, err := d.value(depth + 1)
 		if err != nil {
-			return nil, err
+			return nil, within(err, "["+strconv.Itoa(len(a))+"]")
 		}
 		a = append(a, v)
 		d.skipSpace()
@@ -186,7 +351,25 @@ func (d *decoder) string() (string, error) {
 	return "", errFallback
 }
 
-// number decodes a number of JSON's grammar as a float64.
+// within prefixes the path of a RangeError with the key or index ("[2]")
+// it was found under, as the error unwinds; other errors pass through.
+func within(err error, step string) error {
+	re, ok := err.(*RangeError)
+	if !ok {
+		return err
+	}
+	switch {
+	case re.Path == "":
+		re.Path = step
+	case re.Path[0] == '[':
+		re.Path = step + re.Path
+	default:
+		re.Path = step + "." + re.Path
+	}
+	return re
+}
+
+// number decodes a number of JSON's grammar (see Number).
 func (d *decoder) number() (any, error) {
 	start, i := d.pos, d.pos
 	n := len(d.data)
@@ -224,10 +407,10 @@ func (d *decoder) number() (any, error) {
 			i++
 		}
 	}
-	f, err := strconv.ParseFloat(string(d.data[start:i]), 64)
+	v, err := Number(string(d.data[start:i]))
 	if err != nil {
-		return nil, errFallback // out of range: encoding/json's error
+		return nil, &RangeError{Lit: string(d.data[start:i])}
 	}
 	d.pos = i
-	return f, nil
+	return v, nil
 }

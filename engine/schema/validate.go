@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/big"
 	"regexp"
 	"sort"
 	"strconv"
@@ -336,6 +337,9 @@ func (v *Validator) Validate(raw json.RawMessage) (map[string]any, error) {
 	if len(raw) > 0 && string(raw) != "null" {
 		x, err := decodeJSON(raw)
 		if err != nil {
+			if re, ok := err.(*RangeError); ok {
+				return nil, re
+			}
 			return nil, fmt.Errorf("arguments are not valid JSON: %v", err)
 		}
 		m, ok := x.(map[string]any)
@@ -384,7 +388,12 @@ func (n *node) check(x any, path string) error {
 		}
 	}
 	switch val := x.(type) {
+	case int64:
+		return n.checkInt(val, path)
 	case float64:
+		if n.types["integer"] && !n.types["number"] && (val < -(1<<63) || val >= 1<<63) {
+			return fmt.Errorf("%s is out of range: an integer must be between %d and %d, got %s", what(path), int64(math.MinInt64), int64(math.MaxInt64), num(val))
+		}
 		return n.checkNumber(val, path)
 	case string:
 		return n.checkString(val, path)
@@ -404,6 +413,8 @@ func (n *node) typeOK(x any) bool {
 		return n.types["boolean"]
 	case string:
 		return n.types["string"]
+	case int64:
+		return n.types["number"] || n.types["integer"]
 	case float64:
 		return n.types["number"] || (n.types["integer"] && v == math.Trunc(v) && !math.IsInf(v, 0))
 	case []any:
@@ -430,6 +441,57 @@ func (n *node) checkNumber(v float64, path string) error {
 		}
 	}
 	return nil
+}
+
+// checkInt is checkNumber for integers, compared exactly: float64 bounds
+// are converted to int64 when they are whole, so that a maximum of
+// 9007199254740992 refuses 9007199254740993.
+func (n *node) checkInt(v int64, path string) error {
+	switch {
+	case n.min != nil && cmpIntFloat(v, *n.min) < 0:
+		return fmt.Errorf("%s must be at least %s, got %d", what(path), num(*n.min), v)
+	case n.max != nil && cmpIntFloat(v, *n.max) > 0:
+		return fmt.Errorf("%s must be at most %s, got %d", what(path), num(*n.max), v)
+	case n.exMin != nil && cmpIntFloat(v, *n.exMin) <= 0:
+		return fmt.Errorf("%s must be greater than %s, got %d", what(path), num(*n.exMin), v)
+	case n.exMax != nil && cmpIntFloat(v, *n.exMax) >= 0:
+		return fmt.Errorf("%s must be less than %s, got %d", what(path), num(*n.exMax), v)
+	case n.multOf != nil:
+		m := *n.multOf
+		if m == math.Trunc(m) && m < 1<<63 {
+			if v%int64(m) != 0 {
+				return fmt.Errorf("%s must be a multiple of %s, got %d", what(path), num(m), v)
+			}
+			return nil
+		}
+		return n.checkNumber(float64(v), path)
+	}
+	return nil
+}
+
+// cmpIntFloat compares an int64 with a float64 exactly: -1, 0 or 1.
+func cmpIntFloat(i int64, f float64) int {
+	switch {
+	case math.IsNaN(f):
+		return 0
+	case f >= 1<<63:
+		return -1
+	case f < -(1 << 63):
+		return 1
+	}
+	t := math.Trunc(f)
+	ti := int64(t) // exact: t is whole and in range
+	switch {
+	case i < ti:
+		return -1
+	case i > ti:
+		return 1
+	case f > t:
+		return -1
+	case f < t:
+		return 1
+	}
+	return 0
 }
 
 func (n *node) checkString(v string, path string) error {
@@ -572,6 +634,19 @@ func equal(a, b any) bool {
 		}
 		return true
 	}
+	if ai, ok := a.(int64); ok {
+		if bi, ok := b.(int64); ok {
+			return ai == bi
+		}
+		if bf, ok := b.(float64); ok {
+			return cmpIntFloat(ai, bf) == 0 && !math.IsNaN(bf)
+		}
+	}
+	if bi, ok := b.(int64); ok {
+		if af, ok := a.(float64); ok {
+			return cmpIntFloat(bi, af) == 0 && !math.IsNaN(af)
+		}
+	}
 	af, aNum := toFloat(a)
 	bf, bNum := toFloat(b)
 	if aNum || bNum {
@@ -631,6 +706,8 @@ func jsonTypeName(x any) string {
 		return "boolean"
 	case string:
 		return "string"
+	case int64:
+		return "integer"
 	case float64:
 		if v == math.Trunc(v) {
 			return "integer"
@@ -666,7 +743,14 @@ func showList(list []any) string {
 	return strings.Join(parts, ", ")
 }
 
-func num(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
+// num prints a number for a message: whole numbers in full up to 1e21
+// (9007199254740992, not 9.007199254740992e+15).
+func num(f float64) string {
+	if f == math.Trunc(f) && math.Abs(f) < 1e21 {
+		return new(big.Float).SetFloat64(f).Text('f', 0)
+	}
+	return strconv.FormatFloat(f, 'g', -1, 64)
+}
 
 func typeList(types map[string]bool) string {
 	var names []string
