@@ -414,3 +414,20 @@ func (d *decoder) number() (any, error) {
 	d.pos = i
 	return v, nil
 }
+
+// ParseNumber reads text that must be exactly one JSON number (a URI
+// template variable declared as a number, say) and returns Number's value.
+// Anything else, including Go-only forms such as 0x10, 1_000 or Inf, and
+// surrounding spaces, is not a number.
+func ParseNumber(s string) (any, bool) {
+	d := decoder{data: []byte(s)}
+	v, err := d.value(0)
+	if err != nil || d.pos != len(s) {
+		return nil, false
+	}
+	switch v.(type) {
+	case int64, float64:
+		return v, true
+	}
+	return nil, false
+}
