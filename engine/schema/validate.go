@@ -41,6 +41,7 @@ type node struct {
 	min, max  *float64
 	exMin     *float64
 	exMax     *float64
+	intBounds *[4]*int64 // min, max, exMin, exMax written as integers: exact for int64 arguments
 	multOf    *float64
 	minLen    int
 	maxLen    int // -1: unbounded
@@ -189,6 +190,14 @@ func compileNode(v any, path string) (*node, error) {
 	}{{"minimum", &n.min}, {"maximum", &n.max}, {"exclusiveMinimum", &n.exMin}, {"exclusiveMaximum", &n.exMax}, {"multipleOf", &n.multOf}} {
 		if *f.dst, err = numberKey(s, f.key, path); err != nil {
 			return nil, err
+		}
+	}
+	for i, key := range []string{"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"} {
+		if b, ok := s[key].(int64); ok {
+			if n.intBounds == nil {
+				n.intBounds = new([4]*int64)
+			}
+			n.intBounds[i] = &b
 		}
 	}
 	if n.multOf != nil && *n.multOf <= 0 {
@@ -448,14 +457,14 @@ func (n *node) checkNumber(v float64, path string) error {
 // 9007199254740992 refuses 9007199254740993.
 func (n *node) checkInt(v int64, path string) error {
 	switch {
-	case n.min != nil && cmpIntFloat(v, *n.min) < 0:
-		return fmt.Errorf("%s must be at least %s, got %d", what(path), num(*n.min), v)
-	case n.max != nil && cmpIntFloat(v, *n.max) > 0:
-		return fmt.Errorf("%s must be at most %s, got %d", what(path), num(*n.max), v)
-	case n.exMin != nil && cmpIntFloat(v, *n.exMin) <= 0:
-		return fmt.Errorf("%s must be greater than %s, got %d", what(path), num(*n.exMin), v)
-	case n.exMax != nil && cmpIntFloat(v, *n.exMax) >= 0:
-		return fmt.Errorf("%s must be less than %s, got %d", what(path), num(*n.exMax), v)
+	case n.min != nil && n.cmpBound(v, 0, *n.min) < 0:
+		return fmt.Errorf("%s must be at least %s, got %d", what(path), n.bound(0, *n.min), v)
+	case n.max != nil && n.cmpBound(v, 1, *n.max) > 0:
+		return fmt.Errorf("%s must be at most %s, got %d", what(path), n.bound(1, *n.max), v)
+	case n.exMin != nil && n.cmpBound(v, 2, *n.exMin) <= 0:
+		return fmt.Errorf("%s must be greater than %s, got %d", what(path), n.bound(2, *n.exMin), v)
+	case n.exMax != nil && n.cmpBound(v, 3, *n.exMax) >= 0:
+		return fmt.Errorf("%s must be less than %s, got %d", what(path), n.bound(3, *n.exMax), v)
 	case n.multOf != nil:
 		m := *n.multOf
 		if m == math.Trunc(m) && m < 1<<63 {
@@ -467,6 +476,28 @@ func (n *node) checkInt(v int64, path string) error {
 		return n.checkNumber(float64(v), path)
 	}
 	return nil
+}
+
+// cmpBound compares v with bound i (see intBounds), exactly.
+func (n *node) cmpBound(v int64, i int, f float64) int {
+	if n.intBounds != nil && n.intBounds[i] != nil {
+		b := *n.intBounds[i]
+		switch {
+		case v < b:
+			return -1
+		case v > b:
+			return 1
+		}
+		return 0
+	}
+	return cmpIntFloat(v, f)
+}
+
+func (n *node) bound(i int, f float64) string {
+	if n.intBounds != nil && n.intBounds[i] != nil {
+		return strconv.FormatInt(*n.intBounds[i], 10)
+	}
+	return num(f)
 }
 
 // cmpIntFloat compares an int64 with a float64 exactly: -1, 0 or 1.
