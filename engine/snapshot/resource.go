@@ -143,7 +143,7 @@ func compileTemplate(rc *config.ResourceTemplate, reg *adapter.Registry, backend
 	src, d := compileSource(owner, rc.Name, rc.Text, rc.Blob, nil, rc.Adapter, scope, reg, backend, rc.DeclRange)
 	diags = append(diags, d...)
 	t := &Template{
-		Def:  &mcp.ResourceTemplate{URITemplate: rc.URITemplate, Name: rc.Name, Title: rc.Title, Description: rc.Description, MIMEType: rc.MIMEType},
+		Def:         &mcp.ResourceTemplate{URITemplate: rc.URITemplate, Name: rc.Name, Title: rc.Title, Description: rc.Description, MIMEType: rc.MIMEType},
 		tmpl:        tmpl,
 		src:         src,
 		vars:        vars,
