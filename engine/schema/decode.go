@@ -28,8 +28,7 @@ func decodeJSON(raw []byte) (any, error) {
 			err = errFallback
 		}
 	}
-	var re *RangeError
-	if errors.As(err, &re) {
+	if _, ok := err.(*RangeError); ok { // not errors.As: its target would escape, an allocation per call
 		return nil, err
 	}
 	if err != nil {
