@@ -67,6 +67,19 @@ tool "bind_int" {
   }
 }
 
+tool "bind_num" {
+  param "v" {
+    type = "number"
+  }
+  sql {
+    database = "db"
+    query    = "SELECT typeof(:v) AS t, :v / 2 AS half"
+  }
+  result {
+    text = "rows[0].t + ' ' + string(rows[0].half)"
+  }
+}
+
 # Undeclared variable: a string with the default one-segment rules.
 resource_template "file" {
   uri_template = "notes://{name}"
@@ -134,6 +147,8 @@ func TestExactNumbersAndTemplateVariables(t *testing.T) {
 		{"argv_num", `{"v": -0.0}`, "[0]", false},
 		{"argv_num", `{"v": 0.25}`, "[0.25]", false},
 		{"bind_int", `{"v": 9007199254740993}`, "integer 9007199254740993 1", false},
+		{"bind_num", `{"v": 3}`, "real 1.5", false},
+		{"bind_int", `{"v": -0}`, "integer 0 0", false},
 		{"argv_int", `{"v": 9223372036854775808}`, `invalid arguments for tool argv_int: argument "v" is out of range: an integer must be between -9223372036854775808 and 9223372036854775807, got 9223372036854775808`, true},
 		{"argv_num", `{"v": 1e400}`, `invalid arguments for tool argv_num: argument "v" is out of range: 1e400 is beyond what a 64-bit float holds (about ±1.8e308)`, true},
 	} {
