@@ -23,6 +23,8 @@ database "db" {
   seed   = <<-SQL
     CREATE TABLE notes (name TEXT PRIMARY KEY, body TEXT);
     INSERT INTO notes VALUES ('alpha', 'first note');
+    CREATE TABLE docs (doc JSON);
+    INSERT INTO docs VALUES ('{"id": 9007199254740993}');
   SQL
 }
 
@@ -77,6 +79,16 @@ tool "bind_num" {
   }
   result {
     text = "rows[0].t + ' ' + string(rows[0].half)"
+  }
+}
+
+tool "json_column" {
+  sql {
+    database = "db"
+    query    = "SELECT doc FROM docs"
+  }
+  result {
+    text = "string(rows[0].doc.id)"
   }
 }
 
@@ -149,6 +161,7 @@ func TestExactNumbersAndTemplateVariables(t *testing.T) {
 		{"bind_int", `{"v": 9007199254740993}`, "integer 9007199254740993 1", false},
 		{"bind_num", `{"v": 3}`, "real 1.5", false},
 		{"bind_int", `{"v": -0}`, "integer 0 0", false},
+		{"json_column", `{}`, "9007199254740993", false},
 		{"argv_int", `{"v": 9223372036854775808}`, `invalid arguments for tool argv_int: argument "v" is out of range: an integer must be between -9223372036854775808 and 9223372036854775807, got 9223372036854775808`, true},
 		{"argv_num", `{"v": 1e400}`, `invalid arguments for tool argv_num: argument "v" is out of range: 1e400 is beyond what a 64-bit float holds (about ±1.8e308)`, true},
 	} {

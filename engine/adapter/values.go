@@ -1,11 +1,15 @@
 package adapter
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"math"
 	"math/big"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -213,6 +217,143 @@ func FromGo(x any) cty.Value {
 		return cty.ObjectVal(attrs)
 	}
 	return cty.StringVal(fmt.Sprint(x))
+}
+
+// Number converts the text of a JSON number (already known to follow JSON's
+// grammar) to the value arguments and decoded results carry:
+// an int64 when the number is a whole number that fits (1, -0, 3.0, 1e3 and
+// 9007199254740993 are all exact), a float64 otherwise. Zero is never
+// negative: -0 and -0.0 become 0, so that `minimum = 0` and what a
+// command's argv receives agree. A number beyond a float64's range (1e400)
+// is an error. Integers beyond int64 become float64 (inexact); the
+// validator refuses them for integer params.
+func Number(lit string) (any, error) {
+	integral := true
+	for i := 0; i < len(lit); i++ {
+		if c := lit[i]; c == '.' || c == 'e' || c == 'E' {
+			integral = false
+			break
+		}
+	}
+	if integral {
+		if n, err := strconv.ParseInt(lit, 10, 64); err == nil {
+			return n, nil
+		}
+	}
+	f, err := strconv.ParseFloat(lit, 64)
+	if err != nil {
+		return nil, ErrOutOfRange
+	}
+	if f == 0 {
+		return int64(0), nil // also -0 and underflow (1e-400)
+	}
+	if !integral && f == math.Trunc(f) && f >= -(1<<63) && f < 1<<63 {
+		if n, ok := exactInt(lit); ok {
+			return n, nil
+		}
+	}
+	return f, nil
+}
+
+var errOutOfRange = errors.New("number out of range")
+
+// ErrOutOfRange is Number's error for a number beyond a float64's range.
+var ErrOutOfRange = errors.New("number out of range")
+
+// exactInt reads a JSON number written with a fraction or an exponent
+// (3.0, 1e3, 9007199254740993.0) as an int64 when its exact decimal value
+// is a whole number that fits. It works on the digits, so no exponent can
+// make it slow.
+func exactInt(lit string) (int64, bool) {
+	neg := false
+	if lit != "" && lit[0] == '-' {
+		neg = true
+		lit = lit[1:]
+	}
+	mant, exp := lit, 0
+	if i := indexAny(lit, "eE"); i >= 0 {
+		mant = lit[:i]
+		e, err := strconv.Atoi(lit[i+1:])
+		if err != nil || e > 400 || e < -400 {
+			return 0, false
+		}
+		exp = e
+	}
+	digits := make([]byte, 0, len(mant))
+	for i := 0; i < len(mant); i++ {
+		switch c := mant[i]; {
+		case c == '.':
+			exp -= len(mant) - i - 1
+		default:
+			digits = append(digits, c)
+		}
+	}
+	for len(digits) > 0 && digits[0] == '0' {
+		digits = digits[1:]
+	}
+	for len(digits) > 0 && digits[len(digits)-1] == '0' && exp < 0 {
+		digits = digits[:len(digits)-1]
+		exp++
+	}
+	if len(digits) == 0 {
+		return 0, true
+	}
+	if exp < 0 || len(digits)+exp > 19 {
+		return 0, false
+	}
+	for range exp {
+		digits = append(digits, '0')
+	}
+	if neg {
+		digits = append([]byte{'-'}, digits...)
+	}
+	n, err := strconv.ParseInt(string(digits), 10, 64)
+	return n, err == nil
+}
+
+func indexAny(s, chars string) int {
+	for i := 0; i < len(s); i++ {
+		for j := 0; j < len(chars); j++ {
+			if s[i] == chars[j] {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+// DecodeJSON decodes one JSON value, with numbers as Number gives them, so
+// that an adapter's JSON output keeps 9007199254740993 exact. A number
+// beyond a float64's range stays a json.Number, which encodes verbatim.
+func DecodeJSON(b []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("invalid character after the JSON value")
+	}
+	return exactJSON(v), nil
+}
+
+func exactJSON(x any) any {
+	switch v := x.(type) {
+	case json.Number:
+		if n, err := Number(string(v)); err == nil {
+			return n
+		}
+	case []any:
+		for i := range v {
+			v[i] = exactJSON(v[i])
+		}
+	case map[string]any:
+		for k := range v {
+			v[k] = exactJSON(v[k])
+		}
+	}
+	return x
 }
 
 // diagError turns call-time diagnostics into one error without source

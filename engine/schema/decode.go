@@ -5,9 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/mcpd/mcpd/engine/adapter"
 )
 
 // decodeJSON decodes raw into the values encoding/json produces for an
@@ -52,42 +53,9 @@ func decodeJSON(raw []byte) (any, error) {
 	return v, nil
 }
 
-// Number converts the text of a JSON number to the value arguments carry:
-// an int64 when the number is a whole number that fits (1, -0, 3.0, 1e3 and
-// 9007199254740993 are all exact), a float64 otherwise. Zero is never
-// negative: -0 and -0.0 become 0, so that `minimum = 0` and what a
-// command's argv receives agree. A number beyond a float64's range (1e400)
-// is an error. Integers beyond int64 become float64 (inexact); the
-// validator refuses them for integer params.
-func Number(lit string) (any, error) {
-	integral := true
-	for i := 0; i < len(lit); i++ {
-		if c := lit[i]; c == '.' || c == 'e' || c == 'E' {
-			integral = false
-			break
-		}
-	}
-	if integral {
-		if n, err := strconv.ParseInt(lit, 10, 64); err == nil {
-			return n, nil
-		}
-	}
-	f, err := strconv.ParseFloat(lit, 64)
-	if err != nil {
-		return nil, errOutOfRange
-	}
-	if f == 0 {
-		return int64(0), nil // also -0 and underflow (1e-400)
-	}
-	if !integral && f == math.Trunc(f) && f >= -(1<<63) && f < 1<<63 {
-		if n, ok := exactInt(lit); ok {
-			return n, nil
-		}
-	}
-	return f, nil
-}
-
-var errOutOfRange = errors.New("number out of range")
+// Number converts the text of a JSON number as arguments carry it; see
+// adapter.Number.
+func Number(lit string) (any, error) { return adapter.Number(lit) }
 
 // RangeError is a number in the arguments that no 64-bit type holds.
 type RangeError struct {
@@ -104,68 +72,6 @@ func (e *RangeError) Error() string {
 		return fmt.Sprintf("the number %s is out of range: it is beyond what a 64-bit float holds (about ±1.8e308)", lit)
 	}
 	return fmt.Sprintf("%s is out of range: %s is beyond what a 64-bit float holds (about ±1.8e308)", what(e.Path), lit)
-}
-
-// exactInt reads a JSON number written with a fraction or an exponent
-// (3.0, 1e3, 9007199254740993.0) as an int64 when its exact decimal value
-// is a whole number that fits. It works on the digits, so no exponent can
-// make it slow.
-func exactInt(lit string) (int64, bool) {
-	neg := false
-	if lit != "" && lit[0] == '-' {
-		neg = true
-		lit = lit[1:]
-	}
-	mant, exp := lit, 0
-	if i := indexAny(lit, "eE"); i >= 0 {
-		mant = lit[:i]
-		e, err := strconv.Atoi(lit[i+1:])
-		if err != nil || e > 400 || e < -400 {
-			return 0, false
-		}
-		exp = e
-	}
-	digits := make([]byte, 0, len(mant))
-	for i := 0; i < len(mant); i++ {
-		switch c := mant[i]; {
-		case c == '.':
-			exp -= len(mant) - i - 1
-		default:
-			digits = append(digits, c)
-		}
-	}
-	for len(digits) > 0 && digits[0] == '0' {
-		digits = digits[1:]
-	}
-	for len(digits) > 0 && digits[len(digits)-1] == '0' && exp < 0 {
-		digits = digits[:len(digits)-1]
-		exp++
-	}
-	if len(digits) == 0 {
-		return 0, true
-	}
-	if exp < 0 || len(digits)+exp > 19 {
-		return 0, false
-	}
-	for range exp {
-		digits = append(digits, '0')
-	}
-	if neg {
-		digits = append([]byte{'-'}, digits...)
-	}
-	n, err := strconv.ParseInt(string(digits), 10, 64)
-	return n, err == nil
-}
-
-func indexAny(s, chars string) int {
-	for i := 0; i < len(s); i++ {
-		for j := 0; j < len(chars); j++ {
-			if s[i] == chars[j] {
-				return i
-			}
-		}
-	}
-	return -1
 }
 
 // exactNumbers replaces the json.Numbers of encoding/json's output (the
