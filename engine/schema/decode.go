@@ -18,7 +18,7 @@ import (
 // added to the SDK's own cost of a call. Anything unusual (escaped strings,
 // invalid JSON, deep nesting) is handed to encoding/json, so values and
 // syntax errors are always exactly encoding/json's. A number too large for
-// a float64 (1e400) is a *RangeError naming where it sits.
+// a float64 (1e400) in valid JSON is a *RangeError naming where it sits.
 func decodeJSON(raw []byte) (any, error) {
 	d := decoder{data: raw}
 	d.skipSpace()
@@ -28,9 +28,6 @@ func decodeJSON(raw []byte) (any, error) {
 		if d.pos != len(d.data) {
 			err = errFallback
 		}
-	}
-	if _, ok := err.(*RangeError); ok { // not errors.As: its target would escape, an allocation per call
-		return nil, err
 	}
 	if err != nil {
 		dec := json.NewDecoder(bytes.NewReader(raw))
@@ -183,7 +180,7 @@ func (d *decoder) object(depth int) (any, error) {
 		d.skipSpace()
 		v, err := d.value(depth + 1)
 		if err != nil {
-			return nil, within(err, k)
+			return nil, err
 		}
 		m[k] = v
 		d.skipSpace()
@@ -214,7 +211,7 @@ func (d *decoder) array(depth int) (any, error) {
 		d.skipSpace()
 		v, err := d.value(depth + 1)
 		if err != nil {
-			return nil, within(err, "["+strconv.Itoa(len(a))+"]")
+			return nil, err
 		}
 		a = append(a, v)
 		d.skipSpace()
@@ -254,24 +251,6 @@ func (d *decoder) string() (string, error) {
 		}
 	}
 	return "", errFallback
-}
-
-// within prefixes the path of a RangeError with the key or index ("[2]")
-// it was found under, as the error unwinds; other errors pass through.
-func within(err error, step string) error {
-	re, ok := err.(*RangeError)
-	if !ok {
-		return err
-	}
-	switch {
-	case re.Path == "":
-		re.Path = step
-	case re.Path[0] == '[':
-		re.Path = step + re.Path
-	default:
-		re.Path = step + "." + re.Path
-	}
-	return re
 }
 
 // number decodes a number of JSON's grammar (see Number).
@@ -314,7 +293,9 @@ func (d *decoder) number() (any, error) {
 	}
 	v, err := Number(string(d.data[start:i]))
 	if err != nil {
-		return nil, &RangeError{Lit: string(d.data[start:i])}
+		// Out of range: encoding/json checks the rest of the input
+		// (a syntax error wins) and exactNumbers names the argument.
+		return nil, errFallback
 	}
 	d.pos = i
 	return v, nil
