@@ -255,8 +255,6 @@ func Number(lit string) (any, error) {
 	return f, nil
 }
 
-var errOutOfRange = errors.New("number out of range")
-
 // ErrOutOfRange is Number's error for a number beyond a float64's range.
 var ErrOutOfRange = errors.New("number out of range")
 
