@@ -50,6 +50,11 @@ func TestLoadBroken(t *testing.T) {
 		{"input_schema_and_params.hcl", "input_schema_and_params.hcl:6:3", "Both input_schema and params"},
 		{"input_schema_not_object.hcl", "input_schema_not_object.hcl:3:18", `Invalid input schema: the root of an input schema must have "type": "object"`},
 		{"input_schema_array.hcl", "input_schema_array.hcl:3:18", "Invalid schema: a JSON Schema must be an object"},
+		{"template_param_not_variable.hcl", "template_param_not_variable.hcl:3:3", `Param is not a template variable: resource_template "note": param "nmae" is not a variable of "notes://{name}"; its variables are name.`},
+		{"template_param_array.hcl", "template_param_array.hcl:3:3", `Invalid param type: param "name": a URI template variable is text; its type can be string, integer, number or boolean, not array.`},
+		{"template_allow_dots_not_bool.hcl", "template_allow_dots_not_bool.hcl:4:26", "must be true or false"},
+		{"template_bad_pattern.hcl", "template_bad_pattern.hcl:4:15", `Invalid pattern: param "name": error parsing regexp: missing closing ]`},
+		{"tool_param_allow_slash.hcl", "tool_param_allow_slash.hcl:4:5", `Unsupported argument: param "p": allow_slash applies to the variables of a resource_template, not to a tool's params.`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.path, func(t *testing.T) {

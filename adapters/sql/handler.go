@@ -263,7 +263,12 @@ func bindValue(v any, typ string) any {
 			return fmt.Sprint(x)
 		}
 		return string(j)
-	case nil, string, bool, int64:
+	case int64:
+		if typ == "number" {
+			return float64(x) // arguments carry whole numbers as int64; a number param is still a double
+		}
+		return x
+	case nil, string, bool:
 		return x
 	case int:
 		return int64(x)

@@ -2,13 +2,14 @@ package sqladapter
 
 import (
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"math"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/mcpd/mcpd/engine/adapter"
 )
 
 // How column values become JSON values (see docs/adapter-sql.md):
@@ -164,9 +165,11 @@ func floatValue(f float64, bits int) any {
 	return f
 }
 
+// decodeJSON reads a JSON column with exact numbers: an id of
+// 9007199254740993 inside a document stays that number.
 func decodeJSON(b []byte, fallback string) any {
-	var v any
-	if err := json.Unmarshal(b, &v); err != nil {
+	v, err := adapter.DecodeJSON(b)
+	if err != nil {
 		return fallback // a column declared JSON that holds something else
 	}
 	return v

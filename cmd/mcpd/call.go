@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpd/mcpd/engine/adapter"
 )
 
 func callCmd(args []string, stdout, stderr io.Writer) error {
@@ -101,9 +103,12 @@ func callArgs(argsJSON string, pairs []string, schema any) (json.RawMessage, err
 		if ps, ok := props[k].(map[string]any); ok {
 			isString = ps["type"] == "string"
 		}
-		var x any
-		if isString || json.Unmarshal([]byte(v), &x) != nil {
-			x = v
+		var x any = v
+		if !isString {
+			// Exact numbers: limit=9007199254740993 is sent as written.
+			if d, err := adapter.DecodeJSON([]byte(v)); err == nil {
+				x = d
+			}
 		}
 		args[k] = x
 	}

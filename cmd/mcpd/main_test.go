@@ -400,6 +400,12 @@ func TestCall(t *testing.T) {
 		})
 	}
 
+	t.Run("integers stay exact", func(t *testing.T) {
+		r := runCLI(t, "call", "-c", dir, "lookup", "id=x", "limit=9007199254740993")
+		if r.code != 0 || !strings.Contains(r.stdout, `"limit":9007199254740993`) {
+			t.Errorf("got %+v", r)
+		}
+	})
 	t.Run("isError exits 1", func(t *testing.T) {
 		r := runCLI(t, "call", "-c", dir, "fail")
 		if r.code != 1 || r.stdout != "it failed on purpose\n" {

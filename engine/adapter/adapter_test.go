@@ -1,6 +1,8 @@
 package adapter_test
 
 import (
+	"encoding/json"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -108,4 +110,48 @@ func TestRegistry(t *testing.T) {
 		}
 	}()
 	reg.Register("a", nil)
+}
+
+func TestDecodeJSONExact(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want any
+		err  bool
+	}{
+		{`{"id": 9007199254740993, "x": 0.5, "z": -0, "big": 1e400}`, map[string]any{"id": int64(9007199254740993), "x": 0.5, "z": int64(0), "big": json.Number("1e400")}, false},
+		{`[1, 2.0, 3e0]`, []any{int64(1), int64(2), int64(3)}, false},
+		{` 7 `, int64(7), false},
+		{`1 2`, nil, true},
+		{`{`, nil, true},
+	} {
+		got, err := adapter.DecodeJSON([]byte(tc.in))
+		if (err != nil) != tc.err || !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("DecodeJSON(%s) = %#v, %v; want %#v (error %v)", tc.in, got, err, tc.want, tc.err)
+		}
+	}
+}
+
+// Arguments reach an argv or a URL as their exact decimal text, and -0 as 0.
+func TestFromGoExact(t *testing.T) {
+	negZero := math.Copysign(0, -1)
+	for _, tc := range []struct {
+		in   any
+		want string
+	}{
+		{int64(9007199254740993), "9007199254740993"},
+		{int64(math.MinInt64), "-9223372036854775808"},
+		{negZero, "0"},
+		{0.25, "0.25"},
+	} {
+		got, err := adapter.ValueString(adapter.FromGo(tc.in))
+		if err != nil || got != tc.want {
+			t.Errorf("FromGo(%#v) as a string = %q, %v; want %q", tc.in, got, err, tc.want)
+		}
+	}
+	if _, err := adapter.ToGo(cty.MustParseNumberVal("1e400")); err == nil {
+		t.Error("ToGo(1e400): no error")
+	}
+	if got, _ := adapter.ToGo(cty.MustParseNumberVal("9007199254740993")); got != int64(9007199254740993) {
+		t.Errorf("ToGo(9007199254740993) = %#v", got)
+	}
 }

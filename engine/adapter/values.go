@@ -1,11 +1,15 @@
 package adapter
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"math"
 	"math/big"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -108,7 +112,8 @@ func EvalStringMap(expr hcl.Expression, ectx *hcl.EvalContext) (map[string]strin
 
 // ToGo converts a cty value to the Go values JSON decoding produces, except
 // that whole numbers that fit become int64 (so that database drivers and
-// argv see 42, not 42.0).
+// argv see 42, not 42.0, and 9007199254740993 stays exact). A number beyond
+// a float64's range is an error.
 func ToGo(v cty.Value) (any, error) {
 	if v.IsNull() {
 		return nil, nil
@@ -131,6 +136,9 @@ func ToGo(v cty.Value) (any, error) {
 			}
 		}
 		f, _ := bf.Float64()
+		if math.IsInf(f, 0) {
+			return nil, fmt.Errorf("number %s is beyond what a 64-bit float holds (about ±1.8e308)", bf.Text('g', 10))
+		}
 		return f, nil
 	case t.IsListType() || t.IsTupleType() || t.IsSetType():
 		out := make([]any, 0, v.LengthInt())
@@ -159,6 +167,9 @@ func ToGo(v cty.Value) (any, error) {
 }
 
 // FromGo converts a value as produced by JSON decoding (or ToGo) to cty.
+// Integers (int64, as the validator delivers whole numbers) become exact cty
+// numbers, so that a string conversion (an argv element, a URL) prints every
+// digit of 9007199254740993.
 func FromGo(x any) cty.Value {
 	switch v := x.(type) {
 	case nil:
@@ -170,6 +181,9 @@ func FromGo(x any) cty.Value {
 	case float64:
 		if math.IsInf(v, 0) || math.IsNaN(v) {
 			return cty.NullVal(cty.Number)
+		}
+		if v == 0 {
+			v = 0 // -0 would print as "-0" in an argv or a URL
 		}
 		return cty.NumberFloatVal(v)
 	case float32:
@@ -203,6 +217,141 @@ func FromGo(x any) cty.Value {
 		return cty.ObjectVal(attrs)
 	}
 	return cty.StringVal(fmt.Sprint(x))
+}
+
+// Number converts the text of a JSON number (already known to follow JSON's
+// grammar) to the value arguments and decoded results carry:
+// an int64 when the number is a whole number that fits (1, -0, 3.0, 1e3 and
+// 9007199254740993 are all exact), a float64 otherwise. Zero is never
+// negative: -0 and -0.0 become 0, so that `minimum = 0` and what a
+// command's argv receives agree. A number beyond a float64's range (1e400)
+// is an error. Integers beyond int64 become float64 (inexact); the
+// validator refuses them for integer params.
+func Number(lit string) (any, error) {
+	integral := true
+	for i := 0; i < len(lit); i++ {
+		if c := lit[i]; c == '.' || c == 'e' || c == 'E' {
+			integral = false
+			break
+		}
+	}
+	if integral {
+		if n, err := strconv.ParseInt(lit, 10, 64); err == nil {
+			return n, nil
+		}
+	}
+	f, err := strconv.ParseFloat(lit, 64)
+	if err != nil {
+		return nil, ErrOutOfRange
+	}
+	if f == 0 {
+		return int64(0), nil // also -0 and underflow (1e-400)
+	}
+	if !integral && f == math.Trunc(f) && f >= -(1<<63) && f < 1<<63 {
+		if n, ok := exactInt(lit); ok {
+			return n, nil
+		}
+	}
+	return f, nil
+}
+
+// ErrOutOfRange is Number's error for a number beyond a float64's range.
+var ErrOutOfRange = errors.New("number out of range")
+
+// exactInt reads a JSON number written with a fraction or an exponent
+// (3.0, 1e3, 9007199254740993.0) as an int64 when its exact decimal value
+// is a whole number that fits. It works on the digits, so no exponent can
+// make it slow.
+func exactInt(lit string) (int64, bool) {
+	neg := false
+	if lit != "" && lit[0] == '-' {
+		neg = true
+		lit = lit[1:]
+	}
+	mant, exp := lit, 0
+	if i := indexAny(lit, "eE"); i >= 0 {
+		mant = lit[:i]
+		e, err := strconv.Atoi(lit[i+1:])
+		if err != nil || e > 400 || e < -400 {
+			return 0, false
+		}
+		exp = e
+	}
+	digits := make([]byte, 0, len(mant))
+	for i := 0; i < len(mant); i++ {
+		switch c := mant[i]; {
+		case c == '.':
+			exp -= len(mant) - i - 1
+		default:
+			digits = append(digits, c)
+		}
+	}
+	for len(digits) > 0 && digits[0] == '0' {
+		digits = digits[1:]
+	}
+	for len(digits) > 0 && digits[len(digits)-1] == '0' && exp < 0 {
+		digits = digits[:len(digits)-1]
+		exp++
+	}
+	if len(digits) == 0 {
+		return 0, true
+	}
+	if exp < 0 || len(digits)+exp > 19 {
+		return 0, false
+	}
+	for range exp {
+		digits = append(digits, '0')
+	}
+	if neg {
+		digits = append([]byte{'-'}, digits...)
+	}
+	n, err := strconv.ParseInt(string(digits), 10, 64)
+	return n, err == nil
+}
+
+func indexAny(s, chars string) int {
+	for i := 0; i < len(s); i++ {
+		for j := 0; j < len(chars); j++ {
+			if s[i] == chars[j] {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+// DecodeJSON decodes one JSON value, with numbers as Number gives them, so
+// that an adapter's JSON output keeps 9007199254740993 exact. A number
+// beyond a float64's range stays a json.Number, which encodes verbatim.
+func DecodeJSON(b []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("invalid character after the JSON value")
+	}
+	return exactJSON(v), nil
+}
+
+func exactJSON(x any) any {
+	switch v := x.(type) {
+	case json.Number:
+		if n, err := Number(string(v)); err == nil {
+			return n
+		}
+	case []any:
+		for i := range v {
+			v[i] = exactJSON(v[i])
+		}
+	case map[string]any:
+		for k := range v {
+			v[k] = exactJSON(v[k])
+		}
+	}
+	return x
 }
 
 // diagError turns call-time diagnostics into one error without source

@@ -92,6 +92,11 @@ type Param struct {
 	Items            *hcl.Attribute `hcl:"items,optional"`
 	Properties       *hcl.Attribute `hcl:"properties,optional"`
 	Examples         *hcl.Attribute `hcl:"examples,optional"`
+	// AllowSlash and AllowDotSegments relax the path rules of a
+	// resource_template variable (see docs/config.md); a tool's params
+	// cannot set them.
+	AllowSlash       *hcl.Attribute `hcl:"allow_slash,optional"`
+	AllowDotSegments *hcl.Attribute `hcl:"allow_dot_segments,optional"`
 	DeclRange        hcl.Range      `hcl:",def_range"`
 }
 
@@ -172,10 +177,12 @@ type Resource struct {
 }
 
 // ResourceTemplate is one `resource_template "name" { ... }` block. The
-// variables of its URI template are its arguments, as `args.<var>`.
+// variables of its URI template are its arguments, as `args.<var>`; param
+// blocks may declare their types and constraints, as a tool's do.
 type ResourceTemplate struct {
 	Name        string         `hcl:"name,label"`
 	URITemplate string         `hcl:"uri_template"`
+	Params      []*Param       `hcl:"param,block"`
 	Title       string         `hcl:"title,optional"`
 	Description string         `hcl:"description,optional"`
 	MIMEType    string         `hcl:"mime_type,optional"`

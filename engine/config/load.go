@@ -215,6 +215,7 @@ func decodeFile(cfg *Config, body hcl.Body, dir string, blocks Blocks) hcl.Diagn
 		var d hcl.Diagnostics
 		r.Adapter, d = adapterBlock(r.Remain, blocks.Adapters, "resource_template")
 		diags = append(diags, d...)
+		diags = append(diags, checkTemplateParams(r)...)
 		cfg.ResourceTemplates = append(cfg.ResourceTemplates, r)
 	}
 	for _, p := range fc.Prompts {
@@ -256,9 +257,55 @@ func adapterBlock(remain hcl.Body, adapters []string, owner string) (*AdapterBlo
 var paramTypes = map[string]bool{"string": true, "integer": true, "number": true, "boolean": true, "array": true, "object": true}
 
 func checkParams(t *Tool) hcl.Diagnostics {
+	diags := checkParamList(t.Params)
+	for _, p := range t.Params {
+		for _, a := range []*hcl.Attribute{p.AllowSlash, p.AllowDotSegments} {
+			if a != nil {
+				diags = append(diags, &hcl.Diagnostic{
+					Severity: hcl.DiagError,
+					Summary:  "Unsupported argument",
+					Detail:   fmt.Sprintf("param %q: %s applies to the variables of a resource_template, not to a tool's params.", p.Name, a.Name),
+					Subject:  &a.NameRange,
+				})
+			}
+		}
+	}
+	if t.InputSchema != nil && len(t.Params) > 0 {
+		diags = append(diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Both input_schema and params",
+			Detail:   "A tool declares its input either with param blocks or with input_schema, not both.",
+			Subject:  &t.InputSchema.Range,
+		})
+	}
+	return diags
+}
+
+// checkTemplateParams checks the param blocks of a resource_template: as a
+// tool's, except that a URI variable is text, which can become a string, a
+// number or a boolean but not an array or an object. Whether each param is
+// a variable of the template is checked where the template is compiled.
+func checkTemplateParams(r *ResourceTemplate) hcl.Diagnostics {
+	diags := checkParamList(r.Params)
+	for _, p := range r.Params {
+		if p.Type == "array" || p.Type == "object" {
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Invalid param type",
+				Detail:   fmt.Sprintf("param %q: a URI template variable is text; its type can be string, integer, number or boolean, not %s.", p.Name, p.Type),
+				Subject:  &p.DeclRange,
+			})
+		}
+	}
+	return diags
+}
+
+// checkParamList checks names, duplicates and types, and sets the default
+// type (string).
+func checkParamList(params []*Param) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	seen := map[string]*Param{}
-	for _, p := range t.Params {
+	for _, p := range params {
 		if prev, dup := seen[p.Name]; dup {
 			diags = append(diags, duplicate("param", p.Name, p.DeclRange, prev.DeclRange))
 			continue
@@ -278,14 +325,6 @@ func checkParams(t *Tool) hcl.Diagnostics {
 				Subject:  &p.DeclRange,
 			})
 		}
-	}
-	if t.InputSchema != nil && len(t.Params) > 0 {
-		diags = append(diags, &hcl.Diagnostic{
-			Severity: hcl.DiagError,
-			Summary:  "Both input_schema and params",
-			Detail:   "A tool declares its input either with param blocks or with input_schema, not both.",
-			Subject:  &t.InputSchema.Range,
-		})
 	}
 	return diags
 }

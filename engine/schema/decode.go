@@ -1,19 +1,24 @@
 package schema
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/mcpd/mcpd/engine/adapter"
 )
 
 // decodeJSON decodes raw into the values encoding/json produces for an
-// `any` (map[string]any, []any, string, float64, bool, nil), without
-// reflection. Arguments are decoded on every call, and encoding/json's
-// reflective path was most of what mcpd added to the SDK's own cost of a
-// call. Anything unusual (escaped strings, invalid JSON, numbers out of
-// range, deep nesting) is handed to encoding/json, so values and error
-// messages are always exactly encoding/json's.
+// `any` (map[string]any, []any, string, bool, nil), without reflection,
+// except for numbers, which are exact (see Number). Arguments are decoded on
+// every call, and encoding/json's reflective path was most of what mcpd
+// added to the SDK's own cost of a call. Anything unusual (escaped strings,
+// invalid JSON, deep nesting) is handed to encoding/json, so values and
+// syntax errors are always exactly encoding/json's. A number too large for
+// a float64 (1e400) in valid JSON is a *RangeError naming where it sits.
 func decodeJSON(raw []byte) (any, error) {
 	d := decoder{data: raw}
 	d.skipSpace()
@@ -25,13 +30,75 @@ func decodeJSON(raw []byte) (any, error) {
 		}
 	}
 	if err != nil {
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber()
 		var x any
-		if err := json.Unmarshal(raw, &x); err != nil {
-			return nil, err
+		derr := dec.Decode(&x)
+		if derr != nil || len(bytes.TrimLeft(raw[dec.InputOffset():], " \t\r\n")) > 0 {
+			// encoding/json's verdict, with the message clients have
+			// always seen.
+			var y any
+			if err := json.Unmarshal(raw, &y); err != nil {
+				return nil, err
+			}
+			if derr != nil {
+				return nil, derr
+			}
 		}
-		return x, nil
+		return exactNumbers(x, "")
 	}
 	return v, nil
+}
+
+// Number converts the text of a JSON number as arguments carry it; see
+// adapter.Number.
+func Number(lit string) (any, error) { return adapter.Number(lit) }
+
+// RangeError is a number in the arguments that no 64-bit type holds.
+type RangeError struct {
+	Path string // "" for the arguments as a whole; "a.b[2]" inside
+	Lit  string
+}
+
+func (e *RangeError) Error() string {
+	lit := e.Lit
+	if len(lit) > 40 {
+		lit = lit[:37] + "..."
+	}
+	if e.Path == "" {
+		return fmt.Sprintf("the number %s is out of range: it is beyond what a 64-bit float holds (about ±1.8e308)", lit)
+	}
+	return fmt.Sprintf("%s is out of range: %s is beyond what a 64-bit float holds (about ±1.8e308)", what(e.Path), lit)
+}
+
+// exactNumbers replaces the json.Numbers of encoding/json's output (the
+// fallback path) with Number's values.
+func exactNumbers(x any, path string) (any, error) {
+	switch v := x.(type) {
+	case json.Number:
+		n, err := Number(string(v))
+		if err != nil {
+			return nil, &RangeError{Path: path, Lit: string(v)}
+		}
+		return n, nil
+	case []any:
+		for i := range v {
+			e, err := exactNumbers(v[i], path+"["+strconv.Itoa(i)+"]")
+			if err != nil {
+				return nil, err
+			}
+			v[i] = e
+		}
+	case map[string]any:
+		for k := range v {
+			e, err := exactNumbers(v[k], join(path, k))
+			if err != nil {
+				return nil, err
+			}
+			v[k] = e
+		}
+	}
+	return x, nil
 }
 
 // errFallback asks for encoding/json's verdict on the whole input.
@@ -186,7 +253,7 @@ func (d *decoder) string() (string, error) {
 	return "", errFallback
 }
 
-// number decodes a number of JSON's grammar as a float64.
+// number decodes a number of JSON's grammar (see Number).
 func (d *decoder) number() (any, error) {
 	start, i := d.pos, d.pos
 	n := len(d.data)
@@ -224,10 +291,29 @@ func (d *decoder) number() (any, error) {
 			i++
 		}
 	}
-	f, err := strconv.ParseFloat(string(d.data[start:i]), 64)
+	v, err := Number(string(d.data[start:i]))
 	if err != nil {
-		return nil, errFallback // out of range: encoding/json's error
+		// Out of range: encoding/json checks the rest of the input
+		// (a syntax error wins) and exactNumbers names the argument.
+		return nil, errFallback
 	}
 	d.pos = i
-	return f, nil
+	return v, nil
+}
+
+// ParseNumber reads text that must be exactly one JSON number (a URI
+// template variable declared as a number, say) and returns Number's value.
+// Anything else, including Go-only forms such as 0x10, 1_000 or Inf, and
+// surrounding spaces, is not a number.
+func ParseNumber(s string) (any, bool) {
+	d := decoder{data: []byte(s)}
+	v, err := d.value(0)
+	if err != nil || d.pos != len(s) {
+		return nil, false
+	}
+	switch v.(type) {
+	case int64, float64:
+		return v, true
+	}
+	return nil, false
 }

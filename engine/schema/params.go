@@ -1,7 +1,6 @@
 package schema
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -88,7 +87,7 @@ func paramSchema(p *config.Param, ectx *hcl.EvalContext) (map[string]any, hcl.Di
 		if a.attr == nil {
 			continue
 		}
-		v, d := StaticValue(a.attr, ectx)
+		v, d := exactValue(a.attr, ectx)
 		diags = append(diags, d...)
 		if d.HasErrors() {
 			continue
@@ -130,7 +129,7 @@ func paramSchema(p *config.Param, ectx *hcl.EvalContext) (map[string]any, hcl.Di
 		}
 	}
 	if p.Default != nil {
-		d, dd := StaticValue(p.Default, ectx)
+		d, dd := exactValue(p.Default, ectx)
 		diags = append(diags, dd...)
 		if !dd.HasErrors() {
 			if err := n.check(d, p.Name); err != nil {
@@ -158,16 +157,34 @@ func StaticValue(a *hcl.Attribute, ectx *hcl.EvalContext) (any, hcl.Diagnostics)
 	return normalize(g), nil
 }
 
+// exactValue is StaticValue keeping whole numbers that fit as int64, so
+// that an enum or a default of 9007199254740993 stays that number (the
+// validator compares int64 and float64 exactly).
+func exactValue(a *hcl.Attribute, ectx *hcl.EvalContext) (any, hcl.Diagnostics) {
+	v, diags := a.Expr.Value(ectx)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	g, err := adapter.ToGo(v)
+	if err != nil {
+		return nil, hcl.Diagnostics{attrError(a, "Invalid value", err.Error())}
+	}
+	return g, nil
+}
+
 // JSONValue evaluates an attribute holding JSON: either a string of JSON
-// (jsonencode(...) or a heredoc) or an HCL object.
+// (jsonencode(...) or a heredoc) or an HCL object. Whole numbers that fit
+// are int64, as in arguments.
 func JSONValue(a *hcl.Attribute, ectx *hcl.EvalContext) (map[string]any, hcl.Diagnostics) {
-	v, diags := StaticValue(a, ectx)
+	v, diags := exactValue(a, ectx)
 	if diags.HasErrors() {
 		return nil, diags
 	}
 	if s, ok := v.(string); ok {
-		var x any
-		if err := json.Unmarshal([]byte(s), &x); err != nil {
+		// decodeJSON keeps numbers exact, as arguments are: an enum of
+		// 9007199254740993 must not become ...992.
+		x, err := decodeJSON([]byte(s))
+		if err != nil {
 			return nil, hcl.Diagnostics{attrError(a, "Invalid JSON", err.Error())}
 		}
 		v = x

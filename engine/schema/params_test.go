@@ -165,7 +165,7 @@ func TestFromParamsShape(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if args["days"] != float64(3) {
+	if args["days"] != int64(3) {
 		t.Errorf("default of days not applied: %v", args["days"])
 	}
 }

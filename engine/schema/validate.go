@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/big"
 	"regexp"
 	"sort"
 	"strconv"
@@ -40,6 +41,7 @@ type node struct {
 	min, max  *float64
 	exMin     *float64
 	exMax     *float64
+	intBounds *[4]*int64 // min, max, exMin, exMax written as integers: exact for int64 arguments
 	multOf    *float64
 	minLen    int
 	maxLen    int // -1: unbounded
@@ -190,6 +192,14 @@ func compileNode(v any, path string) (*node, error) {
 			return nil, err
 		}
 	}
+	for i, key := range []string{"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"} {
+		if b, ok := s[key].(int64); ok {
+			if n.intBounds == nil {
+				n.intBounds = new([4]*int64)
+			}
+			n.intBounds[i] = &b
+		}
+	}
 	if n.multOf != nil && *n.multOf <= 0 {
 		return nil, fmt.Errorf("%s: multipleOf must be greater than 0", where(path))
 	}
@@ -336,6 +346,9 @@ func (v *Validator) Validate(raw json.RawMessage) (map[string]any, error) {
 	if len(raw) > 0 && string(raw) != "null" {
 		x, err := decodeJSON(raw)
 		if err != nil {
+			if re, ok := err.(*RangeError); ok {
+				return nil, re
+			}
 			return nil, fmt.Errorf("arguments are not valid JSON: %v", err)
 		}
 		m, ok := x.(map[string]any)
@@ -384,7 +397,12 @@ func (n *node) check(x any, path string) error {
 		}
 	}
 	switch val := x.(type) {
+	case int64:
+		return n.checkInt(val, path)
 	case float64:
+		if n.types["integer"] && !n.types["number"] && (val < -(1<<63) || val >= 1<<63) {
+			return fmt.Errorf("%s is out of range: an integer must be between %d and %d, got %s", what(path), int64(math.MinInt64), int64(math.MaxInt64), num(val))
+		}
 		return n.checkNumber(val, path)
 	case string:
 		return n.checkString(val, path)
@@ -404,6 +422,8 @@ func (n *node) typeOK(x any) bool {
 		return n.types["boolean"]
 	case string:
 		return n.types["string"]
+	case int64:
+		return n.types["number"] || n.types["integer"]
 	case float64:
 		return n.types["number"] || (n.types["integer"] && v == math.Trunc(v) && !math.IsInf(v, 0))
 	case []any:
@@ -430,6 +450,79 @@ func (n *node) checkNumber(v float64, path string) error {
 		}
 	}
 	return nil
+}
+
+// checkInt is checkNumber for integers, compared exactly: float64 bounds
+// are converted to int64 when they are whole, so that a maximum of
+// 9007199254740992 refuses 9007199254740993.
+func (n *node) checkInt(v int64, path string) error {
+	switch {
+	case n.min != nil && n.cmpBound(v, 0, *n.min) < 0:
+		return fmt.Errorf("%s must be at least %s, got %d", what(path), n.bound(0, *n.min), v)
+	case n.max != nil && n.cmpBound(v, 1, *n.max) > 0:
+		return fmt.Errorf("%s must be at most %s, got %d", what(path), n.bound(1, *n.max), v)
+	case n.exMin != nil && n.cmpBound(v, 2, *n.exMin) <= 0:
+		return fmt.Errorf("%s must be greater than %s, got %d", what(path), n.bound(2, *n.exMin), v)
+	case n.exMax != nil && n.cmpBound(v, 3, *n.exMax) >= 0:
+		return fmt.Errorf("%s must be less than %s, got %d", what(path), n.bound(3, *n.exMax), v)
+	case n.multOf != nil:
+		m := *n.multOf
+		if m == math.Trunc(m) && m < 1<<63 {
+			if v%int64(m) != 0 {
+				return fmt.Errorf("%s must be a multiple of %s, got %d", what(path), num(m), v)
+			}
+			return nil
+		}
+		return n.checkNumber(float64(v), path)
+	}
+	return nil
+}
+
+// cmpBound compares v with bound i (see intBounds), exactly.
+func (n *node) cmpBound(v int64, i int, f float64) int {
+	if n.intBounds != nil && n.intBounds[i] != nil {
+		b := *n.intBounds[i]
+		switch {
+		case v < b:
+			return -1
+		case v > b:
+			return 1
+		}
+		return 0
+	}
+	return cmpIntFloat(v, f)
+}
+
+func (n *node) bound(i int, f float64) string {
+	if n.intBounds != nil && n.intBounds[i] != nil {
+		return strconv.FormatInt(*n.intBounds[i], 10)
+	}
+	return num(f)
+}
+
+// cmpIntFloat compares an int64 with a float64 exactly: -1, 0 or 1.
+func cmpIntFloat(i int64, f float64) int {
+	switch {
+	case math.IsNaN(f):
+		return 0
+	case f >= 1<<63:
+		return -1
+	case f < -(1 << 63):
+		return 1
+	}
+	t := math.Trunc(f)
+	ti := int64(t) // exact: t is whole and in range
+	switch {
+	case i < ti:
+		return -1
+	case i > ti:
+		return 1
+	case f > t:
+		return -1
+	case f < t:
+		return 1
+	}
+	return 0
 }
 
 func (n *node) checkString(v string, path string) error {
@@ -572,6 +665,19 @@ func equal(a, b any) bool {
 		}
 		return true
 	}
+	if ai, ok := a.(int64); ok {
+		if bi, ok := b.(int64); ok {
+			return ai == bi
+		}
+		if bf, ok := b.(float64); ok {
+			return cmpIntFloat(ai, bf) == 0 && !math.IsNaN(bf)
+		}
+	}
+	if bi, ok := b.(int64); ok {
+		if af, ok := a.(float64); ok {
+			return cmpIntFloat(bi, af) == 0 && !math.IsNaN(af)
+		}
+	}
 	af, aNum := toFloat(a)
 	bf, bNum := toFloat(b)
 	if aNum || bNum {
@@ -631,6 +737,8 @@ func jsonTypeName(x any) string {
 		return "boolean"
 	case string:
 		return "string"
+	case int64:
+		return "integer"
 	case float64:
 		if v == math.Trunc(v) {
 			return "integer"
@@ -666,7 +774,14 @@ func showList(list []any) string {
 	return strings.Join(parts, ", ")
 }
 
-func num(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
+// num prints a number for a message: whole numbers in full up to 1e21
+// (9007199254740992, not 9.007199254740992e+15).
+func num(f float64) string {
+	if f == math.Trunc(f) && math.Abs(f) < 1e21 {
+		return new(big.Float).SetFloat64(f).Text('f', 0)
+	}
+	return strconv.FormatFloat(f, 'g', -1, 64)
+}
 
 func typeList(types map[string]bool) string {
 	var names []string

@@ -12,15 +12,38 @@ import (
 // mustCompile compiles a schema written as JSON.
 func mustCompile(t testing.TB, js string) *schema.Validator {
 	t.Helper()
+	// Numbers exact, as JSONValue reads an input_schema.
+	dec := json.NewDecoder(strings.NewReader(js))
+	dec.UseNumber()
 	var s map[string]any
-	if err := json.Unmarshal([]byte(js), &s); err != nil {
+	if err := dec.Decode(&s); err != nil {
 		t.Fatalf("test schema is not JSON: %v", err)
 	}
-	v, err := schema.Compile(s)
+	v, err := schema.Compile(exact(s).(map[string]any))
 	if err != nil {
 		t.Fatalf("Compile(%s): %v", js, err)
 	}
 	return v
+}
+
+func exact(x any) any {
+	switch v := x.(type) {
+	case json.Number:
+		n, err := schema.Number(string(v))
+		if err != nil {
+			panic(err)
+		}
+		return n
+	case []any:
+		for i := range v {
+			v[i] = exact(v[i])
+		}
+	case map[string]any:
+		for k := range v {
+			v[k] = exact(v[k])
+		}
+	}
+	return x
 }
 
 // A schema exercising every keyword the compiled validator implements.
@@ -181,7 +204,7 @@ func TestValidateAppliesDefaults(t *testing.T) {
 		t.Errorf("nested default not applied: %v", got)
 	}
 	depth, _ := opts["depth"].(map[string]any)
-	if depth["level"] != float64(1) {
+	if depth["level"] != int64(1) {
 		t.Errorf("nested object default not applied: %v", got)
 	}
 
@@ -199,7 +222,7 @@ func TestValidateAppliesDefaults(t *testing.T) {
 	got, _ = v.Validate(nil)
 	got["opts"].(map[string]any)["depth"].(map[string]any)["level"] = 99
 	got, _ = v.Validate(nil)
-	if lvl := got["opts"].(map[string]any)["depth"].(map[string]any)["level"]; lvl != float64(1) {
+	if lvl := got["opts"].(map[string]any)["depth"].(map[string]any)["level"]; lvl != int64(1) {
 		t.Errorf("a call's change leaked into the default: level = %v", lvl)
 	}
 }

@@ -10,10 +10,12 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/yosida95/uritemplate/v3"
 
@@ -47,6 +49,8 @@ type Template struct {
 	tmpl        *uritemplate.Template
 	src         *source
 	completions map[string][]string
+	vars        map[string]varRule
+	validator   *schema.Validator
 }
 
 func compileSource(owner, name string, text, blob, file *hcl.Attribute, ab *config.AdapterBlock, scope *adapter.Scope, reg *adapter.Registry, backend func(string, string) (adapter.Backend, bool), declRange hcl.Range) (*source, hcl.Diagnostics) {
@@ -127,28 +131,151 @@ func compileTemplate(rc *config.ResourceTemplate, reg *adapter.Registry, backend
 	if err != nil {
 		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid URI template", Detail: err.Error(), Subject: rc.DeclRange.Ptr()}}
 	}
-	params := map[string]string{}
-	for _, v := range tmpl.Varnames() {
-		params[v] = "string"
-	}
-	scope := &adapter.Scope{Dir: rc.Dir, Functions: ft.get(rc.Dir), Params: params}
 	owner := fmt.Sprintf("resource_template %q", rc.Name)
+	ectx := &hcl.EvalContext{Functions: ft.get(rc.Dir)}
+	vars, params, d := templateParams(owner, rc, tmpl, ectx)
+	diags = append(diags, d...)
+	types := make(map[string]string, len(params))
+	for _, p := range params {
+		types[p.Name] = p.Type
+	}
+	scope := &adapter.Scope{Dir: rc.Dir, Functions: ft.get(rc.Dir), Params: types}
 	src, d := compileSource(owner, rc.Name, rc.Text, rc.Blob, nil, rc.Adapter, scope, reg, backend, rc.DeclRange)
 	diags = append(diags, d...)
 	t := &Template{
-		Def:  &mcp.ResourceTemplate{URITemplate: rc.URITemplate, Name: rc.Name, Title: rc.Title, Description: rc.Description, MIMEType: rc.MIMEType},
-		tmpl: tmpl,
-		src:  src,
+		Def:         &mcp.ResourceTemplate{URITemplate: rc.URITemplate, Name: rc.Name, Title: rc.Title, Description: rc.Description, MIMEType: rc.MIMEType},
+		tmpl:        tmpl,
+		src:         src,
+		vars:        vars,
+		completions: map[string][]string{},
+	}
+	in, d := schema.FromParams(params, ectx)
+	diags = append(diags, d...)
+	if !d.HasErrors() {
+		v, err := schema.Compile(in)
+		if err != nil {
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid param", Detail: fmt.Sprintf("%s: %v", owner, err), Subject: rc.DeclRange.Ptr()})
+		}
+		t.validator = v
+		t.completions = enumCompletions(in)
 	}
 	if rc.Completions != nil {
 		c, d := completionMap(rc.Completions, scope)
 		diags = append(diags, d...)
-		t.completions = c
+		for k, v := range c {
+			t.completions[k] = v
+		}
 	}
 	if diags.HasErrors() {
 		return nil, diags
 	}
 	return t, diags
+}
+
+// templateParams pairs the variables of a URI template with their param
+// blocks. A variable without one is a string with the default rules; a
+// param that is not a variable is an error. Undeclared variables are
+// optional, as they always were; declared ones follow a tool's rules
+// (required unless they have a default or say required = false).
+func templateParams(owner string, rc *config.ResourceTemplate, tmpl *uritemplate.Template, ectx *hcl.EvalContext) (map[string]varRule, []*config.Param, hcl.Diagnostics) {
+	var diags hcl.Diagnostics
+	ops := templateOperators(rc.URITemplate)
+	declared := map[string]*config.Param{}
+	for _, p := range rc.Params {
+		if _, ok := ops[p.Name]; !ok {
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Param is not a template variable",
+				Detail:   fmt.Sprintf("%s: param %q is not a variable of %q; its variables are %s.", owner, p.Name, rc.URITemplate, strings.Join(tmpl.Varnames(), ", ")),
+				Subject:  p.DeclRange.Ptr(),
+			})
+			continue
+		}
+		declared[p.Name] = p
+	}
+	vars := map[string]varRule{}
+	var params []*config.Param
+	optional := false
+	for _, name := range tmpl.Varnames() {
+		r := varRule{op: ops[name], typ: "string"}
+		p, ok := declared[name]
+		if !ok {
+			p = &config.Param{Name: name, Type: "string", Required: &optional}
+		}
+		r.typ = p.Type
+		for _, f := range []struct {
+			attr *hcl.Attribute
+			dst  *bool
+		}{{p.AllowSlash, &r.allowSlash}, {p.AllowDotSegments, &r.allowDots}} {
+			if f.attr == nil {
+				continue
+			}
+			v, d := schema.StaticValue(f.attr, ectx)
+			diags = append(diags, d...)
+			b, isBool := v.(bool)
+			if !d.HasErrors() && !isBool {
+				diags = append(diags, attrDiag(f.attr, "must be true or false"))
+			}
+			*f.dst = b
+		}
+		vars[name] = r
+		params = append(params, p)
+	}
+	return vars, params, diags
+}
+
+// varRule is how one URI variable is checked before a read: its RFC 6570
+// operator ('+' and '#' are reserved expansions, which may hold "/"), its
+// type and what its param block allows.
+type varRule struct {
+	op         byte
+	typ        string
+	allowSlash bool
+	allowDots  bool
+}
+
+// templateOperators maps each variable of an RFC 6570 template to the
+// operator of its expression (0 for a simple {var}).
+func templateOperators(tmpl string) map[string]byte {
+	ops := map[string]byte{}
+	for {
+		i := strings.IndexByte(tmpl, '{')
+		if i < 0 {
+			return ops
+		}
+		j := strings.IndexByte(tmpl[i:], '}')
+		if j < 0 {
+			return ops
+		}
+		expr := tmpl[i+1 : i+j]
+		tmpl = tmpl[i+j+1:]
+		var op byte
+		if expr != "" && strings.IndexByte("+#./;?&", expr[0]) >= 0 {
+			op, expr = expr[0], expr[1:]
+		}
+		for _, spec := range strings.Split(expr, ",") {
+			if k := strings.IndexAny(spec, ":*"); k >= 0 {
+				spec = spec[:k]
+			}
+			if _, seen := ops[spec]; !seen {
+				ops[spec] = op
+			}
+		}
+	}
+}
+
+// enumCompletions offers the string enum of each declared variable as its
+// completions (the completions attribute overrides them).
+func enumCompletions(in map[string]any) map[string][]string {
+	out := map[string][]string{}
+	props, _ := in["properties"].(map[string]any)
+	for name, p := range props {
+		ps, _ := p.(map[string]any)
+		if vals, ok := stringList(ps["enum"]); ok {
+			out[name] = vals
+		}
+	}
+	return out
 }
 
 // completionMap evaluates `completions = { var = ["a", "b"] }`.
@@ -194,7 +321,7 @@ func stringList(v any) ([]string, bool) {
 }
 
 // Match reports whether uri is an instance of the template, with its
-// variables.
+// variables as they were decoded from the URI (strings).
 func (t *Template) Match(uri string) (map[string]any, bool) {
 	vals := t.tmpl.Match(uri)
 	if vals == nil {
@@ -207,6 +334,88 @@ func (t *Template) Match(uri string) (map[string]any, bool) {
 		}
 	}
 	return args, true
+}
+
+// Bind matches uri and checks its variables before anything reads them:
+// the path rules of each variable, then its type and the constraints of
+// its param block. A URI that matches with a bad variable is an invalid
+// params error (-32602) that names the variable and the rule, as MCP
+// asks of resources/read.
+func (t *Template) Bind(uri string) (map[string]any, bool, error) {
+	args, ok := t.Match(uri)
+	if !ok {
+		return nil, false, nil
+	}
+	for _, name := range t.tmpl.Varnames() { // in order: the same error every time
+		x, ok := args[name]
+		if !ok {
+			continue
+		}
+		s := x.(string)
+		r := t.vars[name]
+		if err := r.check(s); err != nil {
+			return nil, true, t.invalid(uri, fmt.Errorf("argument %q %v", name, err))
+		}
+		switch r.typ {
+		case "integer", "number":
+			if n, ok := schema.ParseNumber(s); ok {
+				args[name] = n
+			}
+		case "boolean":
+			if s == "true" || s == "false" {
+				args[name] = s == "true"
+			}
+		}
+	}
+	if err := t.validator.ValidateArgs(args); err != nil {
+		return nil, true, t.invalid(uri, err)
+	}
+	return args, true, nil
+}
+
+func (t *Template) invalid(uri string, err error) error {
+	data, _ := json.Marshal(map[string]string{"uri": uri})
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("invalid URI for resource template %q: %v", t.Def.Name, err), Data: data}
+}
+
+// check applies the path rules: never control characters or invalid UTF-8;
+// no "/" in a one-segment variable ({var}) and no leading "/" in a
+// reserved one ({+var}, {#var}) unless allow_slash; no "." or ".." segment
+// unless allow_dot_segments. Percent-decoding happens before, so %2F is a
+// "/" here.
+func (r varRule) check(s string) error {
+	if !utf8.ValidString(s) {
+		return fmt.Errorf("must be valid UTF-8 text, got %s", quoted(s))
+	}
+	for _, c := range s {
+		if c < 0x20 || c == 0x7f || (c >= 0x80 && c < 0xa0) {
+			return fmt.Errorf("must not contain control characters such as NUL, got %s", quoted(s))
+		}
+	}
+	if !r.allowSlash {
+		reserved := r.op == '+' || r.op == '#'
+		switch {
+		case !reserved && strings.ContainsRune(s, '/'):
+			return fmt.Errorf("must not contain \"/\", got %s (a {name} variable is one path segment; allow_slash = true in its param block allows it)", quoted(s))
+		case reserved && strings.HasPrefix(s, "/"):
+			return fmt.Errorf("must not start with \"/\", got %s (allow_slash = true in its param block allows it)", quoted(s))
+		}
+	}
+	if !r.allowDots {
+		for _, seg := range strings.FieldsFunc(s, func(c rune) bool { return c == '/' || c == '\\' }) {
+			if seg == "." || seg == ".." {
+				return fmt.Errorf("must not contain a %q path segment, got %s (allow_dot_segments = true in its param block allows it)", seg, quoted(s))
+			}
+		}
+	}
+	return nil
+}
+
+func quoted(s string) string {
+	if len(s) > 80 {
+		s = s[:77] + "..."
+	}
+	return strconv.QuoteToASCII(s)
 }
 
 // Read returns the resource's contents.

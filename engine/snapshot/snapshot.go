@@ -217,7 +217,10 @@ func (s *Snapshot) ReadResource(ctx context.Context, uri string) (res *mcp.ReadR
 		return res, true, err
 	}
 	for _, t := range s.Templates {
-		if args, ok := t.Match(uri); ok {
+		if args, ok, err := t.Bind(uri); ok {
+			if err != nil {
+				return nil, true, err
+			}
 			res, err = t.Read(ctx, uri, args)
 			return res, true, err
 		}

@@ -497,6 +497,8 @@ func truthy(v any) bool {
 		return x != ""
 	case int:
 		return x != 0
+	case int64:
+		return x != 0
 	case float64:
 		return x != 0
 	}

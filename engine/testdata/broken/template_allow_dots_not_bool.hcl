@@ -1,0 +1,7 @@
+resource_template "note" {
+  uri_template = "notes://{+path}"
+  param "path" {
+    allow_dot_segments = "yes"
+  }
+  text = "x"
+}

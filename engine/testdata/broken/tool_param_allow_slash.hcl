@@ -1,0 +1,6 @@
+tool "t" {
+  description = "x"
+  param "p" {
+    allow_slash = true
+  }
+}
