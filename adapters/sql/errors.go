@@ -46,6 +46,9 @@ func (h *handler) explain(parent, ctx context.Context, err error) error {
 		msg = fmt.Sprintf("database %q could not be seeded: the seed script failed: %s", cfg.name, driverMessage(seed.err))
 	case writeRefused(err):
 		msg = "this tool is read-only: the database refused a write: " + driverMessage(err)
+	case h.readOnly && sqliteNotAuthorized(err):
+		msg = "this tool is read-only: the database refused a statement that would change the connection or act outside the database " +
+			"(a PRAGMA with a value, ATTACH, DETACH, VACUUM INTO, load_extension()): " + driverMessage(err)
 	default:
 		msg = "the query failed: " + driverMessage(err)
 	}
@@ -124,4 +127,11 @@ func newRedactor(dsn, password string) *strings.Replacer {
 		pairs = append(pairs, password, "[password]")
 	}
 	return strings.NewReplacer(pairs...)
+}
+
+// sqliteNotAuthorized reports SQLite refusing a statement through the
+// read-only pool's authorizer (sqlite.go): SQLITE_ERROR, "not authorized".
+func sqliteNotAuthorized(err error) bool {
+	var liteErr *sqlite3.Error
+	return errors.As(err, &liteErr) && strings.Contains(liteErr.Error(), "not authorized")
 }

@@ -27,6 +27,7 @@ type handler struct {
 	exec     bool // a statement without a result set: Exec, not Query
 	insert   bool // an INSERT or REPLACE: report last_insert_id
 	maxRows  int
+	maxBytes int // bytes of values kept before the result is cut
 	timeout  time.Duration
 	dialect  dialect
 }
@@ -99,9 +100,14 @@ func (h *handler) run(ctx context.Context, query string, args []any) (*adapter.O
 	if err != nil {
 		return nil, err
 	}
+	// qctx is the statement's: cancelled to stop a read-only query whose
+	// result was cut at max_bytes, so that the rest is not sent (see
+	// collect).
+	qctx, stopQuery := context.WithCancel(ctx)
+	defer stopQuery()
 	stopKill := func() bool { return true }
 	if h.be.kill != nil {
-		stopKill = h.be.killOnCancel(ctx, conn)
+		stopKill = h.be.killOnCancel(qctx, conn)
 	}
 	defer func() {
 		if !stopKill() {
@@ -122,24 +128,39 @@ func (h *handler) run(ctx context.Context, query string, args []any) (*adapter.O
 		defer tx.Rollback()
 		q = tx
 	}
-	if h.exec {
+	// A read-only statement on PostgreSQL always goes through Query: pgx
+	// sends a statement without arguments by the simple protocol, which
+	// runs every statement of a "a; b" text, and a COMMIT among them would
+	// end the READ ONLY transaction. Query uses the extended protocol,
+	// where the server runs exactly one statement.
+	if h.exec && !(h.readOnly && h.dialect == postgres) {
 		res, err := q.ExecContext(ctx, query, args...)
 		if err != nil {
 			return nil, err
 		}
 		return h.written(res), nil
 	}
-	rows, err := q.QueryContext(ctx, query, args...)
+	rows, err := q.QueryContext(qctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	return h.collect(rows)
+	stop := func() {}
+	if h.readOnly && h.dialect != sqlite {
+		// Closing rows reads the rest of the result from the server;
+		// cancelling stops the server sending it. Only for read-only
+		// tools: cancelling a write would undo it after we reported it.
+		stop = stopQuery
+	}
+	return h.collect(rows, stop)
 }
 
 // collect reads at most max_rows rows, and one more to know whether the
-// result was cut.
-func (h *handler) collect(rows *sql.Rows) (*adapter.Output, error) {
+// result was cut, and stops once the values read reach max_bytes: then the
+// row that crossed the limit is dropped, unless it is the first, whose long
+// values are cut to fit. stop is called before the rest of the result is
+// discarded.
+func (h *handler) collect(rows *sql.Rows, stop func()) (*adapter.Output, error) {
 	types, err := rows.ColumnTypes()
 	if err != nil {
 		return nil, err
@@ -163,7 +184,8 @@ func (h *handler) collect(rows *sql.Rows) (*adapter.Output, error) {
 		ptrs[i] = &dest[i]
 	}
 	out := make([]any, 0, min(h.maxRows, 16))
-	truncated := false
+	truncated, overBytes := false, false
+	used := 0 // bytes of the rows in out
 	for rows.Next() {
 		if len(out) == h.maxRows {
 			truncated = true
@@ -173,9 +195,22 @@ func (h *handler) collect(rows *sql.Rows) (*adapter.Output, error) {
 			return nil, err
 		}
 		row := make(map[string]any, len(names))
+		size, cut := 0, false
 		for i, name := range names {
-			row[name] = jsonValue(dest[i], kinds[i])
+			size += len(name)
+			v, n, c := fitValue(dest[i], kinds[i], h.maxBytes-used-size)
+			row[name], size, cut = v, size+n, cut || c
+			dest[i] = nil // a large value is not kept alive by the next Scan
 		}
+		if cut || used+size > h.maxBytes {
+			truncated, overBytes = true, true
+			if len(out) == 0 {
+				out = append(out, row) // cut to fit: better than nothing
+			}
+			stop()
+			break
+		}
+		used += size
 		out = append(out, row)
 	}
 	if truncated {
@@ -191,7 +226,7 @@ func (h *handler) collect(rows *sql.Rows) (*adapter.Output, error) {
 	count := int64(len(out))
 	return &adapter.Output{
 		Structured: map[string]any{"columns": columns, "rows": out, "row_count": count, "truncated": truncated},
-		Text:       textTable(names, out, truncated),
+		Text:       textTable(names, out, truncated, overBytes, h.maxBytes),
 		Vars: map[string]any{
 			"columns": columns, "rows": out, "row_count": count, "truncated": truncated,
 			"rows_affected": nil, "last_insert_id": nil,
