@@ -130,8 +130,10 @@ func newRedactor(dsn, password string) *strings.Replacer {
 }
 
 // sqliteNotAuthorized reports SQLite refusing a statement through the
-// read-only pool's authorizer (sqlite.go): SQLITE_ERROR, "not authorized".
+// read-only pool's authorizer (sqlite.go): SQLITE_ERROR "not authorized"
+// when a statement is compiled, SQLITE_AUTH when one SQLite runs inside
+// another (VACUUM INTO's ATTACH).
 func sqliteNotAuthorized(err error) bool {
 	var liteErr *sqlite3.Error
-	return errors.As(err, &liteErr) && strings.Contains(liteErr.Error(), "not authorized")
+	return errors.As(err, &liteErr) && (liteErr.Code()&0xff == 23 || strings.Contains(liteErr.Error(), "not authorized"))
 }
