@@ -100,11 +100,19 @@ func (h *handler) run(ctx context.Context, query string, args []any) (*adapter.O
 	if err != nil {
 		return nil, err
 	}
-	// qctx is the statement's: cancelled to stop a read-only query whose
-	// result was cut at max_bytes, so that the rest is not sent (see
-	// collect).
-	qctx, stopQuery := context.WithCancel(ctx)
-	defer stopQuery()
+	// qctx is the statement's. On PostgreSQL and MySQL, for read-only tools,
+	// it is cancelled to stop a query whose result was cut at max_bytes:
+	// closing the rows would otherwise read the rest of the result from the
+	// server (MySQL has no other way to stop it). Not for tools that write:
+	// cancelling would undo a write after it was reported. SQLite stops
+	// when the statement is closed.
+	qctx, stop := ctx, func() {}
+	if h.readOnly && h.dialect != sqlite {
+		var cancel context.CancelFunc
+		qctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		stop = cancel
+	}
 	stopKill := func() bool { return true }
 	if h.be.kill != nil {
 		stopKill = h.be.killOnCancel(qctx, conn)
@@ -145,13 +153,6 @@ func (h *handler) run(ctx context.Context, query string, args []any) (*adapter.O
 		return nil, err
 	}
 	defer rows.Close()
-	stop := func() {}
-	if h.readOnly && h.dialect != sqlite {
-		// Closing rows reads the rest of the result from the server;
-		// cancelling stops the server sending it. Only for read-only
-		// tools: cancelling a write would undo it after we reported it.
-		stop = stopQuery
-	}
 	return h.collect(rows, stop)
 }
 
