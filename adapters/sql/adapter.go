@@ -250,6 +250,7 @@ func (*Adapter) CompileTool(b *adapter.ToolBlock) (adapter.Handler, hcl.Diagnost
 	if h.readOnly && len(problems) == 0 {
 		problems = readOnlyProblems(q, h.dialect)
 	}
+	q.tokens = nil // only the load-time checks need them
 	for _, p := range problems {
 		rng := textRange(queryAttr.Expr, p.off, p.end)
 		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: p.summary, Detail: p.detail, Subject: &rng})
