@@ -125,6 +125,11 @@ func (h *handler) run(ctx context.Context, query string, args []any) (*adapter.O
 		conn.Close()
 	}()
 
+	if h.readOnly && h.dialect == sqlite {
+		if err := limitSQLiteValues(conn, h.maxBytes); err != nil {
+			return nil, err
+		}
+	}
 	var q querier = conn
 	if h.readOnly && h.be.ro == nil {
 		// PostgreSQL refuses every write, DDL included, in a read-only

@@ -162,3 +162,34 @@ func TestFitValue(t *testing.T) {
 		}
 	}
 }
+
+// SQLite builds a value whole before the driver copies it: read-only tools
+// may not build or read one over 16 MiB (or max_bytes when larger), so
+// SELECT hex(zeroblob(:n)) fails at once instead of taking memory.
+func TestSQLiteReadOnlyValueLimit(t *testing.T) {
+	db := openTestDB(t, "sqlite")
+	params := map[string]string{"n": "integer"}
+	tl := db.tool(t, "SELECT hex(zeroblob(:n)) AS h", params)
+	tl.mustCall(t, map[string]any{"n": 1.0}) // connect
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, err := tl.call(map[string]any{"n": 50_000_000.0}) // 100 MB of hex
+	runtime.ReadMemStats(&after)
+	const want = "the query failed: a value is larger than the 16 MiB a read-only tool may build or read on SQLite"
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("err = %v, want %s...", err, want)
+	}
+	if allocated := after.TotalAlloc - before.TotalAlloc; allocated > 20e6 {
+		t.Errorf("the call allocated %.1f MB", float64(allocated)/1e6)
+	}
+	// A larger max_bytes raises the limit; tools that write have none.
+	big := db.tool(t, "SELECT hex(zeroblob(:n)) AS h", params, "max_bytes = 40000000")
+	if out := big.mustCall(t, map[string]any{"n": 10_000_000.0}); out.Structured["truncated"] != false {
+		t.Errorf("20 MB with max_bytes 40 MB: truncated")
+	}
+	writer := db.tool(t, "SELECT hex(zeroblob(:n)) AS h", params, "read_only = false")
+	if out := writer.mustCall(t, map[string]any{"n": 10_000_000.0}); out.Structured["truncated"] != true {
+		t.Errorf("write tool: not cut at max_bytes")
+	}
+}

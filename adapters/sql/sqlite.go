@@ -2,6 +2,7 @@ package sqladapter
 
 import (
 	"context"
+	"database/sql"
 	"database/sql/driver"
 	"fmt"
 	"strings"
@@ -59,4 +60,23 @@ func readOnlyAuthorizer(action sqlite3.AuthorizerActionCode, arg1, arg2, _, _ st
 		}
 	}
 	return sqlite3.AuthorizerOK
+}
+
+// sqliteMaxValue is the largest string or blob a read-only SQLite
+// statement may build or read, unless the tool's max_bytes is larger. SQLite
+// allows 1 GB, and builds a value whole before the driver copies it (SELECT
+// hex(zeroblob(300000000)) took 600 MB twice); a value over max_bytes is
+// cut anyway.
+const sqliteMaxValue = 16 << 20
+
+// sqliteLimitLength is SQLITE_LIMIT_LENGTH for sqlite3_limit.
+const sqliteLimitLength = 0
+
+// limitSQLiteValues sets the largest value the statement about to run on
+// conn may build or read: max(max_bytes, sqliteMaxValue). It is a C call
+// on the connection, no SQL, so it is set on every call (max_bytes is the
+// tool's, the connection the pool's).
+func limitSQLiteValues(conn *sql.Conn, maxBytes int) error {
+	_, err := sqlite3.Limit(conn, sqliteLimitLength, max(maxBytes, sqliteMaxValue))
+	return err
 }
