@@ -43,6 +43,7 @@ var databaseSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
 	{Name: "conn_max_lifetime"},
 	{Name: "conn_max_idle_time"},
 	{Name: "query_timeout"},
+	{Name: "max_bytes"},
 	{Name: "seed"},
 }}
 
@@ -60,6 +61,7 @@ func (*Adapter) DecodeBackend(b *adapter.BackendBlock) (adapter.BackendConfig, h
 		maxLifetime:  defaultConnMaxLifetime,
 		maxIdleTime:  defaultConnMaxIdleTime,
 		queryTimeout: defaultQueryTimeout,
+		maxBytes:     defaultMaxBytes,
 	}
 	attrs := content.Attributes
 	var d hcl.Diagnostics
@@ -80,7 +82,7 @@ func (*Adapter) DecodeBackend(b *adapter.BackendBlock) (adapter.BackendConfig, h
 		name  string
 		least int
 		dst   *int
-	}{{"max_open_conns", 1, &cfg.maxOpen}, {"max_idle_conns", 0, &cfg.maxIdle}}
+	}{{"max_open_conns", 1, &cfg.maxOpen}, {"max_idle_conns", 0, &cfg.maxIdle}, {"max_bytes", 1, &cfg.maxBytes}}
 	for _, a := range ints {
 		if attr := attrs[a.name]; attr != nil {
 			*a.dst, d = staticInt(attr, b.Scope, a.least)
@@ -167,6 +169,7 @@ var sqlSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
 	{Name: "query", Required: true},
 	{Name: "read_only"},
 	{Name: "max_rows"},
+	{Name: "max_bytes"},
 	{Name: "timeout"},
 	{Name: "identifiers"},
 }}
@@ -211,7 +214,7 @@ func (*Adapter) CompileTool(b *adapter.ToolBlock) (adapter.Handler, hcl.Diagnost
 		} else if be, isOurs := live.(*backend); !isOurs {
 			diags = append(diags, attrError(dbAttr, "Unknown database", fmt.Sprintf("%q is not a database of the sql adapter.", dbName)))
 		} else {
-			h.be, h.dialect, h.timeout = be, be.cfg.dialect, be.cfg.queryTimeout
+			h.be, h.dialect, h.timeout, h.maxBytes = be, be.cfg.dialect, be.cfg.queryTimeout, be.cfg.maxBytes
 		}
 	}
 	if attr := attrs["read_only"]; attr != nil {
@@ -220,6 +223,10 @@ func (*Adapter) CompileTool(b *adapter.ToolBlock) (adapter.Handler, hcl.Diagnost
 	}
 	if attr := attrs["max_rows"]; attr != nil {
 		h.maxRows, d = staticInt(attr, b.Scope, 1)
+		diags = append(diags, d...)
+	}
+	if attr := attrs["max_bytes"]; attr != nil {
+		h.maxBytes, d = staticInt(attr, b.Scope, 1)
 		diags = append(diags, d...)
 	}
 	if attr := attrs["timeout"]; attr != nil {
@@ -240,6 +247,10 @@ func (*Adapter) CompileTool(b *adapter.ToolBlock) (adapter.Handler, hcl.Diagnost
 		return nil, diags
 	}
 	q, problems := parseQuery(text, h.dialect)
+	if h.readOnly && len(problems) == 0 {
+		problems = readOnlyProblems(q, h.dialect)
+	}
+	q.tokens = nil // only the load-time checks need them
 	for _, p := range problems {
 		rng := textRange(queryAttr.Expr, p.off, p.end)
 		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: p.summary, Detail: p.detail, Subject: &rng})

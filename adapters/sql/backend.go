@@ -20,7 +20,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/stdlib"
-	_ "modernc.org/sqlite" // registers the "sqlite" driver
+	sqlite3 "modernc.org/sqlite" // also registers the "sqlite" driver
 
 	"github.com/mcpd/mcpd/engine/adapter"
 )
@@ -47,6 +47,7 @@ type dbConfig struct {
 	maxLifetime  time.Duration
 	maxIdleTime  time.Duration
 	queryTimeout time.Duration
+	maxBytes     int    // the default of the database's tools
 	seed         string // sqlite: the script that fills a new database
 	sqliteFile   string // sqlite: the database file, for creating its directory
 	redact       *strings.Replacer
@@ -56,8 +57,8 @@ type dbConfig struct {
 // keeps the live pool, and the DSN never appears in it.
 func (c *dbConfig) Fingerprint() string {
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\x00%s\x00%d\x00%d\x00%s\x00%s\x00%s\x00%s", c.dialect, c.dsn, c.maxOpen, c.maxIdle,
-		c.maxLifetime, c.maxIdleTime, c.queryTimeout, c.seed)
+	fmt.Fprintf(h, "%s\x00%s\x00%d\x00%d\x00%s\x00%s\x00%s\x00%s\x00%d", c.dialect, c.dsn, c.maxOpen, c.maxIdle,
+		c.maxLifetime, c.maxIdleTime, c.queryTimeout, c.seed, c.maxBytes)
 	return hex.EncodeToString(h.Sum(nil))
 }
 
@@ -96,12 +97,12 @@ func (c *dbConfig) Open() (adapter.Backend, error) {
 		if err != nil {
 			return nil, fmt.Errorf("database %q: %s", c.name, c.redact.Replace(err.Error()))
 		}
-		ro, err := sql.Open("sqlite", sqliteDSN(c.dsn, true))
+		roConn, err := sqlite3.NewConnector(sqliteDSN(c.dsn, true))
 		if err != nil {
 			rw.Close()
 			return nil, fmt.Errorf("database %q: %s", c.name, c.redact.Replace(err.Error()))
 		}
-		b.db, b.ro = rw, ro
+		b.db, b.ro = rw, sql.OpenDB(sqliteReadOnly{roConn})
 	}
 	for _, db := range []*sql.DB{b.db, b.ro} {
 		if db != nil {
@@ -136,7 +137,10 @@ type backend struct {
 	// ro is the pool of read-only tools on SQLite and MySQL: each of its
 	// connections is made read-only when it opens (PRAGMA query_only; SET
 	// SESSION TRANSACTION READ ONLY), so the database itself refuses
-	// writes, and no connection changes mode while it is pooled.
+	// writes. No call can change that for the next: SQLite's connections
+	// carry an authorizer that refuses PRAGMA writes and ATTACH
+	// (sqliteReadOnly), and MySQL's are made read-only again on every
+	// checkout (mysqlConn.ResetSession).
 	// PostgreSQL needs no second pool: each read-only call runs in a
 	// BEGIN READ ONLY transaction, which refuses DDL as well.
 	ro *sql.DB

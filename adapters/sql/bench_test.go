@@ -113,3 +113,28 @@ func BenchmarkSQLitePointQueryDriver(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
 }
+
+// BenchmarkReadOnlyPointQuery is one call of a read-only tool on each
+// server database (skipped without its DSN): on MySQL it includes
+// re-asserting the read-only session when the pooled connection is checked
+// out (one round trip), on PostgreSQL the BEGIN READ ONLY ... ROLLBACK.
+func BenchmarkReadOnlyPointQuery(b *testing.B) {
+	for _, kind := range []string{"postgres", "mysql"} {
+		b.Run(kind, func(b *testing.B) {
+			db := openTestDB(b, kind)
+			tbl := fmt.Sprintf("mcpd_bench_%s", kind)
+			db.exec(b, "DROP TABLE IF EXISTS "+tbl)
+			db.exec(b, "CREATE TABLE "+tbl+" (id INT PRIMARY KEY, title VARCHAR(100))")
+			defer db.raw.Exec("DROP TABLE " + tbl)
+			db.exec(b, "INSERT INTO "+tbl+" VALUES (1, 'one'), (2, 'two')")
+			tl := db.tool(b, "SELECT id, title FROM "+tbl+" WHERE id = :id", map[string]string{"id": "integer"})
+			args := map[string]any{"id": 1.0}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := tl.call(args); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

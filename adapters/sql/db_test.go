@@ -47,7 +47,7 @@ func eachDB(t *testing.T, f func(t *testing.T, db *testDB)) {
 	}
 }
 
-func openTestDB(t *testing.T, kind string) *testDB {
+func openTestDB(t testing.TB, kind string) *testDB {
 	t.Helper()
 	db := &testDB{kind: kind, d: dialects[kind]}
 	var driverName string

@@ -46,6 +46,12 @@ func (h *handler) explain(parent, ctx context.Context, err error) error {
 		msg = fmt.Sprintf("database %q could not be seeded: the seed script failed: %s", cfg.name, driverMessage(seed.err))
 	case writeRefused(err):
 		msg = "this tool is read-only: the database refused a write: " + driverMessage(err)
+	case h.readOnly && sqliteTooBig(err):
+		msg = fmt.Sprintf("the query failed: a value is larger than the %s a read-only tool may build or read on SQLite "+
+			"(the larger of max_bytes and 16 MiB); build or select smaller values (length() measures one without reading it): %s", byteSize(max(h.maxBytes, sqliteMaxValue)), driverMessage(err))
+	case h.readOnly && sqliteNotAuthorized(err):
+		msg = "this tool is read-only: the database refused a statement that would change the connection or act outside the database " +
+			"(a PRAGMA with a value, ATTACH, DETACH, VACUUM INTO, load_extension()): " + driverMessage(err)
 	default:
 		msg = "the query failed: " + driverMessage(err)
 	}
@@ -124,4 +130,20 @@ func newRedactor(dsn, password string) *strings.Replacer {
 		pairs = append(pairs, password, "[password]")
 	}
 	return strings.NewReplacer(pairs...)
+}
+
+// sqliteNotAuthorized reports SQLite refusing a statement through the
+// read-only pool's authorizer (sqlite.go): SQLITE_ERROR "not authorized"
+// when a statement is compiled, SQLITE_AUTH when one SQLite runs inside
+// another (VACUUM INTO's ATTACH).
+func sqliteNotAuthorized(err error) bool {
+	var liteErr *sqlite3.Error
+	return errors.As(err, &liteErr) && (liteErr.Code()&0xff == 23 || strings.Contains(liteErr.Error(), "not authorized"))
+}
+
+// sqliteTooBig reports SQLITE_TOOBIG: a value over the connection's
+// SQLITE_LIMIT_LENGTH (limitSQLiteValues).
+func sqliteTooBig(err error) bool {
+	var liteErr *sqlite3.Error
+	return errors.As(err, &liteErr) && liteErr.Code()&0xff == 18
 }

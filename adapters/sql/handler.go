@@ -27,6 +27,7 @@ type handler struct {
 	exec     bool // a statement without a result set: Exec, not Query
 	insert   bool // an INSERT or REPLACE: report last_insert_id
 	maxRows  int
+	maxBytes int // bytes of values kept before the result is cut
 	timeout  time.Duration
 	dialect  dialect
 }
@@ -99,9 +100,22 @@ func (h *handler) run(ctx context.Context, query string, args []any) (*adapter.O
 	if err != nil {
 		return nil, err
 	}
+	// qctx is the statement's. On PostgreSQL and MySQL, for read-only tools,
+	// it is cancelled to stop a query whose result was cut at max_bytes:
+	// closing the rows would otherwise read the rest of the result from the
+	// server (MySQL has no other way to stop it). Not for tools that write:
+	// cancelling would undo a write after it was reported. SQLite stops
+	// when the statement is closed.
+	qctx, stop := ctx, func() {}
+	if h.readOnly && h.dialect != sqlite {
+		var cancel context.CancelFunc
+		qctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		stop = cancel
+	}
 	stopKill := func() bool { return true }
 	if h.be.kill != nil {
-		stopKill = h.be.killOnCancel(ctx, conn)
+		stopKill = h.be.killOnCancel(qctx, conn)
 	}
 	defer func() {
 		if !stopKill() {
@@ -111,6 +125,11 @@ func (h *handler) run(ctx context.Context, query string, args []any) (*adapter.O
 		conn.Close()
 	}()
 
+	if h.readOnly && h.dialect == sqlite {
+		if err := limitSQLiteValues(conn, h.maxBytes); err != nil {
+			return nil, err
+		}
+	}
 	var q querier = conn
 	if h.readOnly && h.be.ro == nil {
 		// PostgreSQL refuses every write, DDL included, in a read-only
@@ -122,24 +141,32 @@ func (h *handler) run(ctx context.Context, query string, args []any) (*adapter.O
 		defer tx.Rollback()
 		q = tx
 	}
-	if h.exec {
+	// A read-only statement on PostgreSQL always goes through Query: pgx
+	// sends a statement without arguments by the simple protocol, which
+	// runs every statement of a "a; b" text, and a COMMIT among them would
+	// end the READ ONLY transaction. Query uses the extended protocol,
+	// where the server runs exactly one statement.
+	if h.exec && !(h.readOnly && h.dialect == postgres) {
 		res, err := q.ExecContext(ctx, query, args...)
 		if err != nil {
 			return nil, err
 		}
 		return h.written(res), nil
 	}
-	rows, err := q.QueryContext(ctx, query, args...)
+	rows, err := q.QueryContext(qctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	return h.collect(rows)
+	return h.collect(rows, stop)
 }
 
 // collect reads at most max_rows rows, and one more to know whether the
-// result was cut.
-func (h *handler) collect(rows *sql.Rows) (*adapter.Output, error) {
+// result was cut, and stops once the values read reach max_bytes: then the
+// row that crossed the limit is dropped, unless it is the first, whose long
+// values are cut to fit. stop is called before the rest of the result is
+// discarded.
+func (h *handler) collect(rows *sql.Rows, stop func()) (*adapter.Output, error) {
 	types, err := rows.ColumnTypes()
 	if err != nil {
 		return nil, err
@@ -163,7 +190,8 @@ func (h *handler) collect(rows *sql.Rows) (*adapter.Output, error) {
 		ptrs[i] = &dest[i]
 	}
 	out := make([]any, 0, min(h.maxRows, 16))
-	truncated := false
+	truncated, overBytes := false, false
+	used := 0 // bytes of the rows in out
 	for rows.Next() {
 		if len(out) == h.maxRows {
 			truncated = true
@@ -173,9 +201,22 @@ func (h *handler) collect(rows *sql.Rows) (*adapter.Output, error) {
 			return nil, err
 		}
 		row := make(map[string]any, len(names))
+		size, cut := 0, false
 		for i, name := range names {
-			row[name] = jsonValue(dest[i], kinds[i])
+			size += len(name)
+			v, n, c := fitValue(dest[i], kinds[i], h.maxBytes-used-size)
+			row[name], size, cut = v, size+n, cut || c
+			dest[i] = nil // a large value is not kept alive by the next Scan
 		}
+		if cut || used+size > h.maxBytes {
+			truncated, overBytes = true, true
+			if len(out) == 0 {
+				out = append(out, row) // cut to fit: better than nothing
+			}
+			stop()
+			break
+		}
+		used += size
 		out = append(out, row)
 	}
 	if truncated {
@@ -191,7 +232,7 @@ func (h *handler) collect(rows *sql.Rows) (*adapter.Output, error) {
 	count := int64(len(out))
 	return &adapter.Output{
 		Structured: map[string]any{"columns": columns, "rows": out, "row_count": count, "truncated": truncated},
-		Text:       textTable(names, out, truncated),
+		Text:       textTable(names, out, truncated, overBytes, h.maxBytes),
 		Vars: map[string]any{
 			"columns": columns, "rows": out, "row_count": count, "truncated": truncated,
 			"rows_affected": nil, "last_insert_id": nil,

@@ -33,8 +33,31 @@ type mysqlDriverConn interface {
 // mysqlConn is a driver connection that knows its server thread id.
 type mysqlConn struct {
 	mysqlDriverConn
-	id uint64
+	id       uint64
+	readOnly bool // of the read-only pool
 }
+
+// ResetSession runs before database/sql hands a pooled connection to the
+// next call. On the read-only pool it makes the session read-only again:
+// the previous call may have run SET SESSION TRANSACTION READ WRITE (the
+// load-time check refuses SET, but not a stored procedure that runs it),
+// and the next read-only call must not be able to write. Any failure
+// discards the connection (database/sql ignores other errors here).
+func (c *mysqlConn) ResetSession(ctx context.Context) error {
+	if err := c.mysqlDriverConn.ResetSession(ctx); err != nil {
+		return err
+	}
+	if c.readOnly {
+		if _, err := c.ExecContext(ctx, setReadOnly, nil); err != nil {
+			return driver.ErrBadConn
+		}
+	}
+	return nil
+}
+
+// setReadOnly makes a MySQL session read-only. (A READ ONLY transaction
+// is not enough in MySQL: DDL commits it implicitly and then runs.)
+const setReadOnly = "SET SESSION TRANSACTION READ ONLY"
 
 // mysqlConnector asks each new connection for its thread id and, for the
 // read-only pool, makes the session read-only. (A READ ONLY transaction is
@@ -55,7 +78,7 @@ func (c mysqlConnector) Connect(ctx context.Context) (driver.Conn, error) {
 		return nil, fmt.Errorf("unexpected MySQL driver connection %T", dc)
 	}
 	if c.readOnly {
-		if _, err := full.ExecContext(ctx, "SET SESSION TRANSACTION READ ONLY", nil); err != nil {
+		if _, err := full.ExecContext(ctx, setReadOnly, nil); err != nil {
 			dc.Close()
 			return nil, err
 		}
@@ -65,7 +88,7 @@ func (c mysqlConnector) Connect(ctx context.Context) (driver.Conn, error) {
 		dc.Close()
 		return nil, err
 	}
-	return &mysqlConn{mysqlDriverConn: full, id: id}, nil
+	return &mysqlConn{mysqlDriverConn: full, id: id, readOnly: c.readOnly}, nil
 }
 
 func connectionID(ctx context.Context, c driver.QueryerContext) (uint64, error) {

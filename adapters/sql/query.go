@@ -28,6 +28,10 @@ type compiledQuery struct {
 	verb string
 	// returning reports a RETURNING clause: a write that yields rows.
 	returning bool
+	// tokens are the query's words, quoted identifiers and the punctuation
+	// that matters to the read-only checks, with strings and comments left
+	// out: what the database will read as SQL (see readonly.go).
+	tokens []token
 }
 
 type queryPart struct {
@@ -77,6 +81,8 @@ func parseQuery(src string, d dialect) (*compiledQuery, []queryProblem) {
 type scanner struct {
 	src      string
 	d        dialect
+	execCmt  bool            // mysql: inside a /*! ... */ comment, which the server runs
+	execOff  int             // where that comment starts
 	i        int             // current byte
 	start    int             // first byte not yet copied to lit
 	end      int             // offset of the terminating ';', or -1
@@ -101,7 +107,12 @@ func (s *scanner) scan() {
 	src := s.src
 	for s.i < len(src) {
 		c := src[s.i]
-		if s.end >= 0 && !isSpace(c) && c != ';' && !s.atComment() {
+		if s.execCmt && c == '*' && s.at(s.i+1) == '/' {
+			s.execCmt = false // the end of a /*! ... */ comment
+			s.i += 2
+			continue
+		}
+		if s.end >= 0 && !isSpace(c) && c != ';' && (!s.atComment() || s.atExecComment()) {
 			s.problem(s.i, max(s.i+1, len(strings.TrimRight(src, " \t\r\n;"))), "More than one statement",
 				"A tool runs exactly one SQL statement; this text follows the ';' that ends the first one. Split the work into several tools (or, on PostgreSQL, one statement with CTEs).")
 			break
@@ -109,12 +120,26 @@ func (s *scanner) scan() {
 		switch {
 		case c == '\'':
 			s.i = s.skipQuoted(s.i, '\'', s.backslashEscapes(), "string literal")
+		case c == '"' && s.d == mysql: // a string unless ANSI_QUOTES
+			s.i = s.skipQuoted(s.i, '"', true, "quoted identifier")
 		case c == '"':
-			s.i = s.skipQuoted(s.i, '"', s.d == mysql, "quoted identifier")
+			s.quotedIdent(s.skipQuoted(s.i, '"', false, "quoted identifier"))
 		case c == '`' && s.d != postgres:
-			s.i = s.skipQuoted(s.i, '`', false, "quoted identifier")
+			s.quotedIdent(s.skipQuoted(s.i, '`', false, "quoted identifier"))
 		case c == '[' && s.d == sqlite:
-			s.i = s.skipUntil(s.i, "]", "bracketed identifier")
+			s.quotedIdent(s.skipUntil(s.i, "]", "bracketed identifier"))
+		case s.atExecComment():
+			// MySQL runs the text of /*! ... */ and MariaDB of /*M! ... */
+			// (an optional version number first): it is SQL, not a comment.
+			s.execOff = s.i
+			s.i += 3
+			if s.at(s.i-1) == 'M' {
+				s.i++
+			}
+			for s.at(s.i) >= '0' && s.at(s.i) <= '9' {
+				s.i++
+			}
+			s.execCmt = true
 		case s.atComment():
 			s.i = s.skipComment(s.i)
 		case c == '$' && s.d == postgres:
@@ -131,6 +156,7 @@ func (s *scanner) scan() {
 		case c == '{' && s.at(s.i+1) == '{':
 			s.identSlot()
 		case c == ';':
+			s.q.tokens = append(s.q.tokens, token{kind: tokPunct, text: ";", off: s.i, end: s.i + 1})
 			if s.end < 0 {
 				s.end = s.i
 			}
@@ -138,8 +164,14 @@ func (s *scanner) scan() {
 		case isNameStart(c) && !s.afterIdent(s.i):
 			s.word()
 		default:
+			if strings.IndexByte("()=.,@", c) >= 0 {
+				s.q.tokens = append(s.q.tokens, token{kind: tokPunct, text: src[s.i : s.i+1], off: s.i, end: s.i + 1})
+			}
 			s.i++
 		}
+	}
+	if s.execCmt {
+		s.problem(s.execOff, len(src), "Unterminated comment", "This /*! comment has no closing */.")
 	}
 	stop := len(src)
 	if s.end >= 0 {
@@ -170,6 +202,28 @@ func (s *scanner) backslashEscapes() bool {
 // a number, so that the byte at i is inside a word rather than starting one.
 func (s *scanner) afterIdent(i int) bool {
 	return i > 0 && isIdentChar(s.src[i-1])
+}
+
+// atExecComment reports a MySQL comment whose text the server runs:
+// /*! ... */, or /*M! ... */ in MariaDB.
+func (s *scanner) atExecComment() bool {
+	return s.d == mysql && !s.execCmt && (strings.HasPrefix(s.src[s.i:], "/*!") || strings.HasPrefix(s.src[s.i:], "/*M!"))
+}
+
+// quotedIdent records the quoted identifier from s.i to end, and moves
+// past it.
+func (s *scanner) quotedIdent(end int) {
+	name := s.src[s.i:end]
+	if len(name) >= 2 {
+		q := name[:1]
+		if q == "[" {
+			name = name[1 : len(name)-1]
+		} else {
+			name = strings.ReplaceAll(name[1:len(name)-1], q+q, q)
+		}
+	}
+	s.q.tokens = append(s.q.tokens, token{kind: tokQuoted, text: name, off: s.i, end: end})
+	s.i = end
 }
 
 func (s *scanner) atComment() bool {
@@ -334,6 +388,7 @@ func (s *scanner) word() {
 	if strings.EqualFold(w, "RETURNING") {
 		s.q.returning = true
 	}
+	s.q.tokens = append(s.q.tokens, token{kind: tokWord, text: w, off: s.i, end: n})
 	s.i = n
 }
 

@@ -60,6 +60,8 @@ func TestParseQueryTranslates(t *testing.T) {
 			"DELETE FROM t WHERE id = $1 RETURNING id", []string{"id"}, "DELETE", true},
 		{"cte", postgres, "WITH x AS (SELECT 1) SELECT * FROM x",
 			"WITH x AS (SELECT 1) SELECT * FROM x", nil, "WITH", false},
+		{"mysql executable comments are SQL", mysql, "SELECT 1 /*!50001 , :a */ /*M! , :b */ /* :c */",
+			"SELECT 1 /*!50001 , ? */ /*M! , ? */ /* :c */", []string{"a", "b"}, "SELECT", false},
 		{"unicode text kept", sqlite, "SELECT 'héllo :x' AS «ü», :y",
 			"SELECT 'héllo :x' AS «ü», ?", []string{"y"}, "SELECT", false},
 	}
@@ -106,6 +108,8 @@ func TestParseQueryProblems(t *testing.T) {
 		{"unterminated nested comment", "SELECT 1 /* /* x */", postgres, "Unterminated comment", "/* /* x */"},
 		{"unterminated dollar quote", "SELECT $f$ abc", postgres, "Unterminated dollar-quoted string", "$f$ abc"},
 		{"unclosed slot", "SELECT {{x FROM t", sqlite, "Unclosed {{", "{{"},
+		{"unterminated executable comment", "SELECT 1 /*! x", mysql, "Unterminated comment", "/*! x"},
+		{"statement in an executable comment", "SELECT 1; /*! DELETE FROM t */", mysql, "More than one statement", "/*! DELETE FROM t */"},
 		{"bad slot", "SELECT {{x-y}} FROM t", sqlite, "Invalid identifier slot", "{{x-y}}"},
 	}
 	for _, tt := range tests {
@@ -143,6 +147,7 @@ func FuzzParseQuery(f *testing.F) {
 		"SELECT * FROM t WHERE a = :a", "'x' || :y", "E'\\'' :a", "$$ :a $$ :b", "$tag$ x $tag$", "SELECT 1; SELECT 2",
 		"/* /* */ */ :a", "-- :a\n:b", "# :a\n:b", "`a:b` :c", "[a:b] :c", "{{x}} :y", "{{", "x::int :y::text", "?", "$1", "@a",
 		"'", "\"", "`", "[", "/*", "$$", ":", "::", "{{ }}", "日本 :a '語'",
+		"PRAGMA main.x = 1", "PRAGMA", "PRAGMA x.", "SELECT 1 /*!50000 INTO OUTFILE 'x' */", "/*M!", "INTO", "pg_read_file(", "\"set_config\"(",
 	} {
 		f.Add(s)
 	}
@@ -152,6 +157,16 @@ func FuzzParseQuery(f *testing.F) {
 			for _, p := range problems {
 				if p.off < 0 || p.off > p.end || p.end > len(src) {
 					t.Fatalf("%s: problem %+v out of %q", d, p, src)
+				}
+			}
+			for _, tok := range q.tokens {
+				if tok.off < 0 || tok.off >= tok.end || tok.end > len(src) {
+					t.Fatalf("%s: token %+v out of %q", d, tok, src)
+				}
+			}
+			for _, p := range readOnlyProblems(q, d) {
+				if p.off < 0 || p.off > p.end || p.end > len(src) {
+					t.Fatalf("%s: read-only problem %+v out of %q", d, p, src)
 				}
 			}
 			for _, r := range append(q.params, q.idents...) {

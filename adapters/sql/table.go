@@ -19,7 +19,7 @@ var cellEscaper = strings.NewReplacer("\n", `\n`, "\r", `\r`, "\t", `\t`)
 //	---+-------+-----
 //	 1 | Dune  | 1965
 //	(1 row)
-func textTable(columns []string, rows []any, truncated bool) string {
+func textTable(columns []string, rows []any, truncated, overBytes bool, maxBytes int) string {
 	cells := make([][]string, len(rows))
 	numeric := make([]bool, len(columns)) // right-aligned: every value a number
 	for i := range numeric {
@@ -74,6 +74,9 @@ func textTable(columns []string, rows []any, truncated bool) string {
 		line(row, numeric)
 	}
 	switch {
+	case overBytes:
+		b.WriteString("(" + plural(len(rows), "row") + " shown; the result was cut at max_bytes (" + byteSize(maxBytes) +
+			"), and a value that did not fit ends with …. Select fewer or shorter columns (substr() of long text), or fewer rows (WHERE, LIMIT))")
 	case truncated:
 		b.WriteString("(" + plural(len(rows), "row") + " shown; the query returned more, cut at max_rows)")
 	default:
@@ -112,4 +115,15 @@ func plural(n int, noun string) string {
 		return "1 " + noun
 	}
 	return strconv.Itoa(n) + " " + noun + "s"
+}
+
+// byteSize is n bytes in words: "1 MiB", "64 KiB", "1500 bytes".
+func byteSize(n int) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return strconv.Itoa(n>>20) + " MiB"
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return strconv.Itoa(n>>10) + " KiB"
+	}
+	return plural(n, "byte")
 }
