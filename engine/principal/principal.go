@@ -1,0 +1,124 @@
+// Package principal is the verified caller of one request: who it is, which
+// scopes it holds and the attributes (token claims, API key attributes) that
+// caller-bound params and the audit log read. The HTTP auth layer produces it
+// as the go-sdk's auth.TokenInfo, which the SDK hands to every request of the
+// connection (and binds legacy sessions to its UserID); the engine reads it
+// back with FromTokenInfo. A request with no principal (stdio, or HTTP with
+// auth off) is the local user and is not restricted by scopes.
+package principal
+
+import (
+	"context"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+)
+
+// Keys of auth.TokenInfo.Extra that carry mcpd's principal.
+const (
+	extraMethod = "mcpd.method" // "api_key" or "oauth"
+	extraClaims = "mcpd.claims" // map[string]any
+)
+
+// Principal is one verified caller.
+type Principal struct {
+	// Name identifies the caller: an API key's name, or a token's subject.
+	Name string
+	// Method is how it was verified: "api_key" or "oauth".
+	Method string
+	// Scopes are the scopes it was granted.
+	Scopes []string
+	// Claims are the verified token's claims, or an API key's attributes.
+	// Caller-bound params read them as claims.<name>.
+	Claims map[string]any
+}
+
+// TokenInfo encodes p for the SDK, which passes it on to every request.
+func (p *Principal) TokenInfo() *auth.TokenInfo {
+	return &auth.TokenInfo{
+		UserID: p.Method + ":" + p.Name,
+		Scopes: p.Scopes,
+		Extra:  map[string]any{extraMethod: p.Method, extraClaims: p.Claims, "name": p.Name},
+	}
+}
+
+// FromTokenInfo decodes what TokenInfo encoded; nil when ti is nil (no
+// authentication on this transport).
+func FromTokenInfo(ti *auth.TokenInfo) *Principal {
+	if ti == nil {
+		return nil
+	}
+	p := &Principal{Scopes: ti.Scopes, Name: ti.UserID}
+	if m, ok := ti.Extra[extraMethod].(string); ok {
+		p.Method = m
+	}
+	if n, ok := ti.Extra["name"].(string); ok {
+		p.Name = n
+	}
+	if c, ok := ti.Extra[extraClaims].(map[string]any); ok {
+		p.Claims = c
+	}
+	return p
+}
+
+// HasScopes reports whether p holds every scope in required. A nil
+// principal (the local user) holds all of them.
+func (p *Principal) HasScopes(required []string) bool {
+	if p == nil {
+		return true
+	}
+	for _, r := range required {
+		found := false
+		for _, s := range p.Scopes {
+			if s == r {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// Lookup reads a dotted path such as "claims.org_id" or "name" from p.
+func (p *Principal) Lookup(path string) (any, bool) {
+	if p == nil {
+		return nil, false
+	}
+	parts := strings.Split(path, ".")
+	switch parts[0] {
+	case "name":
+		return p.Name, len(parts) == 1
+	case "method":
+		return p.Method, len(parts) == 1
+	case "claims":
+		var cur any = p.Claims
+		for _, k := range parts[1:] {
+			m, ok := cur.(map[string]any)
+			if !ok {
+				return nil, false
+			}
+			if cur, ok = m[k]; !ok {
+				return nil, false
+			}
+		}
+		return cur, len(parts) > 1
+	}
+	return nil, false
+}
+
+type ctxKey struct{}
+
+// NewContext returns ctx carrying p, for code below the MCP layer
+// (adapters, audit) that has no request to read it from.
+func NewContext(ctx context.Context, p *Principal) context.Context {
+	return context.WithValue(ctx, ctxKey{}, p)
+}
+
+// FromContext returns the principal NewContext stored, or nil.
+func FromContext(ctx context.Context) *Principal {
+	p, _ := ctx.Value(ctxKey{}).(*Principal)
+	return p
+}
