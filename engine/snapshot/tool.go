@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/config"
+	"github.com/mcpd/mcpd/engine/redact"
 	"github.com/mcpd/mcpd/engine/schema"
 	"github.com/mcpd/mcpd/engine/shape"
 )
@@ -37,6 +38,7 @@ type Tool struct {
 	// needsEval is false when nothing evaluated per call references args,
 	// which saves building the HCL evaluation context.
 	needsEval bool
+	redact    *redact.Redactor // nil: no secrets
 }
 
 type result struct {
@@ -303,10 +305,14 @@ func attrDiag(a *hcl.Attribute, detail string) *hcl.Diagnostic {
 	return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid " + a.Name, Detail: detail, Subject: &rng}
 }
 
-// Call runs one call of the tool: validate, bind, call the adapter, shape.
-// Every failure, including a panic, comes back as a tool error the model can
-// read; Call itself never fails.
+// Call runs one call of the tool: validate, bind, call the adapter, shape,
+// redact. Every failure, including a panic, comes back as a tool error the
+// model can read; Call itself never fails. Secrets (see recordSecrets) are
+// replaced in the result's text, structured content and error text.
 func (t *Tool) Call(ctx context.Context, raw json.RawMessage, progress ProgressFunc) (res *mcp.CallToolResult) {
+	// Registered first, so it runs last: over every result, errors and the
+	// panic message included.
+	defer func() { res = redactResult(t.redact, res) }()
 	defer func() {
 		if r := recover(); r != nil {
 			slog.Error("panic in tool call", "tool", t.Def.Name, "panic", r, "stack", string(debug.Stack()))
