@@ -241,36 +241,57 @@ func (r *Redactor) Value(v any) any {
 	return out
 }
 
+// value returns v itself (no new interface value, no allocation) when
+// nothing in it changed.
 func (r *Redactor) value(v any) (any, bool) {
 	switch x := v.(type) {
 	case nil, bool, float64, float32, int, int64, int32, uint64, json.Number:
 		return v, false
 	case string:
-		return r.str(x)
-	case []byte:
-		if len(findSpans(r, x)) == 0 {
-			return x, false
+		if s, changed := r.str(x); changed {
+			return s, true
 		}
-		return r.Bytes(x), true
+	case []byte:
+		if len(findSpans(r, x)) > 0 {
+			return r.Bytes(x), true
+		}
 	case map[string]any:
-		return redactMap(r, x)
+		if m, changed := redactMap(r, x, r.value); changed {
+			return m, true
+		}
 	case []any:
-		return redactSlice(r, x)
+		if s, changed := redactSlice(x, r.value); changed {
+			return s, true
+		}
 	case []map[string]any:
-		return redactSlice(r, x)
+		if s, changed := redactSlice(x, r.object); changed {
+			return s, true
+		}
 	case map[string]string:
-		return redactMap(r, x)
+		if m, changed := redactMap(r, x, r.str); changed {
+			return m, true
+		}
 	case []string:
-		return redactSlice(r, x)
+		if s, changed := redactSlice(x, r.str); changed {
+			return s, true
+		}
+	default:
+		return r.reflectValue(v)
 	}
-	return r.reflectValue(v)
+	return v, false
 }
 
-func redactMap[V any](r *Redactor, m map[string]V) (any, bool) {
+func (r *Redactor) object(m map[string]any) (map[string]any, bool) {
+	return redactMap(r, m, r.value)
+}
+
+// redactMap redacts the keys and, with f, the elements of m; m is copied on
+// the first change, never modified.
+func redactMap[V any](r *Redactor, m map[string]V, f func(V) (V, bool)) (map[string]V, bool) {
 	var out map[string]V
 	for k, e := range m {
 		nk, keyChanged := r.str(k)
-		ne, changed := r.value(e)
+		ne, changed := f(e)
 		if !changed && !keyChanged {
 			continue
 		}
@@ -281,7 +302,7 @@ func redactMap[V any](r *Redactor, m map[string]V) (any, bool) {
 			}
 		}
 		delete(out, k)
-		out[nk] = ne.(V)
+		out[nk] = ne
 	}
 	if out == nil {
 		return m, false
@@ -289,17 +310,19 @@ func redactMap[V any](r *Redactor, m map[string]V) (any, bool) {
 	return out, true
 }
 
-func redactSlice[V any](r *Redactor, s []V) (any, bool) {
+// redactSlice redacts the elements of s with f; s is copied on the first
+// change, never modified.
+func redactSlice[V any](s []V, f func(V) (V, bool)) ([]V, bool) {
 	var out []V
 	for i, e := range s {
-		ne, changed := r.value(e)
+		ne, changed := f(e)
 		if !changed {
 			continue
 		}
 		if out == nil {
 			out = slices.Clone(s)
 		}
-		out[i] = ne.(V)
+		out[i] = ne
 	}
 	if out == nil {
 		return s, false
@@ -405,7 +428,12 @@ func decodedSpans[T text](r *Redactor, s T, spans []span) []span {
 		buf  [utf8.UTFMax]byte
 	)
 	for i := 0; i < len(s); {
-		k, next := decodeAt(s, i, &buf)
+		k, next := 1, i+1
+		if c := s[i]; c == '\\' || c == '%' {
+			k, next = decodeAt(s, i, &buf)
+		} else {
+			buf[0] = c
+		}
 		for j := 0; j < k; j++ {
 			w = w<<8 | uint32(buf[j])
 			ring[n&3] = origin{i, j}

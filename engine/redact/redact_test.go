@@ -177,6 +177,11 @@ func TestNoAllocWithoutSecret(t *testing.T) {
 	if n := testing.AllocsPerRun(100, func() { r.String(text) }); n != 0 {
 		t.Errorf("String of clean text allocated %v times", n)
 	}
+	value := map[string]any{"id": 42.0, "tags": []any{"a", "b", text}, "rows": []map[string]any{{"k": "v"}},
+		"h": map[string]string{"a": "b"}, "s": []string{"x"}}
+	if n := testing.AllocsPerRun(100, func() { r.Value(value) }); n != 0 {
+		t.Errorf("Value of a clean value allocated %v times", n)
+	}
 }
 
 func FuzzString(f *testing.F) {
