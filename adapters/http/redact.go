@@ -5,10 +5,7 @@ import (
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
-	"github.com/hashicorp/hcl/v2/hclsyntax"
-	"github.com/zclconf/go-cty/cty"
 
-	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/funcs"
 	"github.com/mcpd/mcpd/engine/redact"
 )
@@ -76,35 +73,15 @@ func (s secrets) redactBytes(b []byte) []byte { return s.r.Bytes(b) }
 // after decoding, escapes the raw bytes hid are plain text.
 func (s secrets) redactValue(v any) any { return s.r.Value(v) }
 
-// collectSecrets walks expr for calls of env(), file() and filebase64(),
-// evaluates each now and records its value as a secret. Their arguments are
-// known at load time (Scope.Check refuses any that depend on the call), and
-// evaluation errors are left to the attribute's own evaluation.
+// collectSecrets records the values that env(), file() and filebase64()
+// read in expr, the same way the engine records them for the whole config
+// (funcs.RecordingTable; an env() default is not a secret). Their arguments
+// are known at load time (Scope.Check refuses any that depend on the call),
+// and evaluation errors are left to the attribute's own evaluation.
 func collectSecrets(d *decoder, expr hcl.Expression, out *secrets) {
-	se, ok := expr.(hclsyntax.Expression)
-	if !ok {
-		return
-	}
-	hclsyntax.VisitAll(se, func(n hclsyntax.Node) hcl.Diagnostics {
-		call, ok := n.(*hclsyntax.FunctionCallExpr)
-		if !ok || !funcs.IsSecretFunc(call.Name) {
-			return nil
-		}
-		for _, arg := range call.Args {
-			if !adapter.IsStatic(arg) {
-				return nil
-			}
-		}
-		v, diags := call.Value(d.scope.EvalContext())
-		if diags.HasErrors() {
-			return nil
-		}
-		v, _ = v.UnmarkDeep()
-		if !v.IsNull() && v.IsWhollyKnown() && v.Type() == cty.String {
-			out.add(v.AsString())
-		}
-		return nil
-	})
+	var set redact.Set
+	funcs.EvalSecretCalls(expr, &hcl.EvalContext{Functions: funcs.RecordingTable(d.scope.Dir, &set)})
+	out.vals = append(out.vals, set.Values()...)
 }
 
 // collectHeaderSecrets records the literal values of sensitive headers in a

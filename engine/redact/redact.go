@@ -53,7 +53,8 @@ const MaxLen = 16 << 10
 type Set struct {
 	mu     sync.Mutex
 	vals   map[string]struct{}
-	cached *Redactor
+	cached *Redactor // nil when there is nothing to redact
+	built  bool      // cached is up to date
 }
 
 // Add records v, without surrounding white space (a token file's final
@@ -75,7 +76,7 @@ func (s *Set) Add(v string) {
 		s.vals = map[string]struct{}{}
 	}
 	s.vals[v] = struct{}{}
-	s.cached = nil
+	s.built = false
 }
 
 // Len is the number of secrets recorded.
@@ -88,20 +89,35 @@ func (s *Set) Len() int {
 	return len(s.vals)
 }
 
+// Values returns the values recorded, in no particular order.
+func (s *Set) Values() []string {
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	vals := make([]string, 0, len(s.vals))
+	for v := range s.vals {
+		vals = append(vals, v)
+	}
+	return vals
+}
+
 // Redactor returns the redactor of the values recorded so far, building it
-// once per change. A nil or empty Set gives a Redactor that changes nothing.
+// once per change. A nil or empty Set gives a nil Redactor, which changes
+// nothing.
 func (s *Set) Redactor() *Redactor {
 	if s == nil {
 		return nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.cached == nil {
+	if !s.built {
 		vals := make([]string, 0, len(s.vals))
 		for v := range s.vals {
 			vals = append(vals, v)
 		}
-		s.cached = New(vals)
+		s.cached, s.built = New(vals), true
 	}
 	return s.cached
 }

@@ -102,6 +102,11 @@ func TestNilAndEmpty(t *testing.T) {
 	if s.Redactor() != nil {
 		t.Error("nil Set gave a redactor")
 	}
+	var empty Set
+	empty.Add("short")
+	if empty.Redactor() != nil || empty.Redactor().String("x") != "x" {
+		t.Error("an empty Set gave a redactor")
+	}
 }
 
 func TestSet(t *testing.T) {
