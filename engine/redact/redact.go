@@ -19,8 +19,8 @@
 // hashed) are not found. Each occurrence becomes Mark.
 //
 // The matcher is built once per load: every pattern is indexed by its first
-// four bytes in a 65536-bit filter, so a scan is one shift, multiply and bit
-// test per byte, and text without secrets is returned as it is, without
+// four bytes in a bit filter, so a scan is one shift, multiply and bit test
+// per byte, and text without secrets is returned as it is, without
 // allocating.
 package redact
 
@@ -125,17 +125,19 @@ func (s *Set) Redactor() *Redactor {
 // A Redactor finds secrets in text and replaces them with Mark. It is
 // immutable and safe for concurrent use. A nil *Redactor changes nothing.
 type Redactor struct {
-	filter *[filterWords]uint64
+	// filter has a bit per hashed first four bytes of a pattern: sized for
+	// about one pattern in 64 bits, so that most bytes of a text cost a
+	// bit test and no map lookup.
+	filter []uint64
+	shift  uint32 // 32 - log2(len(filter)*64)
 	// byGram holds the patterns by their first four bytes, longest first.
 	byGram map[uint32][]string
 }
 
-const (
-	filterBits  = 16
-	filterWords = 1 << filterBits / 64
-)
-
-func gramHash(w uint32) uint32 { return (w * 0x9E3779B1) >> (32 - filterBits) }
+func (r *Redactor) maybe(w uint32) bool {
+	h := (w * 0x9E3779B1) >> r.shift
+	return r.filter[h>>6]&(1<<(h&63)) != 0
+}
 
 // New builds a redactor for secrets; values outside [MinLen, MaxLen] are
 // ignored. It returns nil when there is nothing to redact.
@@ -156,10 +158,14 @@ func New(secrets []string) *Redactor {
 	if len(pats) == 0 {
 		return nil
 	}
-	r := &Redactor{filter: new([filterWords]uint64), byGram: map[uint32][]string{}}
+	bits := uint32(10) // 1024 bits at least, 65536 at most
+	for bits < 16 && 1<<bits < 64*len(pats) {
+		bits++
+	}
+	r := &Redactor{filter: make([]uint64, 1<<bits/64), shift: 32 - bits, byGram: map[uint32][]string{}}
 	for _, p := range pats {
 		w := uint32(p[0])<<24 | uint32(p[1])<<16 | uint32(p[2])<<8 | uint32(p[3])
-		h := gramHash(w)
+		h := (w * 0x9E3779B1) >> r.shift
 		r.filter[h>>6] |= 1 << (h & 63)
 		r.byGram[w] = append(r.byGram[w], p)
 	}
@@ -415,7 +421,7 @@ func rawSpans[T text](r *Redactor, s T, spans []span) []span {
 	w := uint32(s[0])<<16 | uint32(s[1])<<8 | uint32(s[2])
 	for i := 3; i < len(s); i++ {
 		w = w<<8 | uint32(s[i])
-		if h := gramHash(w); r.filter[h>>6]&(1<<(h&63)) == 0 {
+		if !r.maybe(w) {
 			continue
 		}
 		from := i - 3
@@ -457,7 +463,7 @@ func decodedSpans[T text](r *Redactor, s T, spans []span) []span {
 			if n < 4 {
 				continue
 			}
-			if h := gramHash(w); r.filter[h>>6]&(1<<(h&63)) == 0 {
+			if !r.maybe(w) {
 				continue
 			}
 			start := ring[n&3] // the oldest of the last four
