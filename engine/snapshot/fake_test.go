@@ -147,6 +147,9 @@ func (h *fakeHandler) Call(ctx context.Context, req *adapter.Request) (*adapter.
 		return &adapter.Output{Vars: map[string]any{"body": said}, Text: said, Structured: map[string]any{"said": said, said: "as a key"}}, nil
 	case "say_error":
 		return nil, fmt.Errorf("backend said %s", said)
+	case "say_progress":
+		req.Progress(1, 1, said)
+		return &adapter.Output{Text: "done"}, nil
 	case "say_media":
 		return &adapter.Output{Media: []adapter.Media{{MIMEType: "image/png", Data: []byte(said)}}}, nil
 	case "echo":

@@ -52,6 +52,14 @@ tool "say_media" {
   }
 }
 
+tool "say_progress" {
+  description = "Reports the secret as a progress message."
+  fake {
+    mode = "say_progress"
+    say  = "at ${env("SNAP_SECRET")}"
+  }
+}
+
 tool "declarative" {
   description = "Shows a secret and the prompt file: only the secret goes."
   result {
@@ -136,6 +144,12 @@ func TestRedactSecrets(t *testing.T) {
 	res := tool(t, s, "say_media").Call(ctx, json.RawMessage(`{}`), nil)
 	if img, ok := res.Content[0].(*mcp.ImageContent); !ok || string(img.Data) != secret {
 		t.Errorf("media changed: %+v", res.Content[0])
+	}
+
+	var messages []string
+	tool(t, s, "say_progress").Call(ctx, json.RawMessage(`{}`), func(_, _ float64, msg string) { messages = append(messages, msg) })
+	if len(messages) != 1 || messages[0] != "at [redacted]" {
+		t.Errorf("progress messages = %q", messages)
 	}
 
 	rr, found, err := s.ReadResource(ctx, "secret://said")

@@ -321,6 +321,11 @@ func (t *Tool) Call(ctx context.Context, raw json.RawMessage, progress ProgressF
 	}()
 	if progress == nil {
 		progress = func(float64, float64, string) {}
+	} else if r := t.redact; r != nil {
+		// Progress messages can come from a program's output (the shell
+		// adapter's progress block): they reach the client too.
+		report := progress
+		progress = func(p, total float64, msg string) { report(p, total, r.String(msg)) }
 	}
 	args, err := t.validator.Validate(raw)
 	if err != nil {
