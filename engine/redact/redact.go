@@ -130,6 +130,7 @@ type Redactor struct {
 	// bit test and no map lookup.
 	filter []uint64
 	shift  uint32 // 32 - log2(len(filter)*64)
+	maxLen int    // of the longest pattern
 	// byGram holds the patterns by their first four bytes, longest first.
 	byGram map[uint32][]string
 }
@@ -164,6 +165,7 @@ func New(secrets []string) *Redactor {
 	}
 	r := &Redactor{filter: make([]uint64, 1<<bits/64), shift: 32 - bits, byGram: map[uint32][]string{}}
 	for _, p := range pats {
+		r.maxLen = max(r.maxLen, len(p))
 		w := uint32(p[0])<<24 | uint32(p[1])<<16 | uint32(p[2])<<8 | uint32(p[3])
 		h := (w * 0x9E3779B1) >> r.shift
 		r.filter[h>>6] |= 1 << (h & 63)
@@ -441,29 +443,58 @@ type origin struct{ off, skip int }
 
 // decodedSpans finds the patterns in the text with its JSON escapes and
 // percent-encodings undone, and reports them in the text's own offsets,
-// covering whole escapes.
+// covering whole escapes. A find without an escape in it is a raw find
+// too, so only the regions around escapes are decoded: from maxLen-1 bytes
+// before an escape to maxLen plain bytes after the last one.
 func decodedSpans[T text](r *Redactor, s T, spans []span) []span {
+	for i := 0; ; {
+		e := nextEscape(s, i)
+		if e < 0 {
+			return spans
+		}
+		// From maxLen-1 bytes before e: plain bytes, as more than maxLen
+		// plain bytes ended the previous region.
+		spans, i = decodedRegion(r, s, max(0, e-r.maxLen+1), spans)
+	}
+}
+
+func nextEscape[T text](s T, from int) int {
+	for i := from; i < len(s); i++ {
+		if s[i] == '\\' || s[i] == '%' {
+			return i
+		}
+	}
+	return -1
+}
+
+// decodedRegion scans the decoded text from i, a boundary between escapes,
+// until maxLen plain bytes have followed the last escape; it returns the
+// finds and where it stopped, also a boundary.
+func decodedRegion[T text](r *Redactor, s T, i int, spans []span) ([]span, int) {
 	var (
-		w    uint32
-		n    int
-		ring [4]origin
-		buf  [utf8.UTFMax]byte
+		w     uint32
+		n     int
+		plain int
+		ring  [4]origin
+		buf   [utf8.UTFMax]byte
 	)
-	for i := 0; i < len(s); {
+	for i < len(s) {
 		k, next := 1, i+1
 		if c := s[i]; c == '\\' || c == '%' {
 			k, next = decodeAt(s, i, &buf)
 		} else {
 			buf[0] = c
 		}
+		if next-i > 1 {
+			plain = 0
+		} else if plain++; plain > r.maxLen {
+			return spans, i
+		}
 		for j := 0; j < k; j++ {
 			w = w<<8 | uint32(buf[j])
 			ring[n&3] = origin{i, j}
 			n++
-			if n < 4 {
-				continue
-			}
-			if !r.maybe(w) {
+			if n < 4 || !r.maybe(w) {
 				continue
 			}
 			start := ring[n&3] // the oldest of the last four
@@ -476,7 +507,7 @@ func decodedSpans[T text](r *Redactor, s T, spans []span) []span {
 		}
 		i = next
 	}
-	return spans
+	return spans, i
 }
 
 // decodedPrefixAt reports whether the decoded text from start begins with

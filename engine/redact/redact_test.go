@@ -210,3 +210,18 @@ func mustJSON(s string) string {
 	}
 	return string(b)
 }
+
+// A secret with an escape is found whatever the distance to the escape
+// before it (decoding works on regions around escapes).
+func TestDecodedRegions(t *testing.T) {
+	r := New([]string{"abcdefgh12345"})
+	for d := 0; d < 80; d++ {
+		for _, first := range []string{`\n`, `%20`, `\u00e4`} {
+			in := first + strings.Repeat("y", d) + `abcdefgh\u0031` + "2345" + strings.Repeat("z", d%7)
+			want := first + strings.Repeat("y", d) + Mark + strings.Repeat("z", d%7)
+			if got := r.String(in); got != want {
+				t.Fatalf("d=%d: %q became %q", d, in, got)
+			}
+		}
+	}
+}
