@@ -26,9 +26,9 @@ func Table(dir string) map[string]function.Function {
 }
 
 // RecordingTable is Table whose env(), file() and filebase64() record every
-// value they read in secrets, so that it can be redacted
-// from what the model sees. A default given to env() is not recorded: it is
-// written in the config, not read. A nil secrets records nothing.
+// value they read in secrets, so that it can be redacted from what the
+// model sees. A default given to env() is not recorded: it is written in the
+// config, not read. A nil secrets records nothing.
 func RecordingTable(dir string, secrets *redact.Set) map[string]function.Function {
 	return map[string]function.Function{
 		"env":           envFunc(secrets),
@@ -113,9 +113,9 @@ func fileFunc(dir string, asBase64 bool, secrets *redact.Set) function.Function 
 				return cty.NilVal, fmt.Errorf("reading %s: %w", p, unwrapPathError(err))
 			}
 			if asBase64 {
-				// The content itself too: a text file read this way may
-				// still be echoed as text. (Its base64 form is matched by
-				// the redactor from the content.)
+				// The content too: a text file read this way may still be
+				// echoed as text. The encoding is recorded as it is because
+				// the content is trimmed when recorded.
 				secrets.Add(string(data))
 				enc := base64.StdEncoding.EncodeToString(data)
 				secrets.Add(enc)
