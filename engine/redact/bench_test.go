@@ -12,6 +12,7 @@ var benchSecrets = []string{"ghp_0123456789abcdefABCDEF0123456789abcd", "sk-live
 func BenchmarkString(b *testing.B) {
 	r := New(benchSecrets)
 	for _, bm := range []struct{ name, text string }{
+		{"static_26B", "This is a static response."},
 		{"plain_1KiB", strings.Repeat("The quick brown fox jumps over the lazy dog. ", 23)},
 		{"json_escaped_1KiB", strings.Repeat(`{"url":"https:\/\/x.example\/a?b=1%20c","n":1},`, 22)},
 		{"plain_64KiB", strings.Repeat("The quick brown fox jumps over the lazy dog. ", 1490)},
@@ -31,5 +32,19 @@ func BenchmarkNew(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		New(benchSecrets)
+	}
+}
+
+// The structured result of a tool: an object with a hundred short strings.
+func BenchmarkValue(b *testing.B) {
+	r := New(benchSecrets)
+	tags := make([]any, 100)
+	for i := range tags {
+		tags[i] = "some-tag-value"
+	}
+	v := map[string]any{"id": 42.0, "even": true, "tags": tags}
+	b.ReportAllocs()
+	for b.Loop() {
+		r.Value(v)
 	}
 }

@@ -386,8 +386,8 @@ func findSpans[T text](r *Redactor, s T) []span {
 	if len(s) < 4 {
 		return nil
 	}
-	spans := rawSpans(r, s, nil)
-	if indexByte(s, '\\') >= 0 || indexByte(s, '%') >= 0 {
+	spans, esc := rawSpans(r, s, nil)
+	if esc {
 		n := len(spans)
 		spans = decodedSpans(r, s, spans)
 		if n > 0 && len(spans) > n {
@@ -395,15 +395,6 @@ func findSpans[T text](r *Redactor, s T) []span {
 		}
 	}
 	return merge(spans)
-}
-
-func indexByte[T text](s T, c byte) int {
-	for i := 0; i < len(s); i++ {
-		if s[i] == c {
-			return i
-		}
-	}
-	return -1
 }
 
 func hasPrefixAt[T text](s T, at int, p string) bool {
@@ -418,12 +409,18 @@ func hasPrefixAt[T text](s T, at int, p string) bool {
 	return true
 }
 
-// rawSpans finds the patterns as they are.
-func rawSpans[T text](r *Redactor, s T, spans []span) []span {
-	w := uint32(s[0])<<16 | uint32(s[1])<<8 | uint32(s[2])
-	for i := 3; i < len(s); i++ {
-		w = w<<8 | uint32(s[i])
-		if !r.maybe(w) {
+// rawSpans finds the patterns as they are, and reports whether s holds a
+// backslash or a percent sign, which start the escapes decodedSpans undoes.
+func rawSpans[T text](r *Redactor, s T, spans []span) ([]span, bool) {
+	var w uint32
+	esc := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == '\\' || c == '%' {
+			esc = true
+		}
+		w = w<<8 | uint32(c)
+		if i < 3 || !r.maybe(w) {
 			continue
 		}
 		from := i - 3
@@ -434,7 +431,7 @@ func rawSpans[T text](r *Redactor, s T, spans []span) []span {
 			}
 		}
 	}
-	return spans
+	return spans, esc
 }
 
 // origin locates one decoded byte in the text: the escape (or plain byte)
