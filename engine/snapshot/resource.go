@@ -235,7 +235,7 @@ func (s *source) read(ctx context.Context, uri, mimeType string, args map[string
 	}()
 	defer func() {
 		if r := recover(); r != nil {
-			slog.Error("panic reading resource", "resource", s.name, "panic", r, "stack", string(debug.Stack()))
+			slog.Error("panic reading resource", "resource", s.name, "panic", s.redact.String(fmt.Sprint(r)), "stack", string(debug.Stack()))
 			res, err = nil, fmt.Errorf("internal error reading %s", uri)
 		}
 	}()

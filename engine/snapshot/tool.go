@@ -315,7 +315,7 @@ func (t *Tool) Call(ctx context.Context, raw json.RawMessage, progress ProgressF
 	defer func() { res = redactResult(t.redact, res) }()
 	defer func() {
 		if r := recover(); r != nil {
-			slog.Error("panic in tool call", "tool", t.Def.Name, "panic", r, "stack", string(debug.Stack()))
+			slog.Error("panic in tool call", "tool", t.Def.Name, "panic", t.redact.String(fmt.Sprint(r)), "stack", string(debug.Stack()))
 			res = toolError(fmt.Sprintf("internal error in tool %s; the server log has details", t.Def.Name))
 		}
 	}()
