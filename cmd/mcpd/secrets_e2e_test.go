@@ -71,6 +71,20 @@ tool "creds" {
   }
 }
 
+resource "token_file" {
+  uri = "secret://printed"
+  shell {
+    command = ["/bin/sh", "-c", "printf 'token=%%s' \"$TOKEN\""]
+    env     = { TOKEN = env("E2E_SECRET_TOKEN") }
+  }
+}
+
+prompt "deploy" {
+  message {
+    text = "Deploy with ${env("E2E_SECRET_TOKEN")}."
+  }
+}
+
 tool "literal" {
   description = "Selects the secret as a literal."
   sql {
@@ -104,8 +118,8 @@ func echoBackend(t *testing.T) *httptest.Server {
 	return srv
 }
 
-// No tool result of any adapter carries the env() secret, in any form, over
-// a real stdio session with the real binary.
+// No tool result of any adapter, resource read or prompt carries the env()
+// secret, in any form, over a real stdio session with the real binary.
 func TestSecretsNeverReachTheModel(t *testing.T) {
 	srv := echoBackend(t)
 	dir := configDir(t, map[string]string{"tools.hcl": fmt.Sprintf(secretsConfig, srv.URL)})
@@ -135,6 +149,15 @@ func TestSecretsNeverReachTheModel(t *testing.T) {
 		{"creds", false, "[redacted]"},
 		{"literal", false, "[redacted]"},
 	}
+	rr, err := cs.ReadResource(bounded(t), &mcp.ReadResourceParams{URI: "secret://printed"})
+	if err != nil || len(rr.Contents) != 1 || rr.Contents[0].Text != "token=[redacted]" {
+		t.Errorf("resource: %v %+v", err, rr)
+	}
+	pr, err := cs.GetPrompt(bounded(t), &mcp.GetPromptParams{Name: "deploy"})
+	if err != nil || len(pr.Messages) != 1 || pr.Messages[0].Content.(*mcp.TextContent).Text != "Deploy with [redacted]." {
+		t.Errorf("prompt: %v %+v", err, pr)
+	}
+
 	for _, tc := range tests {
 		t.Run(tc.tool, func(t *testing.T) {
 			res, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: tc.tool, Arguments: map[string]any{}})
