@@ -136,7 +136,7 @@ func (a *Adapter) CompileTool(b *adapter.ToolBlock) (adapter.Handler, hcl.Diagno
 		h.baseQuery = be.cfg.query
 		h.timeout = be.cfg.timeout
 		h.retry = be.cfg.retry
-		sec = append(sec, be.cfg.secrets...)
+		sec.vals = append(sec.vals, be.cfg.secrets.vals...)
 	} else {
 		h.client = a.sharedClient()
 	}

@@ -76,7 +76,7 @@ func (h *handler) Call(ctx context.Context, req *adapter.Request) (*adapter.Outp
 	if err != nil {
 		return fail("%s %s: request not sent: %v", h.method, display, err)
 	}
-	if len(callSecrets) > 0 {
+	if len(callSecrets.vals) > 0 {
 		sec = sec.merge(callSecrets)
 	}
 	body, err := h.body.eval(req.Eval)
@@ -153,20 +153,20 @@ func (h *handler) buildHeaders(req *adapter.Request) (http.Header, secrets, erro
 		hdr[k] = v
 	}
 	if h.headers == nil {
-		return hdr, nil, nil
+		return hdr, secrets{}, nil
 	}
 	tool, err := h.headers.eval(req.Eval)
 	if err != nil {
-		return nil, nil, err
+		return nil, secrets{}, err
 	}
 	var sec secrets
 	for name, vals := range tool {
 		if msg := checkHeaderName(name); msg != "" {
-			return nil, nil, fmt.Errorf("headers: %s", msg)
+			return nil, secrets{}, fmt.Errorf("headers: %s", msg)
 		}
 		for _, v := range vals {
 			if msg := checkHeaderValue(name, v); msg != "" {
-				return nil, nil, fmt.Errorf("headers: %s", msg)
+				return nil, secrets{}, fmt.Errorf("headers: %s", msg)
 			}
 		}
 		ck := http.CanonicalHeaderKey(name)
@@ -176,6 +176,9 @@ func (h *handler) buildHeaders(req *adapter.Request) (http.Header, secrets, erro
 				sec.add(v)
 			}
 		}
+	}
+	if len(sec.vals) == 0 {
+		return hdr, sec, nil
 	}
 	return hdr, sec.finish(), nil
 }
@@ -445,12 +448,11 @@ func (h *handler) output(res *response, sec secrets, display string) (*adapter.O
 		out.Media = []adapter.Media{{MIMEType: mt, Data: body}}
 		return out, nil
 	}
-	if len(sec) > 0 {
-		body = sec.redactBytes(bytes.Clone(body))
-	}
+	body = sec.redactBytes(body)
 	if !res.truncated && (isJSONType(mt) || (sniffable(mt) && looksLikeJSON(body))) {
 		var v any
 		if err := json.Unmarshal(body, &v); err == nil {
+			v = sec.redactValue(v)
 			vars["body"] = v
 			switch x := v.(type) {
 			case map[string]any:

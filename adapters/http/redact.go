@@ -1,16 +1,13 @@
 package httpadapter
 
 import (
-	"bytes"
 	"net/http"
-	"sort"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
-	"github.com/hashicorp/hcl/v2/hclsyntax"
-	"github.com/zclconf/go-cty/cty"
 
-	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/funcs"
+	"github.com/mcpd/mcpd/engine/redact"
 )
 
 // Secrets are the values that env(), file() and filebase64() produce in a
@@ -19,26 +16,29 @@ import (
 // name the method and the URL without its query string, never header
 // values); as a second line of defence, a secret that an upstream echoes
 // back (in an error page, say) is replaced by "[redacted]" in the errors,
-// text, body and headers the adapter returns.
+// text, body (before and after JSON decoding) and headers the adapter
+// returns, in every encoding package redact knows.
 
-const redactedMark = "[redacted]"
-
-// minSecretLen is the shortest value redacted: shorter values (a "1" from
-// env("DEBUG")) would mangle unrelated text and reveal little.
-const minSecretLen = 6
-
-type secrets []string
+// secrets are one handler's (or one call's) secret values and the redactor
+// built from them, in the engine's one redaction package: the adapter
+// redacts early, before a value reaches result expressions, and the engine
+// redacts again everything that leaves a tool.
+type secrets struct {
+	vals []string
+	r    *redact.Redactor // nil until finish, or when there is nothing to redact
+}
 
 // add records a secret value, and each space-separated word of it (so that
-// the token of "Bearer <token>" is redacted on its own).
+// the token of "Bearer <token>" is redacted on its own). Values shorter than
+// redact.MinLen are ignored by the redactor.
 func (s *secrets) add(v string) {
 	v = strings.TrimSpace(v)
-	if len(v) >= minSecretLen && !authSchemes[strings.ToLower(v)] {
-		*s = append(*s, v)
+	if len(v) >= redact.MinLen && !authSchemes[strings.ToLower(v)] {
+		s.vals = append(s.vals, v)
 	}
 	for _, w := range strings.Fields(v) {
-		if len(w) >= minSecretLen && w != v && !authSchemes[strings.ToLower(w)] {
-			*s = append(*s, w)
+		if len(w) >= redact.MinLen && w != v && !authSchemes[strings.ToLower(w)] {
+			s.vals = append(s.vals, w)
 		}
 	}
 }
@@ -50,82 +50,38 @@ var authSchemes = map[string]bool{
 	"api-key": true, "negotiate": true, "hmac-sha256": true, "aws4-hmac-sha256": true,
 }
 
-// finish sorts longest first, so that a value is replaced before the words
-// it contains, and removes duplicates.
+// finish builds the redactor.
 func (s secrets) finish() secrets {
-	sort.Slice(s, func(i, j int) bool {
-		if len(s[i]) != len(s[j]) {
-			return len(s[i]) > len(s[j])
-		}
-		return s[i] < s[j]
-	})
-	out := s[:0]
-	for i, v := range s {
-		if i == 0 || v != s[i-1] {
-			out = append(out, v)
-		}
-	}
-	return out
+	s.r = redact.New(s.vals)
+	return s
 }
 
 func (s secrets) merge(o secrets) secrets {
-	if len(o) == 0 {
+	if len(o.vals) == 0 {
 		return s
 	}
-	all := make(secrets, 0, len(s)+len(o))
-	all = append(append(all, s...), o...)
-	return all.finish()
+	all := make([]string, 0, len(s.vals)+len(o.vals))
+	return secrets{vals: append(append(all, s.vals...), o.vals...)}.finish()
 }
 
-func (s secrets) redact(text string) string {
-	for _, v := range s {
-		if strings.Contains(text, v) {
-			text = strings.ReplaceAll(text, v, redactedMark)
-		}
-	}
-	return text
-}
+func (s secrets) redact(text string) string { return s.r.String(text) }
 
-func (s secrets) redactBytes(b []byte) []byte {
-	for _, v := range s {
-		if bytes.Contains(b, []byte(v)) {
-			b = bytes.ReplaceAll(b, []byte(v), []byte(redactedMark))
-		}
-	}
-	return b
-}
+// redactBytes returns b, or a redacted copy; b itself is never modified.
+func (s secrets) redactBytes(b []byte) []byte { return s.r.Bytes(b) }
 
-var secretFuncs = map[string]bool{"env": true, "file": true, "filebase64": true}
+// redactValue redacts every string of a decoded JSON value, keys included:
+// after decoding, escapes the raw bytes hid are plain text.
+func (s secrets) redactValue(v any) any { return s.r.Value(v) }
 
-// collectSecrets walks expr for calls of env(), file() and filebase64(),
-// evaluates each now and records its value as a secret. Their arguments are
-// known at load time (Scope.Check refuses any that depend on the call), and
-// evaluation errors are left to the attribute's own evaluation.
+// collectSecrets records the values that env(), file() and filebase64()
+// read in expr, the same way the engine records them for the whole config
+// (funcs.RecordingTable; an env() default is not a secret). Their arguments
+// are known at load time (Scope.Check refuses any that depend on the call),
+// and evaluation errors are left to the attribute's own evaluation.
 func collectSecrets(d *decoder, expr hcl.Expression, out *secrets) {
-	se, ok := expr.(hclsyntax.Expression)
-	if !ok {
-		return
-	}
-	hclsyntax.VisitAll(se, func(n hclsyntax.Node) hcl.Diagnostics {
-		call, ok := n.(*hclsyntax.FunctionCallExpr)
-		if !ok || !secretFuncs[call.Name] {
-			return nil
-		}
-		for _, arg := range call.Args {
-			if !adapter.IsStatic(arg) {
-				return nil
-			}
-		}
-		v, diags := call.Value(d.scope.EvalContext())
-		if diags.HasErrors() {
-			return nil
-		}
-		v, _ = v.UnmarkDeep()
-		if !v.IsNull() && v.IsWhollyKnown() && v.Type() == cty.String {
-			out.add(v.AsString())
-		}
-		return nil
-	})
+	var set redact.Set
+	funcs.EvalSecretCalls(expr, &hcl.EvalContext{Functions: funcs.RecordingTable(d.scope.Dir, &set)})
+	out.vals = append(out.vals, set.Values()...)
 }
 
 // collectHeaderSecrets records the literal values of sensitive headers in a

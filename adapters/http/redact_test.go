@@ -2,6 +2,7 @@ package httpadapter
 
 import (
 	"net/http"
+	"reflect"
 	"testing"
 )
 
@@ -18,6 +19,11 @@ func TestRedact(t *testing.T) {
 		"token abcdefgh12345 alone":           "token [redacted] alone",
 		"short stays":                         "short stays",
 		"Basic dXNlcjpwYXNz and dXNlcjpwYXNz": "[redacted] and [redacted]",
+		// Echoed JSON-escaped (PHP writes \/ and \u00XX), percent-encoded
+		// or base64-encoded.
+		`{"t":"abcdefgh\u0031\u0032345"}`: `{"t":"[redacted]"}`,
+		"?token=abcdefgh%312345":          "?token=[redacted]",
+		"YWJjZGVmZ2gxMjM0NQ==":            "[redacted]",
 	}
 	for in, want := range tests {
 		if got := s.redact(in); got != want {
@@ -61,5 +67,18 @@ func TestRedirectPolicy(t *testing.T) {
 	}
 	if err := sameOriginRedirects(req("https://api.example.com/c"), via); err == nil {
 		t.Errorf("redirect %d was followed", maxRedirects+1)
+	}
+}
+
+// A decoded JSON body is redacted again, keys included: what \/ or \u0041
+// hid from the bytes is plain text after decoding.
+func TestRedactValue(t *testing.T) {
+	var s secrets
+	s.add("tok/en-123456")
+	s = s.finish()
+	got := s.redactValue(map[string]any{"tok/en-123456": []any{"x tok/en-123456"}})
+	want := map[string]any{"[redacted]": []any{"x [redacted]"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %v, want %v", got, want)
 	}
 }

@@ -15,15 +15,25 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/function"
 	"github.com/zclconf/go-cty/cty/function/stdlib"
+
+	"github.com/mcpd/mcpd/engine/redact"
 )
 
 // Table returns the functions available to expressions in a file whose
 // directory is dir.
 func Table(dir string) map[string]function.Function {
+	return RecordingTable(dir, nil)
+}
+
+// RecordingTable is Table whose env(), file() and filebase64() record every
+// value they read in secrets, so that it can be redacted from what the
+// model sees. A default given to env() is not recorded: it is written in the
+// config, not read. A nil secrets records nothing.
+func RecordingTable(dir string, secrets *redact.Set) map[string]function.Function {
 	return map[string]function.Function{
-		"env":           envFunc,
-		"file":          fileFunc(dir, false),
-		"filebase64":    fileFunc(dir, true),
+		"env":           envFunc(secrets),
+		"file":          fileFunc(dir, false, secrets),
+		"filebase64":    fileFunc(dir, true, secrets),
 		"base64encode":  base64EncodeFunc,
 		"base64decode":  base64DecodeFunc,
 		"urlencode":     urlEncodeFunc,
@@ -65,31 +75,34 @@ func Table(dir string) map[string]function.Function {
 // env("NAME") returns the variable's value and fails when it is not set;
 // env("NAME", "default") returns the default instead. The error never
 // contains a value, only the name.
-var envFunc = function.New(&function.Spec{
-	Params:   []function.Parameter{{Name: "name", Type: cty.String}},
-	VarParam: &function.Parameter{Name: "default", Type: cty.String},
-	Type:     function.StaticReturnType(cty.String),
-	RefineResult: func(b *cty.RefinementBuilder) *cty.RefinementBuilder {
-		return b.NotNull()
-	},
-	Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
-		name := args[0].AsString()
-		if len(args) > 2 {
-			return cty.NilVal, fmt.Errorf("env takes a name and at most one default")
-		}
-		if v, ok := os.LookupEnv(name); ok {
-			return cty.StringVal(v), nil
-		}
-		if len(args) == 2 {
-			return args[1], nil
-		}
-		return cty.NilVal, fmt.Errorf("environment variable %s is not set", name)
-	},
-})
+func envFunc(secrets *redact.Set) function.Function {
+	return function.New(&function.Spec{
+		Params:   []function.Parameter{{Name: "name", Type: cty.String}},
+		VarParam: &function.Parameter{Name: "default", Type: cty.String},
+		Type:     function.StaticReturnType(cty.String),
+		RefineResult: func(b *cty.RefinementBuilder) *cty.RefinementBuilder {
+			return b.NotNull()
+		},
+		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+			name := args[0].AsString()
+			if len(args) > 2 {
+				return cty.NilVal, fmt.Errorf("env takes a name and at most one default")
+			}
+			if v, ok := os.LookupEnv(name); ok {
+				secrets.Add(v)
+				return cty.StringVal(v), nil
+			}
+			if len(args) == 2 {
+				return args[1], nil
+			}
+			return cty.NilVal, fmt.Errorf("environment variable %s is not set", name)
+		},
+	})
+}
 
 // fileFunc reads a file relative to dir. Text must be valid UTF-8; use
 // filebase64 for binary content.
-func fileFunc(dir string, asBase64 bool) function.Function {
+func fileFunc(dir string, asBase64 bool, secrets *redact.Set) function.Function {
 	return function.New(&function.Spec{
 		Params: []function.Parameter{{Name: "path", Type: cty.String}},
 		Type:   function.StaticReturnType(cty.String),
@@ -100,11 +113,18 @@ func fileFunc(dir string, asBase64 bool) function.Function {
 				return cty.NilVal, fmt.Errorf("reading %s: %w", p, unwrapPathError(err))
 			}
 			if asBase64 {
-				return cty.StringVal(base64.StdEncoding.EncodeToString(data)), nil
+				// The content too: a text file read this way may still be
+				// echoed as text. The encoding is recorded as it is because
+				// the content is trimmed when recorded.
+				secrets.Add(string(data))
+				enc := base64.StdEncoding.EncodeToString(data)
+				secrets.Add(enc)
+				return cty.StringVal(enc), nil
 			}
 			if !utf8.Valid(data) {
 				return cty.NilVal, fmt.Errorf("%s is not valid UTF-8 text; use filebase64 for binary files", p)
 			}
+			secrets.Add(string(data))
 			return cty.StringVal(string(data)), nil
 		},
 	})

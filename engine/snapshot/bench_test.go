@@ -3,8 +3,10 @@ package snapshot_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/mcpd/mcpd/engine/adapter"
@@ -59,12 +61,33 @@ tool "shaped" {
 }
 `
 
-func BenchmarkCall(b *testing.B) {
+func BenchmarkCall(b *testing.B) { benchCall(b, adapter.NewRegistry(), benchTools) }
+
+// benchSecrets makes the snapshot hold five secrets (read with env() for an
+// adapter block), so that every result goes through the redactor: compare
+// with BenchmarkCall for the cost of redaction per call.
+const benchSecrets = `
+tool "holder" {
+  description = "Holds secrets."
+  fake {
+    mode = "say"
+    say  = join(",", [env("BENCH_S1"), env("BENCH_S2"), env("BENCH_S3"), env("BENCH_S4"), env("BENCH_S5")])
+  }
+}
+`
+
+func BenchmarkCallRedacted(b *testing.B) {
+	for i, v := range []string{"ghp_0123456789abcdefABCDEF0123456789abcd", "sk-live-51H8xYzabcdefghijklmnop", "postgres://u:p4ssw0rd@db/x", "hunter2hunter2", "eyJhbGciOiJIUzI1NiJ9.e30.abc"} {
+		b.Setenv(fmt.Sprintf("BENCH_S%d", i+1), v)
+	}
+	benchCall(b, newFake().register(), benchTools+benchSecrets)
+}
+
+func benchCall(b *testing.B, reg *adapter.Registry, src string) {
 	dir := b.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "tools.hcl"), []byte(benchTools), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "tools.hcl"), []byte(src), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	reg := adapter.NewRegistry()
 	cfg, diags := config.Load([]string{dir}, config.Blocks{Adapters: reg.ToolBlocks(), Backends: reg.BackendBlocks()})
 	if diags.HasErrors() {
 		b.Fatal(diags)
@@ -78,8 +101,10 @@ func BenchmarkCall(b *testing.B) {
 		{"static", `{"name":"bench"}`},
 		{"echo", `{"text":"hello"}`},
 		{"shaped", `{"id":42,"tags":["a","b"]}`},
+		{"echo_4KiB", `{"text":"` + strings.Repeat(`abc \\/ 100% \"k\": 1, `, 4096/20) + `"}`},
+		{"shaped_100_tags", `{"id":42,"tags":[` + strings.Repeat(`"some-tag-value",`, 99) + `"last"]}`},
 	} {
-		t, ok := s.Tool(bm.tool)
+		t, ok := s.Tool(strings.Split(bm.tool, "_")[0])
 		if !ok {
 			b.Fatalf("no tool %s", bm.tool)
 		}

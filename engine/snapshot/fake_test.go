@@ -19,7 +19,10 @@ import (
 //
 // Modes: "echo" returns the arguments (Vars body, Structured), "panic"
 // panics, "error" fails, "block" waits for its context to end, "progress"
-// reports two steps, "media" returns a PNG.
+// reports two steps, "media" returns a PNG. With `say = <expr>` (evaluated
+// on each call, with args), "say" returns its value as text, structured
+// content (value and key) and body, "say_error" fails with it, and
+// "say_media" returns it as an image.
 type fake struct {
 	mu       sync.Mutex
 	backends []*fakeBackend // every backend opened, in order
@@ -90,12 +93,16 @@ func (b *fakeBackend) Close() error {
 
 func (f *fake) CompileTool(b *adapter.ToolBlock) (adapter.Handler, hcl.Diagnostics) {
 	content, diags := b.Body.Content(&hcl.BodySchema{Attributes: []hcl.AttributeSchema{
-		{Name: "mode", Required: true}, {Name: "backend"},
+		{Name: "mode", Required: true}, {Name: "backend"}, {Name: "say"},
 	}})
 	if diags.HasErrors() {
 		return nil, diags
 	}
 	h := &fakeHandler{f: f, tool: b.Tool}
+	if a, ok := content.Attributes["say"]; ok {
+		diags = append(diags, b.Scope.Check(a.Expr)...)
+		h.say = a.Expr
+	}
 	v, d := content.Attributes["mode"].Expr.Value(nil)
 	diags = append(diags, d...)
 	if !d.HasErrors() {
@@ -118,6 +125,7 @@ type fakeHandler struct {
 	tool    string
 	mode    string
 	backend *fakeBackend
+	say     hcl.Expression
 }
 
 func (h *fakeHandler) Vars() []string { return []string{"body"} }
@@ -126,7 +134,24 @@ func (h *fakeHandler) Call(ctx context.Context, req *adapter.Request) (*adapter.
 	if h.backend != nil {
 		h.backend.calls.Add(1)
 	}
+	said := ""
+	if h.say != nil {
+		v, err := adapter.EvalString(h.say, req.Eval)
+		if err != nil {
+			return nil, err
+		}
+		said = v
+	}
 	switch h.mode {
+	case "say":
+		return &adapter.Output{Vars: map[string]any{"body": said}, Text: said, Structured: map[string]any{"said": said, said: "as a key"}}, nil
+	case "say_error":
+		return nil, fmt.Errorf("backend said %s", said)
+	case "say_progress":
+		req.Progress(1, 1, said)
+		return &adapter.Output{Text: "done"}, nil
+	case "say_media":
+		return &adapter.Output{Media: []adapter.Media{{MIMEType: "image/png", Data: []byte(said)}}}, nil
 	case "echo":
 		return &adapter.Output{Vars: map[string]any{"body": req.Args}, Structured: map[string]any{"echo": req.Args}}, nil
 	case "text":

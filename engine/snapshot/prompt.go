@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/config"
+	"github.com/mcpd/mcpd/engine/redact"
 )
 
 // Prompt is one compiled prompt.
@@ -18,6 +19,7 @@ type Prompt struct {
 	scope       *adapter.Scope
 	messages    []promptMessage
 	completions map[string][]string
+	redact      *redact.Redactor // nil: no secrets
 }
 
 type promptMessage struct {
@@ -71,9 +73,24 @@ func compilePrompt(pc *config.Prompt, ft funcTables) (*Prompt, hcl.Diagnostics) 
 	return p, diags
 }
 
-// Get renders the prompt with the given arguments. A missing required
-// argument or an unknown one is an error the client sees as invalid params.
+// Get renders the prompt with the given arguments, its messages and errors
+// redacted. A missing required argument or an unknown one is an error the
+// client sees as invalid params.
 func (p *Prompt) Get(args map[string]string) (*mcp.GetPromptResult, error) {
+	res, err := p.get(args)
+	if res != nil && p.redact != nil {
+		for i, m := range res.Messages {
+			if c := redactContent(p.redact, m.Content); c != m.Content {
+				cp := *m
+				cp.Content = c
+				res.Messages[i] = &cp
+			}
+		}
+	}
+	return res, redactError(p.redact, err)
+}
+
+func (p *Prompt) get(args map[string]string) (*mcp.GetPromptResult, error) {
 	var missing []string
 	for _, a := range p.Def.Arguments {
 		if _, ok := args[a.Name]; !ok && a.Required {

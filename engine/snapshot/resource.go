@@ -22,6 +22,7 @@ import (
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/config"
 	"github.com/mcpd/mcpd/engine/funcs"
+	"github.com/mcpd/mcpd/engine/redact"
 	"github.com/mcpd/mcpd/engine/schema"
 )
 
@@ -34,6 +35,7 @@ type source struct {
 	blob    hcl.Expression
 	file    string
 	handler adapter.Handler
+	redact  *redact.Redactor // nil: no secrets
 }
 
 // Resource is one compiled static resource.
@@ -430,9 +432,19 @@ func (t *Template) Read(ctx context.Context, uri string, args map[string]any) (*
 }
 
 func (s *source) read(ctx context.Context, uri, mimeType string, args map[string]any) (res *mcp.ReadResourceResult, err error) {
+	// Text contents and errors lose their secrets; blobs are passed as they
+	// are (a secret inside an image is not text a model reads).
+	defer func() {
+		if res != nil && s.redact != nil {
+			for i, rc := range res.Contents {
+				res.Contents[i] = redactResourceContents(s.redact, rc)
+			}
+		}
+		err = redactError(s.redact, err)
+	}()
 	defer func() {
 		if r := recover(); r != nil {
-			slog.Error("panic reading resource", "resource", s.name, "panic", r, "stack", string(debug.Stack()))
+			slog.Error("panic reading resource", "resource", s.name, "panic", s.redact.String(fmt.Sprint(r)), "stack", string(debug.Stack()))
 			res, err = nil, fmt.Errorf("internal error reading %s", uri)
 		}
 	}()

@@ -19,6 +19,7 @@ import (
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/config"
 	"github.com/mcpd/mcpd/engine/funcs"
+	"github.com/mcpd/mcpd/engine/redact"
 )
 
 // Snapshot is one compiled config. Its exported lists are in declaration
@@ -78,6 +79,7 @@ func Build(cfg *config.Config, reg *adapter.Registry, prev *Snapshot, defaultVer
 		s.Server.Title, s.Server.Instructions, s.Server.WebsiteURL = sv.Title, sv.Instructions, sv.WebsiteURL
 	}
 
+	secrets := recordSecrets(cfg)
 	ft := funcTables{}
 	diags := s.openBackends(cfg, reg, prev, ft)
 	backend := func(blockType, name string) (adapter.Backend, bool) {
@@ -122,7 +124,25 @@ func Build(cfg *config.Config, reg *adapter.Registry, prev *Snapshot, defaultVer
 		s.closeBackends(prev)
 		return nil, diags
 	}
+	s.setRedactor(secrets.Redactor())
 	return s, diags
+}
+
+// setRedactor hands the snapshot's one redactor to everything that returns
+// output to the model.
+func (s *Snapshot) setRedactor(r *redact.Redactor) {
+	for _, t := range s.Tools {
+		t.redact = r
+	}
+	for _, res := range s.Resources {
+		res.src.redact = r
+	}
+	for _, t := range s.Templates {
+		t.src.redact = r
+	}
+	for _, p := range s.Prompts {
+		p.redact = r
+	}
 }
 
 func (s *Snapshot) openBackends(cfg *config.Config, reg *adapter.Registry, prev *Snapshot, ft funcTables) hcl.Diagnostics {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/config"
+	"github.com/mcpd/mcpd/engine/redact"
 	"github.com/mcpd/mcpd/engine/schema"
 	"github.com/mcpd/mcpd/engine/shape"
 )
@@ -40,6 +41,7 @@ type Tool struct {
 	// adapterType is the adapter block's type ("http", "shell", "sql"),
 	// for spans.
 	adapterType string
+	redact      *redact.Redactor // nil: no secrets
 }
 
 type result struct {
@@ -306,18 +308,27 @@ func attrDiag(a *hcl.Attribute, detail string) *hcl.Diagnostic {
 	return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid " + a.Name, Detail: detail, Subject: &rng}
 }
 
-// Call runs one call of the tool: validate, bind, call the adapter, shape.
-// Every failure, including a panic, comes back as a tool error the model can
-// read; Call itself never fails.
+// Call runs one call of the tool: validate, bind, call the adapter, shape,
+// redact. Every failure, including a panic, comes back as a tool error the
+// model can read; Call itself never fails. Secrets (see recordSecrets) are
+// replaced in the result's text, structured content and error text.
 func (t *Tool) Call(ctx context.Context, raw json.RawMessage, progress ProgressFunc) (res *mcp.CallToolResult) {
+	// Registered first, so it runs last: over every result, errors and the
+	// panic message included.
+	defer func() { res = redactResult(t.redact, res) }()
 	defer func() {
 		if r := recover(); r != nil {
-			slog.Error("panic in tool call", "tool", t.Def.Name, "panic", r, "stack", string(debug.Stack()))
+			slog.Error("panic in tool call", "tool", t.Def.Name, "panic", t.redact.String(fmt.Sprint(r)), "stack", string(debug.Stack()))
 			res = toolError(fmt.Sprintf("internal error in tool %s; the server log has details", t.Def.Name))
 		}
 	}()
 	if progress == nil {
 		progress = func(float64, float64, string) {}
+	} else if r := t.redact; r != nil {
+		// Progress messages can come from a program's output (the shell
+		// adapter's progress block): they reach the client too.
+		report := progress
+		progress = func(p, total float64, msg string) { report(p, total, r.String(msg)) }
 	}
 	args, err := t.validator.Validate(raw)
 	if err != nil {
