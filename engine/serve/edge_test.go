@@ -2,12 +2,15 @@ package serve_test
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -153,4 +156,291 @@ func TestDuplicateMCPHeaders(t *testing.T) {
 			}
 		})
 	}
+}
+
+// edgeConfig adds a tool with a large result to the test config.
+const edgeConfig = testConfig + `
+tool "big" {
+  description = "Returns 16 MiB."
+  fake {
+    mode = "big"
+  }
+}
+`
+
+// serveLimited serves h on a real loopback listener through NewHTTPServer
+// and LimitListener, as mcpd serve does.
+func serveLimited(t *testing.T, h http.Handler, l serve.ConnLimits) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := serve.NewHTTPServer(h, l)
+	go hs.Serve(serve.LimitListener(ln, l))
+	t.Cleanup(func() { hs.Close() })
+	return ln.Addr().String()
+}
+
+func dial(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+const modernCallHead = "POST /mcp HTTP/1.1\r\nHost: localhost\r\n" + jsonHeaders +
+	"MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\n"
+
+func modernCall(tool string) string {
+	return `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}},"name":"` + tool + `","arguments":{}}}`
+}
+
+// sendCall writes a keep-alive 2026 tools/call request on conn.
+func sendCall(t *testing.T, conn net.Conn, tool string) {
+	t.Helper()
+	body := modernCall(tool)
+	req := modernCallHead + "Mcp-Name: " + tool + "\r\n" + fmt.Sprintf("Content-Length: %d\r\n\r\n", len(body)) + body
+	if _, err := io.WriteString(conn, req); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A body that trickles in after the headers is cut after ReadTimeout; a
+// call slower than ReadTimeout and WriteTimeout, whose body arrived at once,
+// is not.
+func TestReadTimeout(t *testing.T) {
+	e := newEnv(t)
+	addr := serveLimited(t, e.srv.HTTPHandler(serve.HTTPOptions{ReadTimeout: 300 * time.Millisecond, WriteTimeout: 300 * time.Millisecond}), serve.ConnLimits{})
+
+	conn := dial(t, addr)
+	body := modernCall("fast")
+	head := modernCallHead + "Mcp-Name: fast\r\n" + fmt.Sprintf("Content-Length: %d\r\n\r\n", len(body))
+	start := time.Now()
+	if _, err := io.WriteString(conn, head+body[:10]); err != nil {
+		t.Fatal(err)
+	}
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	took := time.Since(start)
+	if err == nil {
+		resp.Body.Close()
+		if resp.StatusCode < 400 {
+			t.Errorf("status %d for a body that never ended", resp.StatusCode)
+		}
+	} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Fatalf("the server still waits for the body after %v", took)
+	}
+	if took > 5*time.Second {
+		t.Errorf("the trickling body was cut after %v, want about 300ms", took)
+	}
+
+	// A call that outlasts both timeouts still gets its result.
+	cs := connect(t, &mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp", MaxRetries: -1}, modern, nil)
+	done := make(chan error, 1)
+	go func() {
+		res, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "slow"})
+		if err == nil && !strings.Contains(text(res), "released") {
+			err = fmt.Errorf("result %q", text(res))
+		}
+		done <- err
+	}()
+	waitFor(t, e.fake.started, "slow call")
+	time.Sleep(time.Second)
+	e.fake.releaseAll()
+	if err := <-done; err != nil {
+		t.Errorf("a call longer than the timeouts: %v", err)
+	}
+}
+
+// An idle keep-alive connection is closed after IdleTimeout.
+func TestIdleTimeout(t *testing.T) {
+	e := newEnv(t)
+	addr := serveLimited(t, e.srv.HTTPHandler(serve.HTTPOptions{JSONResponse: true}), serve.ConnLimits{IdleTimeout: 300 * time.Millisecond})
+	conn := dial(t, addr)
+	sendCall(t, conn, "fast")
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Close {
+		t.Fatalf("status %d, close %v: want a kept-alive 200", resp.StatusCode, resp.Close)
+	}
+	start := time.Now()
+	if _, err := br.ReadByte(); err != io.EOF {
+		t.Fatalf("idle connection: read %v after %v, want EOF (closed by the server)", err, time.Since(start))
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("idle connection closed after %v, want about 300ms", took)
+	}
+}
+
+// Past MaxConns, a new connection waits until one closes.
+func TestConnectionCap(t *testing.T) {
+	e := newEnv(t)
+	addr := serveLimited(t, e.srv.HTTPHandler(serve.HTTPOptions{JSONResponse: true}), serve.ConnLimits{MaxConns: 2})
+	roundTrip := func(conn net.Conn, wait time.Duration) error {
+		sendCall(t, conn, "fast")
+		conn.SetReadDeadline(time.Now().Add(wait))
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			return err
+		}
+		io.Copy(io.Discard, resp.Body)
+		return resp.Body.Close()
+	}
+	first, second := dial(t, addr), dial(t, addr)
+	for _, c := range []net.Conn{first, second} {
+		if err := roundTrip(c, 10*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	third := dial(t, addr) // accepted by the kernel, not by the server
+	sendCall(t, third, "fast")
+	third.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+	br := bufio.NewReader(third)
+	if _, err := br.Peek(1); err == nil {
+		t.Fatal("a third connection was served while two were open")
+	}
+	first.Close()
+	third.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("the third connection was not served once the first closed: %v", err)
+	}
+	resp.Body.Close()
+}
+
+// Opening one session more than MaxSessions closes the one idle the
+// longest; its next request gets 404 and the others go on.
+func TestSessionCap(t *testing.T) {
+	e := newEnv(t)
+	ts := e.httpServer(t, serve.HTTPOptions{MaxSessions: 2})
+	open := func() *mcp.ClientSession {
+		return connect(t, &mcp.StreamableClientTransport{Endpoint: ts.URL, MaxRetries: -1}, legacy, nil)
+	}
+	c1 := open()
+	c2 := open()
+	if _, err := c1.ListTools(bounded(t), nil); err != nil { // c2 is now the oldest idle
+		t.Fatal(err)
+	}
+	c3 := open()
+	resp, body := rawRequest(t, strings.TrimPrefix(ts.URL, "http://"), "POST /mcp HTTP/1.1\r\nHost: localhost\r\n"+jsonHeaders+
+		"MCP-Protocol-Version: 2025-11-25\r\nMcp-Session-Id: "+c2.ID()+"\r\n", `{"jsonrpc":"2.0","id":9,"method":"tools/list"}`)
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("the oldest idle session: status %d, want 404: %s", resp.StatusCode, body)
+	}
+	if _, err := c2.ListTools(bounded(t), nil); err == nil {
+		t.Error("the closed session still answers its client")
+	}
+	for i, cs := range []*mcp.ClientSession{c1, c3} {
+		if _, err := cs.ListTools(bounded(t), nil); err != nil {
+			t.Errorf("session %d: %v", i, err)
+		}
+	}
+	n := 0
+	for range e.srv.SDK().Sessions() {
+		n++
+	}
+	if n != 2 {
+		t.Errorf("%d sessions open, want 2", n)
+	}
+}
+
+// Past MaxInflight, a request is refused with 503 and Retry-After, and a
+// JSON-RPC error; a listen stream does not take a slot.
+func TestInflightCap(t *testing.T) {
+	e := newEnv(t)
+	ts := e.httpServer(t, serve.HTTPOptions{MaxInflight: 1, JSONResponse: true})
+	cs := connect(t, &mcp.StreamableClientTransport{Endpoint: ts.URL, MaxRetries: -1}, modern, nil)
+	ctx, cancel := context.WithCancel(bounded(t))
+	done := make(chan struct{})
+	go func() {
+		cs.CallTool(ctx, &mcp.CallToolParams{Name: "slow"})
+		close(done)
+	}()
+	waitFor(t, e.fake.started, "slow call")
+
+	resp, body := rawRequest(t, strings.TrimPrefix(ts.URL, "http://"), modernCallHead+"Mcp-Name: fast\r\n", modernCall("fast"))
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("status %d, Retry-After %q, want 503 with Retry-After: %s", resp.StatusCode, resp.Header.Get("Retry-After"), body)
+	}
+	if !strings.Contains(body, `"code":-32000`) || !strings.Contains(body, "max-inflight") {
+		t.Errorf("body %s, want a JSON-RPC error naming --max-inflight", body)
+	}
+	if _, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "fast", Arguments: map[string]any{}}); err == nil {
+		t.Error("a second call while one is in flight succeeded")
+	}
+
+	cancel()
+	<-done
+	waitFor(t, e.fake.cancelled, "slow call cancelled")
+	eventually(t, "a call succeeds once the slot is free", func() bool {
+		_, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "fast", Arguments: map[string]any{}})
+		return err == nil
+	})
+}
+
+// A client that never reads a large result is cut once a write has been
+// blocked for WriteTimeout: the handler returns and frees the result.
+func TestWriteTimeout(t *testing.T) {
+	e := newEnvConfig(t, edgeConfig)
+	returned := make(chan struct{}, 1)
+	h := e.srv.HTTPHandler(serve.HTTPOptions{WriteTimeout: 300 * time.Millisecond})
+	addr := serveLimited(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r)
+		returned <- struct{}{}
+	}), serve.ConnLimits{})
+	conn := dial(t, addr)
+	sendCall(t, conn, "big") // and never read
+	select {
+	case <-returned:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the handler still writes to a client that reads nothing")
+	}
+}
+
+// At info level, a 2026 request writes no log line (the SDK's per-session
+// lines are debug).
+func TestRequestLogging(t *testing.T) {
+	for _, tc := range []struct {
+		level slog.Level
+		some  bool
+	}{{slog.LevelInfo, false}, {slog.LevelDebug, true}} {
+		var buf syncBuffer
+		e := newEnv(t)
+		e.srv = serve.New(e.cur, serve.Options{Logger: slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: tc.level}))})
+		ts := e.httpServer(t, serve.HTTPOptions{JSONResponse: true})
+		resp, body := rawRequest(t, strings.TrimPrefix(ts.URL, "http://"), modernCallHead+"Mcp-Name: fast\r\n", modernCall("fast"))
+		if resp.StatusCode != 200 {
+			t.Fatalf("status %d: %s", resp.StatusCode, body)
+		}
+		if got := buf.String(); (got != "") != tc.some {
+			t.Errorf("level %v: log %q", tc.level, got)
+		}
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

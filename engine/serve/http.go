@@ -27,6 +27,22 @@ type HTTPOptions struct {
 	JSONResponse bool
 	// SessionTimeout closes legacy sessions idle for this long.
 	SessionTimeout time.Duration
+	// MaxSessions caps the legacy sessions open at once: opening one more
+	// closes the one idle the longest. 0: no cap.
+	MaxSessions int
+	// MaxInflight caps the POST requests served at once; more are refused
+	// with 503 and Retry-After. 0: no cap.
+	MaxInflight int
+	// MaxBody caps a request body, refused with 413 past it. 0: the SDK's
+	// default (4 MiB).
+	MaxBody int64
+	// ReadTimeout bounds reading a request body, from the end of its
+	// headers. 0: no bound.
+	ReadTimeout time.Duration
+	// WriteTimeout bounds each write of a response: a client that reads
+	// nothing for this long is cut off. Streams and long calls that keep
+	// writing are not cut. 0: no bound.
+	WriteTimeout time.Duration
 }
 
 // protocol2026 is the first protocol version served statelessly.
@@ -44,17 +60,22 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 	// guard checks Host for every request, with --allowed-host; the SDK's
 	// own check (loopback connections only) would refuse the allowed hosts
 	// a local reverse proxy forwards, so it is turned off.
-	legacy := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
+	var legacy http.Handler = mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
 		JSONResponse:               opts.JSONResponse,
 		SessionTimeout:             opts.SessionTimeout,
-		Logger:                     s.opts.Logger,
+		Logger:                     s.sdkLogger,
 		DisableLocalhostProtection: true,
+		MaxRequestBodyBytes:        opts.MaxBody,
 	})
+	if opts.MaxSessions > 0 {
+		legacy = newSessionCap(opts.MaxSessions, s.mcp).wrap(legacy)
+	}
 	modern := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
 		Stateless:                  true,
 		JSONResponse:               opts.JSONResponse,
-		Logger:                     s.opts.Logger,
+		Logger:                     s.sdkLogger,
 		DisableLocalhostProtection: true,
+		MaxRequestBodyBytes:        opts.MaxBody,
 		// In 2026-07-28 the POST is the whole request: a client that closes
 		// the response stream has cancelled the call, and its handler's
 		// context must end (the SDK does not tie them by default).
@@ -70,7 +91,7 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 		}
 		legacy.ServeHTTP(w, r)
 	})
-	return guard(opts, route)
+	return guard(opts, limitRequests(opts, route))
 }
 
 func isModern(r *http.Request) bool {

@@ -36,9 +36,10 @@ type Options struct {
 
 // Server serves the current snapshot over MCP.
 type Server struct {
-	current *snapshot.Current
-	mcp     *mcp.Server
-	opts    Options
+	current   *snapshot.Current
+	mcp       *mcp.Server
+	opts      Options
+	sdkLogger *slog.Logger // opts.Logger with the SDK's info lines at debug
 }
 
 // The SDK fans list_changed out to every legacy session and every modern
@@ -59,11 +60,11 @@ func New(current *snapshot.Current, opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	s := &Server{current: current, opts: opts}
+	s := &Server{current: current, opts: opts, sdkLogger: slog.New(demoteInfo(opts.Logger.Handler()))}
 	info := current.Load().Server
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: info.Name, Version: info.Version, Title: info.Title, WebsiteURL: info.WebsiteURL}, &mcp.ServerOptions{
 		Instructions: info.Instructions,
-		Logger:       opts.Logger,
+		Logger:       s.sdkLogger,
 		PageSize:     opts.PageSize,
 		// Advertise list_changed from the start, even for a config with no
 		// tools yet: a reload may add some.

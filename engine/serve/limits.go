@@ -1,0 +1,155 @@
+package serve
+
+import (
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"golang.org/x/net/netutil"
+)
+
+// ConnLimits bound what HTTP connections can hold, for the http.Server and
+// the listener; HTTPOptions holds the limits applied per request.
+type ConnLimits struct {
+	// ReadHeaderTimeout bounds reading a request's headers.
+	ReadHeaderTimeout time.Duration
+	// IdleTimeout closes a keep-alive connection with no request for this
+	// long.
+	IdleTimeout time.Duration
+	// MaxHeaderBytes caps the size of a request's headers (431 past it).
+	MaxHeaderBytes int
+	// MaxConns caps the connections open at once; further clients wait in
+	// the kernel's accept queue until one closes. 0: no cap.
+	MaxConns int
+}
+
+// NewHTTPServer returns an http.Server for h with the connection limits.
+// It sets no ReadTimeout or WriteTimeout: those would also cut SSE streams
+// and long tool calls, so the handler bounds the body read and each write
+// instead (HTTPOptions.ReadTimeout, WriteTimeout).
+func NewHTTPServer(h http.Handler, l ConnLimits) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: l.ReadHeaderTimeout,
+		IdleTimeout:       l.IdleTimeout,
+		MaxHeaderBytes:    l.MaxHeaderBytes,
+	}
+}
+
+// LimitListener caps ln at l.MaxConns connections open at once.
+func LimitListener(ln net.Listener, l ConnLimits) net.Listener {
+	if l.MaxConns <= 0 {
+		return ln
+	}
+	return netutil.LimitListener(ln, l.MaxConns)
+}
+
+// limitRequests applies the per-request limits of opts: the in-flight cap,
+// the body read deadline and the write deadline.
+func limitRequests(opts HTTPOptions, next http.Handler) http.Handler {
+	var slots chan struct{}
+	if opts.MaxInflight > 0 {
+		slots = make(chan struct{}, opts.MaxInflight)
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if slots != nil && holdsSlot(r) {
+			select {
+			case slots <- struct{}{}:
+				defer func() { <-slots }()
+			default:
+				w.Header().Set("Retry-After", "1")
+				writeJSONRPCError(w, http.StatusServiceUnavailable, codeServerBusy,
+					"the server is busy: "+strconv.Itoa(opts.MaxInflight)+" requests are in flight (--max-inflight); retry shortly")
+				return
+			}
+		}
+		rc := http.NewResponseController(w)
+		if opts.ReadTimeout > 0 && r.Body != nil && r.Body != http.NoBody {
+			// The whole body must arrive within ReadTimeout of the
+			// headers; then the deadline is lifted, since net/http keeps
+			// reading the connection to notice a client that goes away,
+			// which must not cancel a long call.
+			if rc.SetReadDeadline(time.Now().Add(opts.ReadTimeout)) == nil {
+				r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
+			}
+		}
+		if opts.WriteTimeout > 0 {
+			// A deadline set by an earlier request on this connection
+			// must not cut this one before it writes anything.
+			if rc.SetWriteDeadline(time.Time{}) == nil {
+				dw := &deadlineWriter{ResponseWriter: w, rc: rc, d: opts.WriteTimeout}
+				w = dw
+				// net/http writes what is buffered once the handler
+				// returns: give that write its own deadline.
+				defer dw.extend()
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// codeServerBusy is the JSON-RPC error code of a request refused because
+// too many are in flight (in the range JSON-RPC leaves to servers).
+const codeServerBusy = -32000
+
+// holdsSlot reports whether a request counts against MaxInflight: every
+// POST except a 2026 subscriptions/listen stream, which stays open for as
+// long as the client listens (like a legacy GET stream, which does not
+// count either). The SDK checks that Mcp-Method matches the body.
+func holdsSlot(r *http.Request) bool {
+	return r.Method == http.MethodPost && r.Header.Get("Mcp-Method") != "subscriptions/listen"
+}
+
+// deadlineBody lifts the read deadline once the body has been read.
+type deadlineBody struct {
+	io.ReadCloser
+	rc   *http.ResponseController
+	done bool
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && !b.done {
+		b.done = true
+		if err == io.EOF {
+			b.rc.SetReadDeadline(time.Time{})
+		}
+	}
+	return n, err
+}
+
+// deadlineWriter gives every write of a response WriteTimeout to reach the
+// client, instead of one deadline for the whole response: an SSE stream or
+// a long tool call may last for hours, but a client that stops reading is
+// cut once a write has been blocked for WriteTimeout, and the handler, its
+// goroutines and the result it holds are freed.
+type deadlineWriter struct {
+	http.ResponseWriter
+	rc *http.ResponseController
+	d  time.Duration
+}
+
+func (w *deadlineWriter) extend() { w.rc.SetWriteDeadline(time.Now().Add(w.d)) }
+
+func (w *deadlineWriter) WriteHeader(code int) {
+	w.extend()
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *deadlineWriter) Write(b []byte) (int, error) {
+	w.extend()
+	return w.ResponseWriter.Write(b)
+}
+
+// FlushError is what http.ResponseController.Flush calls.
+func (w *deadlineWriter) FlushError() error {
+	w.extend()
+	return w.rc.Flush()
+}
+
+func (w *deadlineWriter) Flush() { w.FlushError() }
+
+// Unwrap lets http.ResponseController reach the writer's other methods.
+func (w *deadlineWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
