@@ -444,3 +444,33 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// A 2025-11-25 call whose HTTP client has gone runs on (the SDK does not
+// cancel it), so Options.MaxInflight counts running calls, not requests:
+// while the orphaned call runs, another is refused with a JSON-RPC error.
+func TestInflightCapCountsOrphanedCalls(t *testing.T) {
+	e := newEnv(t)
+	e.srv = serve.New(e.cur, serve.Options{Logger: quiet, MaxInflight: 1})
+	ts := e.httpServer(t, serve.HTTPOptions{})
+	cs := connect(t, &mcp.StreamableClientTransport{Endpoint: ts.URL, MaxRetries: -1}, legacy, nil)
+
+	conn := dial(t, strings.TrimPrefix(ts.URL, "http://"))
+	body := `{"jsonrpc":"2.0","id":77,"method":"tools/call","params":{"name":"slow","arguments":{}}}`
+	req := "POST /mcp HTTP/1.1\r\nHost: localhost\r\n" + jsonHeaders + "MCP-Protocol-Version: 2025-11-25\r\nMcp-Session-Id: " + cs.ID() + "\r\n" +
+		fmt.Sprintf("Content-Length: %d\r\n\r\n", len(body)) + body
+	if _, err := io.WriteString(conn, req); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, e.fake.started, "slow call")
+	conn.Close()
+
+	_, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "fast", Arguments: map[string]any{"id": "x"}})
+	if rpcCode(err) != -32000 || !strings.Contains(err.Error(), "max-inflight") {
+		t.Errorf("a call while an orphaned one runs: err = %v, want -32000 naming --max-inflight", err)
+	}
+	e.fake.releaseAll()
+	eventually(t, "a call succeeds once the orphaned one ends", func() bool {
+		_, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "fast", Arguments: map[string]any{"id": "x"}})
+		return err == nil
+	})
+}

@@ -1,12 +1,14 @@
 package serve
 
 import (
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"strconv"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"golang.org/x/net/netutil"
 )
 
@@ -153,3 +155,27 @@ func (w *deadlineWriter) Flush() { w.FlushError() }
 
 // Unwrap lets http.ResponseController reach the writer's other methods.
 func (w *deadlineWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// acquire takes a slot for a call or read, or reports that all
+// Options.MaxInflight are taken.
+func (s *Server) acquire() bool {
+	if s.running == nil {
+		return true
+	}
+	select {
+	case s.running <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+func (s *Server) release() {
+	if s.running != nil {
+		<-s.running
+	}
+}
+
+func (s *Server) busy() error {
+	return &jsonrpc.Error{Code: codeServerBusy, Message: fmt.Sprintf("the server is busy: %d calls are running (--max-inflight); retry shortly", s.opts.MaxInflight)}
+}

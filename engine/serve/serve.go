@@ -32,6 +32,12 @@ type Options struct {
 	PageSize int
 	// Logger receives the SDK's and mcpd's serving logs.
 	Logger *slog.Logger
+	// MaxInflight caps the tool calls and resource reads running at once,
+	// over every transport; past it a request gets a JSON-RPC error. 0: no
+	// cap. (HTTPOptions.MaxInflight refuses HTTP requests earlier, with
+	// 503; this cap also counts calls whose HTTP client has gone, which
+	// the SDK lets run on in a 2025-11-25 session.)
+	MaxInflight int
 }
 
 // Server serves the current snapshot over MCP.
@@ -40,6 +46,7 @@ type Server struct {
 	mcp       *mcp.Server
 	opts      Options
 	sdkLogger *slog.Logger // opts.Logger with the SDK's info lines at debug
+	running   chan struct{} // a slot per call or read running; nil: no cap
 }
 
 // The SDK fans list_changed out to every legacy session and every modern
@@ -61,6 +68,9 @@ func New(current *snapshot.Current, opts Options) *Server {
 		opts.Logger = slog.Default()
 	}
 	s := &Server{current: current, opts: opts, sdkLogger: slog.New(demoteInfo(opts.Logger.Handler()))}
+	if opts.MaxInflight > 0 {
+		s.running = make(chan struct{}, opts.MaxInflight)
+	}
 	info := current.Load().Server
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: info.Name, Version: info.Version, Title: info.Title, WebsiteURL: info.WebsiteURL}, &mcp.ServerOptions{
 		Instructions: info.Instructions,
@@ -124,6 +134,10 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		switch r := req.(type) {
 		case *mcp.CallToolRequest:
+			if !s.acquire() {
+				return nil, s.busy()
+			}
+			defer s.release()
 			return s.callTool(ctx, r)
 		case *mcp.ListToolsRequest:
 			return s.listTools(r)
@@ -136,6 +150,10 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		case *mcp.ListResourceTemplatesRequest:
 			return s.listTemplates(r)
 		case *mcp.ReadResourceRequest:
+			if !s.acquire() {
+				return nil, s.busy()
+			}
+			defer s.release()
 			return s.readResource(ctx, r)
 		case *mcp.InitializeRequest:
 			res, err := next(ctx, method, req)
