@@ -45,7 +45,7 @@ type Server struct {
 	current   *snapshot.Current
 	mcp       *mcp.Server
 	opts      Options
-	sdkLogger *slog.Logger // opts.Logger with the SDK's info lines at debug
+	sdkLogger *slog.Logger  // opts.Logger with the SDK's info lines at debug
 	running   chan struct{} // a slot per call or read running; nil: no cap
 }
 
