@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -41,7 +40,8 @@ func serveCmd(args []string, stderr io.Writer) error {
 	fs.Var(&origins, "allowed-origin", "Origin accepted besides loopback origins (repeatable; * for any)")
 	jsonResp := fs.Bool("json-response", false, "answer HTTP requests with application/json instead of SSE where possible")
 	listTTL := fs.Duration("list-ttl", 10*time.Second, "how long clients of the 2026 protocol may cache lists (ttlMs)")
-	sessionTimeout := fs.Duration("session-timeout", 30*time.Minute, "close legacy HTTP sessions idle this long (0: never)")
+	sessionTimeout := fs.Duration("session-timeout", 10*time.Minute, "close legacy HTTP sessions idle this long (0: never)")
+	limits := addHTTPLimitFlags(fs)
 	noWatch := fs.Bool("no-watch", false, "do not reload when config files change (SIGHUP still reloads)")
 	poll := fs.Duration("poll", 0, "also check config files this often, for file systems without inotify (e.g. 2s)")
 	if err := parse(fs, args); err != nil {
@@ -49,6 +49,9 @@ func serveCmd(args []string, stderr io.Writer) error {
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if err := limits.check(); err != nil {
+		return err
 	}
 	logger := c.logger(stderr)
 	reg := registry()
@@ -59,7 +62,7 @@ func serveCmd(args []string, stderr io.Writer) error {
 	var current snapshot.Current
 	current.Swap(l.Snapshot)
 	defer func() { current.Load().Close() }()
-	srv := serve.New(&current, serve.Options{ListTTL: *listTTL, Logger: logger})
+	srv := serve.New(&current, serve.Options{ListTTL: *listTTL, Logger: logger, MaxInflight: limits.maxInflight})
 
 	ctx, cancel := signalContext()
 	defer cancel()
@@ -93,15 +96,15 @@ func serveCmd(args []string, stderr io.Writer) error {
 		}
 		return nil
 	}
-	ln, err := net.Listen("tcp", *addr)
+	ln, err := limits.listen(*addr)
 	if err != nil {
 		return err
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", srv.HTTPHandler(serve.HTTPOptions{
+	mux.Handle("/mcp", srv.HTTPHandler(limits.httpOptions(serve.HTTPOptions{
 		AllowedHosts: hosts, AllowedOrigins: origins, JSONResponse: *jsonResp, SessionTimeout: *sessionTimeout,
-	}))
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	})))
+	hs := limits.httpServer(mux)
 	logger.Info("serving MCP over Streamable HTTP", "url", fmt.Sprintf("http://%s/mcp", ln.Addr()))
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
