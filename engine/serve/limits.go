@@ -78,13 +78,13 @@ func limitRequests(opts HTTPOptions, next http.Handler) http.Handler {
 			}
 		}
 		if opts.WriteTimeout > 0 {
-			// A deadline set by an earlier request on this connection
-			// must not cut this one before it writes anything.
-			if rc.SetWriteDeadline(time.Time{}) == nil {
-				dw := &deadlineWriter{ResponseWriter: w, rc: rc, d: opts.WriteTimeout}
+			// The deadline left by an earlier request on this connection
+			// is replaced before anything is written.
+			dw := &deadlineWriter{ResponseWriter: w, rc: rc, d: opts.WriteTimeout}
+			if dw.extend(); dw.err == nil {
 				w = dw
 				// net/http writes what is buffered once the handler
-				// returns: give that write its own deadline.
+				// returns: that write gets a deadline too.
 				defer dw.extend()
 			}
 		}
@@ -122,18 +122,30 @@ func (b *deadlineBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// deadlineWriter gives every write of a response WriteTimeout to reach the
-// client, instead of one deadline for the whole response: an SSE stream or
-// a long tool call may last for hours, but a client that stops reading is
-// cut once a write has been blocked for WriteTimeout, and the handler, its
-// goroutines and the result it holds are freed.
+// deadlineWriter gives every write of a response time to reach the client,
+// instead of one deadline for the whole response: an SSE stream or a long
+// tool call may last for hours, but a client that stops reading is cut once
+// a write has been blocked for WriteTimeout, and the handler, its
+// goroutines and the result it holds are freed. To keep the cost of a
+// plain request to one deadline update, the deadline is moved only when
+// less than half of WriteTimeout is left, so a write gets between half of
+// it and all of it.
 type deadlineWriter struct {
 	http.ResponseWriter
-	rc *http.ResponseController
-	d  time.Duration
+	rc  *http.ResponseController
+	d   time.Duration
+	set time.Time // when the deadline was last moved
+	err error     // from SetWriteDeadline: not supported by this writer
 }
 
-func (w *deadlineWriter) extend() { w.rc.SetWriteDeadline(time.Now().Add(w.d)) }
+func (w *deadlineWriter) extend() {
+	now := time.Now()
+	if now.Sub(w.set) < w.d/2 {
+		return
+	}
+	w.set = now
+	w.err = w.rc.SetWriteDeadline(now.Add(w.d))
+}
 
 func (w *deadlineWriter) WriteHeader(code int) {
 	w.extend()
