@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -398,6 +399,7 @@ func TestWriteTimeout(t *testing.T) {
 		h.ServeHTTP(w, r)
 		returned <- struct{}{}
 	}), serve.ConnLimits{})
+	before := runtime.NumGoroutine()
 	conn := dial(t, addr)
 	sendCall(t, conn, "big") // and never read
 	select {
@@ -405,6 +407,10 @@ func TestWriteTimeout(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("the handler still writes to a client that reads nothing")
 	}
+	// The request's goroutines (its connection, the SDK's session) end.
+	eventually(t, "goroutines back to their number before the request", func() bool {
+		return runtime.NumGoroutine() <= before
+	})
 }
 
 // At info level, a 2026 request writes no log line (the SDK's per-session
