@@ -162,7 +162,7 @@ func TestDuplicateMCPHeaders(t *testing.T) {
 // edgeConfig adds a tool with a large result to the test config.
 const edgeConfig = testConfig + `
 tool "big" {
-  description = "Returns 16 MiB."
+  description = "Returns 8 MiB."
   fake {
     mode = "big"
   }
@@ -401,10 +401,13 @@ func TestWriteTimeout(t *testing.T) {
 	}), serve.ConnLimits{})
 	before := runtime.NumGoroutine()
 	conn := dial(t, addr)
+	// More than the kernel's buffers hold: the server's send buffer grows to
+	// 4 MiB at most by default, and this end's receive buffer stays small.
+	conn.(*net.TCPConn).SetReadBuffer(4096)
 	sendCall(t, conn, "big") // and never read
 	select {
 	case <-returned:
-	case <-time.After(15 * time.Second):
+	case <-time.After(60 * time.Second): // the race detector makes 8 MiB slow
 		t.Fatal("the handler still writes to a client that reads nothing")
 	}
 	// The request's goroutines (its connection, the SDK's session) end.

@@ -18,7 +18,7 @@ import (
 //
 // Modes: "echo" returns the arguments as structured content; "block" waits
 // until its context ends, announcing the start on started and the end on
-// cancelled; "big" returns 16 MiB of text; "fail" fails.
+// cancelled; "big" returns 8 MiB of text; "fail" fails.
 type fake struct {
 	started   chan string
 	cancelled chan string
@@ -64,7 +64,7 @@ func (h *fakeHandler) Call(ctx context.Context, req *adapter.Request) (*adapter.
 	case "echo":
 		return &adapter.Output{Structured: map[string]any{"echo": req.Args}}, nil
 	case "big":
-		return &adapter.Output{Text: strings.Repeat("x", 16<<20)}, nil
+		return &adapter.Output{Text: strings.Repeat("x", 8<<20)}, nil
 	case "block":
 		h.f.started <- h.tool
 		select {
