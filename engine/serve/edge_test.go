@@ -483,3 +483,33 @@ func TestInflightCapCountsOrphanedCalls(t *testing.T) {
 		return err == nil
 	})
 }
+
+// A session with a call in flight is not closed to make room: the cap is
+// exceeded until it is idle.
+func TestSessionCapSparesBusySessions(t *testing.T) {
+	e := newEnv(t)
+	ts := e.httpServer(t, serve.HTTPOptions{MaxSessions: 1})
+	open := func() *mcp.ClientSession {
+		return connect(t, &mcp.StreamableClientTransport{Endpoint: ts.URL, MaxRetries: -1}, legacy, nil)
+	}
+	busy := open()
+	done := make(chan error, 1)
+	go func() {
+		res, err := busy.CallTool(bounded(t), &mcp.CallToolParams{Name: "slow"})
+		if err == nil && !strings.Contains(text(res), "released") {
+			err = fmt.Errorf("result %q", text(res))
+		}
+		done <- err
+	}()
+	waitFor(t, e.fake.started, "slow call")
+	idle := open()
+	e.fake.releaseAll()
+	if err := <-done; err != nil {
+		t.Errorf("the busy session's call: %v", err)
+	}
+	for i, cs := range []*mcp.ClientSession{busy, idle} {
+		if _, err := cs.ListTools(bounded(t), nil); err != nil {
+			t.Errorf("session %d: %v", i, err)
+		}
+	}
+}

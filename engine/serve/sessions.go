@@ -11,8 +11,9 @@ import (
 // sessionCap keeps at most max legacy (2025-11-25) sessions open: when an
 // initialize opens one more, the session idle the longest is closed, and
 // its next request gets 404 (the client starts a new session). A session
-// is idle while it has no POST in flight; an open GET stream does not make
-// it busy, since every client keeps one. The SDK's handler neither counts
+// is idle while it has no POST in flight, and its age is that of its last
+// POST; an open GET stream neither makes it busy nor young, since every
+// client keeps one. The SDK's handler neither counts
 // sessions nor says when one was last used, so the router tracks them by
 // the Mcp-Session-Id of the requests it passes on and of the initialize
 // responses.
@@ -28,7 +29,7 @@ type sessionCap struct {
 }
 
 type sessionUse struct {
-	last time.Time // the end of the last request, or the start of one
+	last time.Time // the start or end of the last POST
 	busy int       // POSTs in flight
 }
 
@@ -52,38 +53,35 @@ func (c *sessionCap) wrap(next http.Handler) http.Handler {
 			return
 		}
 		post := r.Method == http.MethodPost
-		c.begin(id, post)
-		defer c.end(id, post, r.Method == http.MethodDelete)
+		u := c.begin(id, post)
+		defer c.end(id, u, post, r.Method == http.MethodDelete)
 		next.ServeHTTP(w, r)
 	})
 }
 
-// begin marks a request on a session that the SDK knows; an id it does not
-// know is answered 404 by the SDK and not tracked.
-func (c *sessionCap) begin(id string, post bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if u := c.sessions[id]; u != nil {
-		u.last = time.Now()
-		if post {
-			u.busy++
-		}
-	}
-}
-
-func (c *sessionCap) end(id string, post, deleted bool) {
+// begin marks a request on a tracked session and returns it, or nil for an
+// id not tracked (yet): the SDK answers an unknown id with 404, and a
+// client may use its new id before opened has recorded it.
+func (c *sessionCap) begin(id string, post bool) *sessionUse {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	u := c.sessions[id]
-	if u == nil {
-		return
+	if u != nil && post {
+		u.last = time.Now()
+		u.busy++
 	}
+	return u
+}
+
+func (c *sessionCap) end(id string, u *sessionUse, post, deleted bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if deleted {
 		delete(c.sessions, id)
 		return
 	}
-	u.last = time.Now()
-	if post {
+	if u != nil && post {
+		u.last = time.Now()
 		u.busy--
 	}
 }
