@@ -129,11 +129,19 @@ func (c *sessionCap) opened(id string) {
 	for _, v := range victims {
 		closing[v] = true
 	}
+	var sessions []*mcp.ServerSession
 	for ss := range c.srv.Sessions() {
 		if closing[ss.ID()] {
-			// Close ends the session's GET stream and removes it from the
-			// SDK's handler, which answers its id with 404 from now on.
-			ss.Close()
+			sessions = append(sessions, ss)
 		}
 	}
+	// Close ends the session's GET stream and removes it from the SDK's
+	// handler, which answers its id with 404 from then on. It waits for
+	// the session's requests to end, and one may have begun since it was
+	// chosen: the initialize that made room does not wait for that.
+	go func() {
+		for _, ss := range sessions {
+			ss.Close()
+		}
+	}()
 }
