@@ -33,12 +33,12 @@ type httpLimits struct {
 
 func addHTTPLimitFlags(fs *flag.FlagSet) *httpLimits {
 	l := &httpLimits{maxHeaderBytes: 64 << 10, maxBody: 4 << 20}
-	fs.DurationVar(&l.readHeaderTimeout, "read-header-timeout", 10*time.Second, "time a client has to send a request's headers")
+	fs.DurationVar(&l.readHeaderTimeout, "read-header-timeout", 10*time.Second, "time a client has to send a request's headers (0: no limit)")
 	fs.DurationVar(&l.readTimeout, "read-timeout", 30*time.Second, "time a client has to send a request's body, after its headers (0: no limit)")
 	fs.DurationVar(&l.writeTimeout, "write-timeout", 30*time.Second, "time one write of a response may stay blocked on a client that does not read (0: no limit); streams and long calls are not cut")
-	fs.DurationVar(&l.idleTimeout, "idle-timeout", 60*time.Second, "close keep-alive connections idle this long")
-	fs.Var(&l.maxHeaderBytes, "max-header-bytes", "largest request header block, e.g. 64KiB")
-	fs.Var(&l.maxBody, "max-body", "largest request body, e.g. 4MiB (larger ones get 413)")
+	fs.DurationVar(&l.idleTimeout, "idle-timeout", 60*time.Second, "close keep-alive connections idle this long (0: no limit)")
+	fs.Var(&l.maxHeaderBytes, "max-header-bytes", "largest request header block, a `size` such as 64KiB (larger ones get 431)")
+	fs.Var(&l.maxBody, "max-body", "largest request body, a `size` such as 4MiB (larger ones get 413)")
 	fs.IntVar(&l.maxConns, "max-conns", 1024, "connections open at once; more wait to be accepted (0: no limit)")
 	fs.IntVar(&l.maxInflight, "max-inflight", 64, "requests served and tool calls running at once; more get 503 or a busy error (0: no limit)")
 	fs.IntVar(&l.maxSessions, "max-sessions", 1000, "2025-11-25 HTTP sessions open at once; a new one closes the one idle longest (0: no limit)")
