@@ -16,9 +16,13 @@ import (
 // make the server hold: time, connections, sessions, requests and bytes.
 // Each is also read from MCPD_<FLAG>, like every flag.
 //
-// The defaults keep a server on a small machine within its memory: at most
-// 64 requests are served at once, each with a body of at most 4 MiB and,
-// with the adapters' default output caps, a result of about 1 MiB.
+// The defaults keep a server on a small machine near its 512 MiB soft
+// memory limit (gc.go): at most 64 requests are served at once, with at
+// most 64 MiB of request bodies between them (a body costs about eight
+// times its size while it is decoded, validated and passed on: 64
+// requests with 3 MiB arguments held 493 MB live, the 21 that fit in
+// 64 MiB 170 MB), each at most 4 MiB, and with the adapters' default
+// output caps results of about 1 MiB.
 type httpLimits struct {
 	readHeaderTimeout time.Duration
 	readTimeout       time.Duration
@@ -26,19 +30,21 @@ type httpLimits struct {
 	idleTimeout       time.Duration
 	maxHeaderBytes    byteSize
 	maxBody           byteSize
+	maxInflightBytes  byteSize
 	maxConns          int
 	maxInflight       int
 	maxSessions       int
 }
 
 func addHTTPLimitFlags(fs *flag.FlagSet) *httpLimits {
-	l := &httpLimits{maxHeaderBytes: 64 << 10, maxBody: 4 << 20}
+	l := &httpLimits{maxHeaderBytes: 64 << 10, maxBody: 4 << 20, maxInflightBytes: 64 << 20}
 	fs.DurationVar(&l.readHeaderTimeout, "read-header-timeout", 10*time.Second, "time a client has to send a request's headers (0: no limit)")
 	fs.DurationVar(&l.readTimeout, "read-timeout", 30*time.Second, "time a client has to send a request's body, after its headers (0: no limit)")
 	fs.DurationVar(&l.writeTimeout, "write-timeout", 30*time.Second, "time one write of a response may stay blocked on a client that does not read (0: no limit); streams and long calls are not cut")
 	fs.DurationVar(&l.idleTimeout, "idle-timeout", 60*time.Second, "close keep-alive connections idle this long (0: no limit)")
 	fs.Var(&l.maxHeaderBytes, "max-header-bytes", "largest request header block, a `size` such as 64KiB (larger ones get 431)")
 	fs.Var(&l.maxBody, "max-body", "largest request body, a `size` such as 4MiB (larger ones get 413)")
+	fs.Var(&l.maxInflightBytes, "max-inflight-bytes", "request bodies in flight, a `size` such as 64MiB; a request past it gets 503 unless it is alone (0: no limit)")
 	fs.IntVar(&l.maxConns, "max-conns", 1024, "connections open at once; more wait to be accepted (0: no limit)")
 	fs.IntVar(&l.maxInflight, "max-inflight", 64, "requests served and tool calls running at once; more get 503 or a busy error (0: no limit)")
 	fs.IntVar(&l.maxSessions, "max-sessions", 1000, "2025-11-25 HTTP sessions open at once; a new one closes the one idle longest (0: no limit)")
@@ -63,6 +69,9 @@ func (l *httpLimits) check() error {
 	if l.maxBody <= 0 || l.maxHeaderBytes <= 0 {
 		return fmt.Errorf("--max-body and --max-header-bytes must be positive")
 	}
+	if l.maxInflightBytes != 0 && l.maxInflightBytes < l.maxBody {
+		return fmt.Errorf("--max-inflight-bytes (%s) must be at least --max-body (%s), or 0", &l.maxInflightBytes, &l.maxBody)
+	}
 	return nil
 }
 
@@ -71,6 +80,7 @@ func (l *httpLimits) httpOptions(o serve.HTTPOptions) serve.HTTPOptions {
 	o.MaxSessions = l.maxSessions
 	o.MaxInflight = l.maxInflight
 	o.MaxBody = int64(l.maxBody)
+	o.MaxInflightBytes = int64(l.maxInflightBytes)
 	o.ReadTimeout = l.readTimeout
 	o.WriteTimeout = l.writeTimeout
 	return o

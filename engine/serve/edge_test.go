@@ -514,3 +514,38 @@ func TestSessionCapSparesBusySessions(t *testing.T) {
 		}
 	}
 }
+
+// Past MaxInflightBytes of request bodies in flight, a request is refused
+// with 503 and Retry-After; a smaller one that fits is served.
+func TestInflightBytesCap(t *testing.T) {
+	e := newEnv(t)
+	ts := e.httpServer(t, serve.HTTPOptions{MaxInflightBytes: 2000, JSONResponse: true})
+	addr := strings.TrimPrefix(ts.URL, "http://")
+	padded := func(tool string, size int) string {
+		body := modernCall(tool)
+		pad := `"pad":"` + strings.Repeat("p", size-len(body)-9) + `",`
+		return strings.Replace(body, `"_meta":{`, `"_meta":{`+pad, 1)
+	}
+
+	conn := dial(t, addr)
+	slow := padded("slow", 1500)
+	if len(slow) != 1500 {
+		t.Fatalf("body of %d bytes", len(slow))
+	}
+	fmt.Fprintf(conn, "%sMcp-Name: slow\r\nContent-Length: %d\r\n\r\n%s", modernCallHead, len(slow), slow)
+	waitFor(t, e.fake.started, "slow call")
+
+	resp, body := rawRequest(t, addr, modernCallHead+"Mcp-Name: fast\r\n", padded("fast", 1000))
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" || !strings.Contains(body, "max-inflight-bytes") {
+		t.Errorf("1,000 bytes over 1,500 in flight: status %d, Retry-After %q: %s", resp.StatusCode, resp.Header.Get("Retry-After"), body)
+	}
+	if resp, body := rawRequest(t, addr, modernCallHead+"Mcp-Name: fast\r\n", padded("fast", 400)); resp.StatusCode != 200 {
+		t.Errorf("400 bytes over 1,500 in flight: status %d: %s", resp.StatusCode, body)
+	}
+	conn.Close() // cancels the slow call
+	waitFor(t, e.fake.cancelled, "slow call cancelled")
+	eventually(t, "the budget is free again", func() bool {
+		resp, _ := rawRequest(t, addr, modernCallHead+"Mcp-Name: fast\r\n", padded("fast", 1000))
+		return resp.StatusCode == 200
+	})
+}

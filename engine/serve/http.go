@@ -36,6 +36,10 @@ type HTTPOptions struct {
 	// MaxBody caps a request body, refused with 413 past it. 0: the SDK's
 	// default (4 MiB).
 	MaxBody int64
+	// MaxInflightBytes caps the body bytes of the POST requests served at
+	// once; a request that would pass it is refused with 503 and
+	// Retry-After, unless it is the only one. 0: no cap.
+	MaxInflightBytes int64
 	// ReadTimeout bounds reading a request body, from the end of its
 	// headers. 0: no bound.
 	ReadTimeout time.Duration

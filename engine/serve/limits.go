@@ -6,9 +6,11 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/net/netutil"
 )
 
@@ -55,17 +57,40 @@ func limitRequests(opts HTTPOptions, next http.Handler) http.Handler {
 	if opts.MaxInflight > 0 {
 		slots = make(chan struct{}, opts.MaxInflight)
 	}
+	maxBody := opts.MaxBody
+	if maxBody <= 0 {
+		maxBody = mcp.DefaultMaxRequestBodyBytes
+	}
+	var bodies atomic.Int64 // body bytes of the requests in flight
+	busy := func(w http.ResponseWriter, msg string) {
+		w.Header().Set("Retry-After", "1")
+		writeJSONRPCError(w, http.StatusServiceUnavailable, codeServerBusy, "the server is busy: "+msg+"; retry shortly")
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if slots != nil && holdsSlot(r) {
 			select {
 			case slots <- struct{}{}:
 				defer func() { <-slots }()
 			default:
-				w.Header().Set("Retry-After", "1")
-				writeJSONRPCError(w, http.StatusServiceUnavailable, codeServerBusy,
-					"the server is busy: "+strconv.Itoa(opts.MaxInflight)+" requests are in flight (--max-inflight); retry shortly")
+				busy(w, strconv.Itoa(opts.MaxInflight)+" requests are in flight (--max-inflight)")
 				return
 			}
+		}
+		if opts.MaxInflightBytes > 0 && holdsSlot(r) {
+			// A body costs several times its size while it is decoded,
+			// validated and handed to an adapter, so the bodies in
+			// flight are what fills memory. A body of unknown length
+			// (chunked) is charged as the largest allowed.
+			n := r.ContentLength
+			if n < 0 || n > maxBody {
+				n = maxBody
+			}
+			if bodies.Add(n) > opts.MaxInflightBytes && n < bodies.Load() {
+				bodies.Add(-n)
+				busy(w, "the requests in flight carry "+strconv.FormatInt(opts.MaxInflightBytes>>20, 10)+" MiB of bodies (--max-inflight-bytes)")
+				return
+			}
+			defer bodies.Add(-n)
 		}
 		rc := http.NewResponseController(w)
 		if opts.ReadTimeout > 0 && r.Body != nil && r.Body != http.NoBody {
