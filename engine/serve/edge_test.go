@@ -130,6 +130,7 @@ func TestDuplicateMCPHeaders(t *testing.T) {
 		{"two protocol versions", jsonHeaders + "MCP-Protocol-Version: 2026-07-28\r\nMCP-Protocol-Version: 2025-11-25\r\nMcp-Method: tools/call\r\nMcp-Name: zeta_greet\r\n", call, 400},
 		{"two session ids", jsonHeaders + "Mcp-Session-Id: a\r\nMcp-Session-Id: b\r\n", initializeBody, 400},
 		{"two param headers", modernHead + "Mcp-Name: zeta_greet\r\nMcp-Param-Region: a\r\nMcp-Param-Region: b\r\n", call, 400},
+		{"two origins", modernHead + "Mcp-Name: zeta_greet\r\nOrigin: http://localhost:3000\r\nOrigin: http://evil.example\r\n", call, 400},
 		{"two other headers", modernHead + "Mcp-Name: zeta_greet\r\nX-Trace: a\r\nX-Trace: b\r\n", call, 200},
 	}
 	for _, tc := range tests {

@@ -167,10 +167,11 @@ func conflictingHeader(h http.Header) (string, bool) {
 
 // mcpHeader reports whether a canonical header name is one that selects
 // what a request does: the session, the protocol version, the method, its
-// target, and the arguments mirrored in Mcp-Param-* headers.
+// target, and the arguments mirrored in Mcp-Param-* headers; or Origin,
+// which guard checks.
 func mcpHeader(name string) bool {
 	switch name {
-	case "Mcp-Name", "Mcp-Method", "Mcp-Protocol-Version", "Mcp-Session-Id", "Last-Event-Id":
+	case "Mcp-Name", "Mcp-Method", "Mcp-Protocol-Version", "Mcp-Session-Id", "Last-Event-Id", "Origin":
 		return true
 	}
 	return strings.HasPrefix(name, "Mcp-Param-")
