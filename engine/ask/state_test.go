@@ -1,0 +1,61 @@
+package ask
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+func TestSealOpen(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
+	clock := func() time.Time { return now }
+	a := NewSealer([]byte("key one"), time.Minute).WithClock(clock)
+	same := NewSealer([]byte("key one"), time.Minute).WithClock(clock)
+	other := NewSealer([]byte("key two"), time.Minute).WithClock(clock)
+	bind := Bind("tool", "restock", map[string]any{"id": 1.0, "copies": 2.0})
+	tok, err := a.Seal(State{Round: 2, Answers: map[string]any{"why": map[string]any{"reason": "x"}}, Bind: bind})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		s       *Sealer
+		token   string
+		bind    string
+		advance time.Duration
+		want    error
+	}{
+		{"same process", a, tok, bind, 0, nil},
+		{"another replica with the same key", same, tok, bind, 0, nil},
+		{"another key", other, tok, bind, 0, ErrTampered},
+		{"tampered", a, tok + "-TAMPERED", bind, 0, ErrTampered},
+		{"payload swapped", a, "e30" + tok[3:], bind, 0, ErrTampered},
+		{"no signature", a, "abc", bind, 0, ErrTampered},
+		{"other tool", a, tok, Bind("tool", "delete", map[string]any{"id": 1.0, "copies": 2.0}), 0, ErrForeign},
+		{"other args", a, tok, Bind("tool", "restock", map[string]any{"id": 1.0, "copies": 3.0}), 0, ErrForeign},
+		{"expired", a, tok, bind, 2 * time.Minute, ErrExpired},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := tt.s.WithClock(func() time.Time { return now.Add(tt.advance) })
+			st, err := s.Open(tt.token, tt.bind)
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("Open: err = %v, want %v", err, tt.want)
+			}
+			if err == nil && (st.Round != 2 || st.Answers["why"].(map[string]any)["reason"] != "x") {
+				t.Fatalf("state = %+v", st)
+			}
+		})
+	}
+}
+
+func TestBindIgnoresKeyOrder(t *testing.T) {
+	a := Bind("tool", "x", map[string]any{"a": 1.0, "b": "2"})
+	b := Bind("tool", "x", map[string]any{"b": "2", "a": 1.0})
+	if a != b {
+		t.Fatal("equal arguments bind differently")
+	}
+	if Bind("prompt", "x", nil) == Bind("tool", "x", nil) {
+		t.Fatal("a prompt and a tool of the same name share a binding")
+	}
+}
