@@ -25,6 +25,10 @@ type Scope struct {
 	// "integer", "number", "boolean", "array", "object", or "" when
 	// unconstrained). Nil for blocks that have no args (backends).
 	Params map[string]string
+	// Inputs are the names of the asks whose answers an expression may
+	// use as `inputs.<name>`, each with a note on its value for messages
+	// (see engine/snapshot's ask blocks). Nil: no `inputs` variable.
+	Inputs map[string]string
 }
 
 // EvalContext is the load-time evaluation context: functions, no variables.
@@ -79,6 +83,9 @@ func IsStatic(expr hcl.Expression) bool {
 func (s *Scope) checkTraversal(tr hcl.Traversal) hcl.Diagnostics {
 	rng := tr.SourceRange()
 	root := tr.RootName()
+	if root == "inputs" && s.Inputs != nil {
+		return s.checkInput(tr)
+	}
 	if root != "args" || s.Params == nil {
 		detail := fmt.Sprintf("There is no variable named %q here.", root)
 		if s.Params != nil {
@@ -112,6 +119,33 @@ func (s *Scope) checkTraversal(tr hcl.Traversal) hcl.Diagnostics {
 		}}
 	}
 	return nil
+}
+
+// checkInput accepts inputs.<name> for the asks in s.Inputs only: an
+// undeclared name, or one answered in a later round, is a load-time error.
+func (s *Scope) checkInput(tr hcl.Traversal) hcl.Diagnostics {
+	if len(tr) < 2 {
+		return nil
+	}
+	name := ""
+	switch step := tr[1].(type) {
+	case hcl.TraverseAttr:
+		name = step.Name
+	case hcl.TraverseIndex:
+		if step.Key.Type() == cty.String {
+			name = step.Key.AsString()
+		}
+	}
+	if _, ok := s.Inputs[name]; ok || name == "" {
+		return nil
+	}
+	rng := tr.SourceRange()
+	return hcl.Diagnostics{{
+		Severity: hcl.DiagError,
+		Summary:  "Reference to an unavailable input",
+		Detail:   fmt.Sprintf("inputs.%s is not the answer of an ask block asked before this point; available: %s.", name, listOrNone(s.Inputs)),
+		Subject:  &rng,
+	}}
 }
 
 func (s *Scope) checkFunctions(expr hclsyntax.Expression) hcl.Diagnostics {
@@ -179,6 +213,12 @@ func listOrNone(m map[string]string) string {
 // not give it and it has no default), so that a reference to an optional
 // param evaluates to null instead of failing.
 func (s *Scope) CallContext(args map[string]any) *hcl.EvalContext {
+	return s.CallContextInputs(args, nil)
+}
+
+// CallContextInputs is CallContext with the variable `inputs` too: the
+// answers of the asks in s.Inputs (null for one not asked).
+func (s *Scope) CallContextInputs(args, inputs map[string]any) *hcl.EvalContext {
 	attrs := make(map[string]cty.Value, len(s.Params))
 	for name := range s.Params {
 		attrs[name] = cty.NullVal(cty.DynamicPseudoType)
@@ -186,8 +226,16 @@ func (s *Scope) CallContext(args map[string]any) *hcl.EvalContext {
 	for name, v := range args {
 		attrs[name] = FromGo(v)
 	}
-	return &hcl.EvalContext{
-		Functions: s.Functions,
-		Variables: map[string]cty.Value{"args": cty.ObjectVal(attrs)},
+	vars := map[string]cty.Value{"args": cty.ObjectVal(attrs)}
+	if s.Inputs != nil {
+		in := make(map[string]cty.Value, len(s.Inputs))
+		for name := range s.Inputs {
+			in[name] = cty.NullVal(cty.DynamicPseudoType)
+		}
+		for name, v := range inputs {
+			in[name] = FromGo(v)
+		}
+		vars["inputs"] = cty.ObjectVal(in)
 	}
+	return &hcl.EvalContext{Functions: s.Functions, Variables: vars}
 }

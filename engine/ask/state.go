@@ -132,3 +132,13 @@ func (s *Sealer) Open(token, bind string) (State, error) {
 	}
 	return st, nil
 }
+
+// MustRandomSealer is RandomSealer for callers that cannot go on without
+// one (crypto/rand does not fail on supported systems).
+func MustRandomSealer() *Sealer {
+	s, err := RandomSealer()
+	if err != nil {
+		panic(err)
+	}
+	return s
+}

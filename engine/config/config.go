@@ -28,12 +28,18 @@ type Config struct {
 
 // Server describes the server itself to clients.
 type Server struct {
-	Name         string    `hcl:"name,optional"`
-	Version      string    `hcl:"version,optional"`
-	Title        string    `hcl:"title,optional"`
-	Instructions string    `hcl:"instructions,optional"`
-	WebsiteURL   string    `hcl:"website_url,optional"`
-	DeclRange    hcl.Range `hcl:",def_range"`
+	Name         string `hcl:"name,optional"`
+	Version      string `hcl:"version,optional"`
+	Title        string `hcl:"title,optional"`
+	Instructions string `hcl:"instructions,optional"`
+	WebsiteURL   string `hcl:"website_url,optional"`
+	// ConfirmDestructive makes confirmation the default for tools
+	// annotated destructive = true (see Tool.Confirm).
+	ConfirmDestructive bool `hcl:"confirm_destructive,optional"`
+	// RequestStateKey signs the requestState of tools that ask their
+	// client for input; empty: a random key per process.
+	RequestStateKey string    `hcl:"request_state_key,optional"`
+	DeclRange       hcl.Range `hcl:",def_range"`
 }
 
 // Tool is one `tool "name" { ... }` block.
@@ -48,8 +54,13 @@ type Tool struct {
 	OutputSchema *hcl.Attribute `hcl:"output_schema,optional"`
 	Result       *Result        `hcl:"result,block"`
 	Progress     *Progress      `hcl:"progress,block"`
-	Remain       hcl.Body       `hcl:",remain"`
-	DeclRange    hcl.Range      `hcl:",def_range"`
+	// Asks are what the tool asks its client before it runs.
+	Asks []*Ask `hcl:"ask,block"`
+	// Confirm is true, false or a message: whether the tool asks the
+	// user to confirm each call (overriding server.confirm_destructive).
+	Confirm   *hcl.Attribute `hcl:"confirm,optional"`
+	Remain    hcl.Body       `hcl:",remain"`
+	DeclRange hcl.Range      `hcl:",def_range"`
 
 	// Adapter is the tool's adapter block, if any (taken from Remain).
 	Adapter *AdapterBlock
@@ -97,7 +108,13 @@ type Param struct {
 	// cannot set them.
 	AllowSlash       *hcl.Attribute `hcl:"allow_slash,optional"`
 	AllowDotSegments *hcl.Attribute `hcl:"allow_dot_segments,optional"`
-	DeclRange        hcl.Range      `hcl:",def_range"`
+	// EnumTitles are display names for Enum's values, in the same order
+	// (a oneOf of const/title, or anyOf in the items of an array).
+	EnumTitles *hcl.Attribute `hcl:"enum_titles,optional"`
+	// EnumNames are the legacy (pre-2025-11-25) enumNames of an
+	// elicitation field.
+	EnumNames *hcl.Attribute `hcl:"enum_names,optional"`
+	DeclRange hcl.Range      `hcl:",def_range"`
 }
 
 // Result is a tool's `result { ... }` block: how the output becomes content.
@@ -203,6 +220,7 @@ type Prompt struct {
 	Description string      `hcl:"description,optional"`
 	Arguments   []*Argument `hcl:"argument,block"`
 	Messages    []*Message  `hcl:"message,block"`
+	Asks        []*Ask      `hcl:"ask,block"`
 	DeclRange   hcl.Range   `hcl:",def_range"`
 
 	Dir string
@@ -225,4 +243,27 @@ type Message struct {
 	Text      *hcl.Attribute `hcl:"text,optional"`
 	Contents  []*Content     `hcl:"content,block"`
 	DeclRange hcl.Range      `hcl:",def_range"`
+}
+
+// Ask is one `ask "name" { ... }` block of a tool or prompt: one question
+// for the client, of exactly one kind (confirm, elicit, sample or roots).
+// Its answer is `inputs.<name>` in the expressions that run after it.
+type Ask struct {
+	Name      string    `hcl:"name,label"`
+	NameRange hcl.Range `hcl:"name,label_range"`
+	// Round orders questions that depend on earlier answers; 0 means 1.
+	Round *hcl.Attribute `hcl:"round,optional"`
+	// Confirm, Elicit and Sample are message templates; Roots is a bool.
+	Confirm *hcl.Attribute `hcl:"confirm,optional"`
+	Elicit  *hcl.Attribute `hcl:"elicit,optional"`
+	Sample  *hcl.Attribute `hcl:"sample,optional"`
+	Roots   *hcl.Attribute `hcl:"roots,optional"`
+	// Fields are the elicitation form, compiled as param blocks are.
+	Fields       []*Param       `hcl:"field,block"`
+	MaxTokens    *hcl.Attribute `hcl:"max_tokens,optional"`
+	SystemPrompt *hcl.Attribute `hcl:"system_prompt,optional"`
+	// Optional skips the question (its input is null) when the client
+	// cannot answer it, instead of refusing the call.
+	Optional  bool      `hcl:"optional,optional"`
+	DeclRange hcl.Range `hcl:",def_range"`
 }

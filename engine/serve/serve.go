@@ -22,6 +22,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/mcpd/mcpd/engine/ask"
 	"github.com/mcpd/mcpd/engine/snapshot"
 	"github.com/mcpd/mcpd/engine/telemetry"
 )
@@ -71,6 +72,7 @@ type Server struct {
 	tracer    trace.Tracer  // nil: tracing off
 	sdkLogger *slog.Logger  // opts.Logger with the SDK's info lines at debug
 	running   chan struct{} // a slot per call or read running; nil: no cap
+	sealer    *ask.Sealer   // signs requestState when the config sets no key
 }
 
 // The SDK fans list_changed out to every legacy session and every modern
@@ -98,6 +100,7 @@ func New(current *snapshot.Current, opts Options) *Server {
 		opts.AnswerWait = 5 * time.Second
 	}
 	s := &Server{current: current, opts: opts, drain: newDrain(), tracer: opts.Tracer, sdkLogger: slog.New(demoteInfo(opts.Logger.Handler()))}
+	s.sealer = ask.MustRandomSealer()
 	if opts.MaxInflight > 0 {
 		s.running = make(chan struct{}, opts.MaxInflight)
 	}
@@ -200,7 +203,7 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		case *mcp.ListPromptsRequest:
 			return s.listPrompts(r)
 		case *mcp.GetPromptRequest:
-			return s.getPrompt(r)
+			return s.getPrompt(ctx, r)
 		case *mcp.ListResourcesRequest:
 			return s.listResources(r)
 		case *mcp.ListResourceTemplatesRequest:
@@ -240,7 +243,7 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (mcp.Re
 			}
 		}
 	}
-	return markCall(req.Session, t.Call(ctx, req.Params.Arguments, progress)), nil
+	return s.callAsking(ctx, req, snap, t, progress)
 }
 
 func (s *Server) cacheable() mcp.Cacheable {
@@ -297,16 +300,13 @@ func (s *Server) listPrompts(req *mcp.ListPromptsRequest) (mcp.Result, error) {
 	return res, nil
 }
 
-func (s *Server) getPrompt(req *mcp.GetPromptRequest) (mcp.Result, error) {
-	p, ok := s.current.Load().Prompt(req.Params.Name)
+func (s *Server) getPrompt(ctx context.Context, req *mcp.GetPromptRequest) (mcp.Result, error) {
+	snap := s.current.Load()
+	p, ok := snap.Prompt(req.Params.Name)
 	if !ok {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %q", req.Params.Name)}
 	}
-	res, err := p.Get(req.Params.Arguments)
-	if err != nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
-	}
-	return markPrompt(req.Session, res), nil
+	return s.getAsking(ctx, req, snap, p)
 }
 
 func (s *Server) listResources(req *mcp.ListResourcesRequest) (mcp.Result, error) {

@@ -20,6 +20,7 @@ type Prompt struct {
 	messages    []promptMessage
 	completions map[string][]string
 	redact      *redact.Redactor // nil: no secrets
+	asks        *asker           // nil: the prompt asks nothing
 }
 
 type promptMessage struct {
@@ -37,7 +38,10 @@ func compilePrompt(pc *config.Prompt, ft funcTables) (*Prompt, hcl.Diagnostics) 
 	}
 	scope := &adapter.Scope{Dir: pc.Dir, Functions: ft.get(pc.Dir), Params: params}
 	p := &Prompt{Def: def, scope: scope, completions: map[string][]string{}}
-	var diags hcl.Diagnostics
+	asks, diags := compileAsks("prompt", pc.Name, pc.Asks, scope)
+	if asks != nil {
+		p.asks, scope.Inputs = asks, asks.scope.Inputs
+	}
 	for _, a := range pc.Arguments {
 		if a.Completions == nil {
 			continue
@@ -77,7 +81,15 @@ func compilePrompt(pc *config.Prompt, ft funcTables) (*Prompt, hcl.Diagnostics) 
 // redacted. A missing required argument or an unknown one is an error the
 // client sees as invalid params.
 func (p *Prompt) Get(args map[string]string) (*mcp.GetPromptResult, error) {
-	res, err := p.get(args)
+	return p.GetAsking(args, nil)
+}
+
+// GetAsking is Get for a prompt that may ask its client for input first
+// (see ask.go): the result is input_required until every question is
+// answered. A refused state is a *StateError, a question the client
+// cannot answer a *MissingCapabilityError.
+func (p *Prompt) GetAsking(args map[string]string, ac *AskCall) (*mcp.GetPromptResult, error) {
+	res, err := p.get(args, ac)
 	if res != nil && p.redact != nil {
 		for i, m := range res.Messages {
 			if c := redactContent(p.redact, m.Content); c != m.Content {
@@ -90,7 +102,7 @@ func (p *Prompt) Get(args map[string]string) (*mcp.GetPromptResult, error) {
 	return res, redactError(p.redact, err)
 }
 
-func (p *Prompt) get(args map[string]string) (*mcp.GetPromptResult, error) {
+func (p *Prompt) get(args map[string]string, ac *AskCall) (*mcp.GetPromptResult, error) {
 	var missing []string
 	for _, a := range p.Def.Arguments {
 		if _, ok := args[a.Name]; !ok && a.Required {
@@ -114,7 +126,20 @@ func (p *Prompt) get(args map[string]string) (*mcp.GetPromptResult, error) {
 	for k, v := range args {
 		goArgs[k] = v
 	}
-	ectx := p.scope.CallContext(goArgs)
+	var inputs map[string]any
+	if p.asks != nil {
+		out, err := p.asks.resolve(goArgs, ac)
+		switch {
+		case err != nil:
+			return nil, err
+		case out.declined != "":
+			return nil, fmt.Errorf("prompt %s: %s", p.Def.Name, out.declined)
+		case out.requests != nil:
+			return &mcp.GetPromptResult{InputRequests: out.requests, RequestState: out.state}, nil
+		}
+		inputs = out.inputs
+	}
+	ectx := p.scope.CallContextInputs(goArgs, inputs)
 	res := &mcp.GetPromptResult{Description: p.Def.Description}
 	for _, m := range p.messages {
 		var c mcp.Content

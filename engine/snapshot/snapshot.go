@@ -17,6 +17,7 @@ import (
 	"github.com/zclconf/go-cty/cty/function"
 
 	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/ask"
 	"github.com/mcpd/mcpd/engine/config"
 	"github.com/mcpd/mcpd/engine/funcs"
 	"github.com/mcpd/mcpd/engine/redact"
@@ -48,6 +49,10 @@ type Snapshot struct {
 // ServerInfo is the server block, with defaults filled in.
 type ServerInfo struct {
 	Name, Version, Title, Instructions, WebsiteURL string
+	// StateSealer signs the requestState of asking tools with the key of
+	// server.request_state_key; nil: none set (the server uses a random
+	// key of its own).
+	StateSealer *ask.Sealer
 }
 
 type liveBackend struct {
@@ -78,10 +83,11 @@ func Build(cfg *config.Config, reg *adapter.Registry, prev *Snapshot, defaultVer
 		}
 		s.Server.Title, s.Server.Instructions, s.Server.WebsiteURL = sv.Title, sv.Instructions, sv.WebsiteURL
 	}
+	stateDiags := stateSealer(cfg.Server, &s.Server)
 
 	secrets := recordSecrets(cfg)
 	ft := funcTables{}
-	diags := s.openBackends(cfg, reg, prev, ft)
+	diags := append(stateDiags, s.openBackends(cfg, reg, prev, ft)...)
 	backend := func(blockType, name string) (adapter.Backend, bool) {
 		lb, ok := s.backends[blockType+" "+name]
 		if !ok {
@@ -90,7 +96,7 @@ func Build(cfg *config.Config, reg *adapter.Registry, prev *Snapshot, defaultVer
 		return lb.backend, true
 	}
 	for _, tc := range cfg.Tools {
-		t, d := compileTool(tc, reg, backend, ft)
+		t, d := compileTool(tc, reg, backend, ft, cfg.Server != nil && cfg.Server.ConfirmDestructive)
 		diags = append(diags, d...)
 		if t != nil {
 			s.Tools = append(s.Tools, t)

@@ -3,6 +3,7 @@ package snapshot
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
@@ -42,6 +43,7 @@ type Tool struct {
 	// for spans.
 	adapterType string
 	redact      *redact.Redactor // nil: no secrets
+	asks        *asker           // nil: the tool asks nothing
 }
 
 type result struct {
@@ -59,7 +61,7 @@ type progressSpec struct {
 // ProgressFunc reports progress for the call being served.
 type ProgressFunc func(progress, total float64, message string)
 
-func compileTool(tc *config.Tool, reg *adapter.Registry, backend func(string, string) (adapter.Backend, bool), ft funcTables) (*Tool, hcl.Diagnostics) {
+func compileTool(tc *config.Tool, reg *adapter.Registry, backend func(string, string) (adapter.Backend, bool), ft funcTables, confirmDestructive bool) (*Tool, hcl.Diagnostics) {
 	scope := &adapter.Scope{Dir: tc.Dir, Functions: ft.get(tc.Dir)}
 	ectx := scope.EvalContext()
 	var diags hcl.Diagnostics
@@ -73,6 +75,7 @@ func compileTool(tc *config.Tool, reg *adapter.Registry, backend func(string, st
 		var d hcl.Diagnostics
 		in, d = schema.FromParams(tc.Params, ectx)
 		diags = append(diags, d...)
+		diags = append(diags, applyEnumTitles(in, tc.Params, ectx)...)
 	}
 	var validator *schema.Validator
 	if !diags.HasErrors() {
@@ -95,7 +98,12 @@ func compileTool(tc *config.Tool, reg *adapter.Registry, backend func(string, st
 		}
 	}
 
-	t := &Tool{validator: validator, scope: scope, InputSchema: in}
+	asks, d := compileToolAsks(tc, scope, confirmDestructive)
+	diags = append(diags, d...)
+	if asks != nil {
+		scope.Inputs = asks.scope.Inputs
+	}
+	t := &Tool{validator: validator, scope: scope, InputSchema: in, asks: asks, needsEval: asks != nil}
 	t.Def = &mcp.Tool{
 		Name:        tc.Name,
 		Title:       tc.Title,
@@ -135,7 +143,11 @@ func compileTool(tc *config.Tool, reg *adapter.Registry, backend func(string, st
 		}
 	}
 	if tc.Result != nil {
-		r, d := compileResult(tc.Result, scope, vars)
+		rvars := vars
+		if asks != nil {
+			rvars = append(append([]string(nil), vars...), "inputs")
+		}
+		r, d := compileResult(tc.Result, scope, rvars)
 		diags = append(diags, d...)
 		t.result = r
 		if r != nil {
@@ -312,7 +324,19 @@ func attrDiag(a *hcl.Attribute, detail string) *hcl.Diagnostic {
 // redact. Every failure, including a panic, comes back as a tool error the
 // model can read; Call itself never fails. Secrets (see recordSecrets) are
 // replaced in the result's text, structured content and error text.
-func (t *Tool) Call(ctx context.Context, raw json.RawMessage, progress ProgressFunc) (res *mcp.CallToolResult) {
+func (t *Tool) Call(ctx context.Context, raw json.RawMessage, progress ProgressFunc) *mcp.CallToolResult {
+	res, err := t.CallAsking(ctx, raw, progress, nil)
+	if err != nil {
+		return toolError(err.Error())
+	}
+	return res
+}
+
+// CallAsking is Call for a tool that may ask its client for input first
+// (see ask.go): the result is then input_required (InputRequests and
+// RequestState set) until every question is answered. The error is a
+// protocol error: a *StateError or a *MissingCapabilityError.
+func (t *Tool) CallAsking(ctx context.Context, raw json.RawMessage, progress ProgressFunc, ac *AskCall) (res *mcp.CallToolResult, askErr error) {
 	// Registered first, so it runs last: over every result, errors and the
 	// panic message included.
 	defer func() { res = redactResult(t.redact, res) }()
@@ -332,16 +356,33 @@ func (t *Tool) Call(ctx context.Context, raw json.RawMessage, progress ProgressF
 	}
 	args, err := t.validator.Validate(raw)
 	if err != nil {
-		return toolError(fmt.Sprintf("invalid arguments for tool %s: %v", t.Def.Name, err))
+		return toolError(fmt.Sprintf("invalid arguments for tool %s: %v", t.Def.Name, err)), nil
+	}
+	var inputs map[string]any
+	if t.asks != nil {
+		out, err := t.asks.resolve(args, ac)
+		var se *StateError
+		var me *MissingCapabilityError
+		switch {
+		case errors.As(err, &se) || errors.As(err, &me):
+			return nil, err
+		case err != nil:
+			return toolError(fmt.Sprintf("tool %s: %v", t.Def.Name, err)), nil
+		case out.declined != "":
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: out.declined}}}, nil
+		case out.requests != nil:
+			return &mcp.CallToolResult{InputRequests: out.requests, RequestState: out.state}, nil
+		}
+		inputs = out.inputs
 	}
 	if t.progress != nil {
 		if err := t.progress.run(ctx, progress); err != nil {
-			return toolError(fmt.Sprintf("tool %s: %v", t.Def.Name, err))
+			return toolError(fmt.Sprintf("tool %s: %v", t.Def.Name, err)), nil
 		}
 	}
 	var ectx *hcl.EvalContext
 	if t.needsEval {
-		ectx = t.scope.CallContext(args)
+		ectx = t.scope.CallContextInputs(args, inputs)
 	}
 	var out *adapter.Output
 	if t.handler != nil {
@@ -350,19 +391,19 @@ func (t *Tool) Call(ctx context.Context, raw json.RawMessage, progress ProgressF
 		endAdapterSpan(span, err)
 		if err != nil {
 			if ctx.Err() != nil {
-				return toolError(fmt.Sprintf("tool %s: cancelled: %v", t.Def.Name, err))
+				return toolError(fmt.Sprintf("tool %s: cancelled: %v", t.Def.Name, err)), nil
 			}
-			return toolError(fmt.Sprintf("tool %s: %v", t.Def.Name, err))
+			return toolError(fmt.Sprintf("tool %s: %v", t.Def.Name, err)), nil
 		}
 		if out == nil {
 			out = &adapter.Output{}
 		}
 	}
-	res, err = t.shape(args, out, ectx)
+	res, err = t.shape(args, inputs, out, ectx)
 	if err != nil {
-		return toolError(fmt.Sprintf("tool %s: %v", t.Def.Name, err))
+		return toolError(fmt.Sprintf("tool %s: %v", t.Def.Name, err)), nil
 	}
-	return res
+	return res, nil
 }
 
 func (p *progressSpec) run(ctx context.Context, report ProgressFunc) error {
@@ -381,7 +422,7 @@ func (p *progressSpec) run(ctx context.Context, report ProgressFunc) error {
 
 // shape turns the adapter's output (nil for declarative tools) into the
 // result the model sees.
-func (t *Tool) shape(args map[string]any, out *adapter.Output, ectx *hcl.EvalContext) (*mcp.CallToolResult, error) {
+func (t *Tool) shape(args, inputs map[string]any, out *adapter.Output, ectx *hcl.EvalContext) (*mcp.CallToolResult, error) {
 	r := t.result
 	// The expressions' environment: the adapter's variables and args. Only
 	// built when an expression will run.
@@ -396,6 +437,9 @@ func (t *Tool) shape(args map[string]any, out *adapter.Output, ectx *hcl.EvalCon
 			env[k] = v
 		}
 		env["args"] = args
+		if t.asks != nil {
+			env["inputs"] = inputs
+		}
 	}
 
 	if r != nil && r.errorWhen != nil {
