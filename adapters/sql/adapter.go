@@ -172,6 +172,7 @@ var sqlSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
 	{Name: "max_bytes"},
 	{Name: "timeout"},
 	{Name: "identifiers"},
+	{Name: "params"},
 }}
 
 // defaultMaxRows is max_rows when the block does not set it.
@@ -256,14 +257,27 @@ func (*Adapter) CompileTool(b *adapter.ToolBlock) (adapter.Handler, hcl.Diagnost
 		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: p.summary, Detail: p.detail, Subject: &rng})
 	}
 	h.query = q
-	diags = append(diags, checkNames(q, allowed, queryAttr, identAttr, b.Scope.Params)...)
+	names := b.Scope.Params
+	if attr := attrs["params"]; attr != nil {
+		var d hcl.Diagnostics
+		h.extra, d = decodeExtraParams(attr, b.Scope)
+		diags = append(diags, d...)
+		names = make(map[string]string, len(b.Scope.Params)+len(h.extra))
+		for k, v := range b.Scope.Params {
+			names[k] = v
+		}
+		for k := range h.extra {
+			names[k] = ""
+		}
+	}
+	diags = append(diags, checkNames(q, allowed, queryAttr, identAttr, names)...)
 	for _, name := range sortedKeys(allowed) {
 		if slicesContainsRef(q.idents, name) {
 			h.slots = append(h.slots, slot{param: name, allowed: allowed[name]})
 		}
 	}
 	for _, name := range q.binds {
-		h.binds = append(h.binds, bind{name: name, typ: b.Scope.Params[name]})
+		h.binds = append(h.binds, bind{name: name, typ: b.Scope.Params[name], expr: h.extra[name]})
 	}
 	h.exec = execVerbs[q.verb] && !q.returning
 	h.insert = q.verb == "INSERT" || q.verb == "REPLACE"
@@ -421,4 +435,36 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// decodeExtraParams decodes params = { name = expression, ... }: values
+// bound to :name that do not come from the model's arguments, such as the
+// answers the user gave to the tool's ask blocks (inputs.<ask>.<field>).
+// They are bound by the driver, never pasted into the SQL.
+func decodeExtraParams(attr *hcl.Attribute, scope *adapter.Scope) (map[string]hcl.Expression, hcl.Diagnostics) {
+	pairs, diags := hcl.ExprMap(attr.Expr)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	out := make(map[string]hcl.Expression, len(pairs))
+	for _, kv := range pairs {
+		name := hcl.ExprAsKeyword(kv.Key)
+		if name == "" {
+			v, d := kv.Key.Value(nil)
+			if d.HasErrors() || v.IsNull() || v.Type() != cty.String {
+				rng := kv.Key.Range()
+				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid params key", Detail: "params keys are the :names of the query, written as plain names.", Subject: &rng})
+				continue
+			}
+			name = v.AsString()
+		}
+		if _, ok := scope.Params[name]; ok {
+			rng := kv.Key.Range()
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "params shadows a param", Detail: fmt.Sprintf(":%s is already bound to the tool's param %q; give this value another name.", name, name), Subject: &rng})
+			continue
+		}
+		diags = append(diags, scope.Check(kv.Value)...)
+		out[name] = kv.Value
+	}
+	return out, diags
 }

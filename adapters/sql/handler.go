@@ -13,6 +13,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/hashicorp/hcl/v2"
+
 	"github.com/mcpd/mcpd/engine/adapter"
 )
 
@@ -21,8 +23,9 @@ import (
 type handler struct {
 	be       *backend
 	query    *compiledQuery
-	binds    []bind // one per driver placeholder
-	slots    []slot // the query's {{param}}s, by name
+	binds    []bind                    // one per driver placeholder
+	extra    map[string]hcl.Expression // the block's params = { ... }
+	slots    []slot                    // the query's {{param}}s, by name
 	readOnly bool
 	exec     bool // a statement without a result set: Exec, not Query
 	insert   bool // an INSERT or REPLACE: report last_insert_id
@@ -35,7 +38,8 @@ type handler struct {
 // bind is the param bound to one driver placeholder.
 type bind struct {
 	name string
-	typ  string // the param's JSON type
+	typ  string         // the param's JSON type
+	expr hcl.Expression // set for a name of the block's params attribute
 }
 
 // vars are the variables a sql tool's result block sees.
@@ -56,7 +60,19 @@ func (h *handler) Call(parent context.Context, req *adapter.Request) (*adapter.O
 	}
 	args := make([]any, len(h.binds))
 	for i, b := range h.binds {
-		args[i] = bindValue(req.Args[b.name], b.typ)
+		if b.expr == nil {
+			args[i] = bindValue(req.Args[b.name], b.typ)
+			continue
+		}
+		v, diags := b.expr.Value(req.Eval)
+		if diags.HasErrors() {
+			return nil, fmt.Errorf("params.%s: %s", b.name, diags.Error())
+		}
+		g, err := adapter.ToGo(v)
+		if err != nil {
+			return nil, fmt.Errorf("params.%s: %v", b.name, err)
+		}
+		args[i] = bindValue(g, "")
 	}
 	ctx, cancel := context.WithTimeout(parent, h.timeout)
 	defer cancel()
