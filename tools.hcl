@@ -150,6 +150,8 @@ tool "sales_summary" {
 
 tool "restock" {
   description = "Add copies of a book to the stock; returns the new stock."
+  # Asks the user before every call (mcpd call: --yes).
+  confirm = "Restock ${args.copies} copies of book ${args.id}?"
   annotations {
     read_only   = false
     destructive = false

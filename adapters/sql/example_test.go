@@ -18,6 +18,7 @@ import (
 	"github.com/mcpd/mcpd/adapters/shell"
 	"github.com/mcpd/mcpd/engine"
 	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/ask"
 	"github.com/mcpd/mcpd/engine/snapshot"
 )
 
@@ -133,7 +134,14 @@ func TestDemoTools(t *testing.T) {
 		t.Errorf("sales_summary by genre:\n%s", text)
 	}
 
-	_, s, isErr = callTool(t, snap, "restock", `{"id": 8, "copies": 4}`)
+	// restock asks for confirmation: with no one to ask, it does not run.
+	if text, _, isErr = callTool(t, snap, "restock", `{"id": 8, "copies": 4}`); !isErr || !strings.Contains(text, "did not run") {
+		t.Errorf("restock without confirmation: isError %v, %s", isErr, text)
+	}
+	if _, s, _ = callTool(t, snap, "get_book", `{"id": 8}`); s["in_stock"] != 0.0 {
+		t.Errorf("restock ran unconfirmed: %v", s)
+	}
+	s, isErr = confirmedCall(t, snap, "restock", `{"id": 8, "copies": 4}`)
 	if isErr || s["in_stock"] != 4.0 {
 		t.Errorf("restock: %v", s)
 	}
@@ -278,4 +286,26 @@ tool "add_book" {
 	if text, _, isErr = callTool(t, snap, "add_book", `{"title": "Kindred"}`); isErr || text != "added #3 (1 row, truncated: false, columns: 0)" {
 		t.Errorf("add_book: %v %q", isErr, text)
 	}
+}
+
+// confirmedCall calls a tool that asks for confirmation and accepts it, as
+// a client's user would.
+func confirmedCall(t *testing.T, snap *snapshot.Snapshot, name, args string) (map[string]any, bool) {
+	t.Helper()
+	tl, _ := snap.Tool(name)
+	ac := &snapshot.AskCall{Sealer: ask.MustRandomSealer(), Caps: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{}}}
+	res, err := tl.CallAsking(context.Background(), json.RawMessage(args), nil, ac)
+	if err != nil || res.InputRequests == nil {
+		t.Fatalf("%s did not ask for confirmation: %v %v", name, err, res)
+	}
+	ac.Responses, ac.State = mcp.InputResponseMap{"confirm": &mcp.ElicitResult{Action: "accept"}}, res.RequestState
+	if res, err = tl.CallAsking(context.Background(), json.RawMessage(args), nil, ac); err != nil {
+		t.Fatal(err)
+	}
+	var s map[string]any
+	b, _ := json.Marshal(res.StructuredContent)
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatal(err)
+	}
+	return s, res.IsError
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -9,12 +10,15 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/ask"
+	"github.com/mcpd/mcpd/engine/snapshot"
 )
 
 func callCmd(args []string, stdout, stderr io.Writer) error {
 	fs, c := newFlagSet("call", stderr)
 	argsJSON := fs.String("args", "", "the arguments as one JSON object")
 	asJSON := fs.Bool("json", false, "print the whole result as JSON")
+	yes := fs.Bool("yes", false, "accept the tool's confirmations (there is no user to ask); without it, a tool that asks for confirmation does not run")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: mcpd call [-c PATH]... TOOL [--args JSON | name=value ...]")
 		fs.PrintDefaults()
@@ -57,7 +61,7 @@ func callCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, cancel := signalContext()
 	defer cancel()
-	res := tool.Call(ctx, raw, func(p, total float64, msg string) {
+	res := callConfirming(ctx, tool, raw, *yes, func(p, total float64, msg string) {
 		fmt.Fprintf(stderr, "progress: %g/%g %s\n", p, total, msg)
 	})
 	if *asJSON {
@@ -113,6 +117,45 @@ func callArgs(argsJSON string, pairs []string, schema any) (json.RawMessage, err
 		args[k] = x
 	}
 	return json.Marshal(args)
+}
+
+// callConfirming calls tool from the command line, where no client can
+// answer questions: with yes, every confirmation is accepted; anything else
+// a tool asks (a form, sampling, roots) cannot be answered, and the tool
+// does not run.
+func callConfirming(ctx context.Context, tool *snapshot.Tool, raw json.RawMessage, yes bool, progress snapshot.ProgressFunc) *mcp.CallToolResult {
+	ac := &snapshot.AskCall{Sealer: ask.MustRandomSealer()}
+	if yes {
+		ac.Caps = &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{}}
+	}
+	for {
+		res, err := tool.CallAsking(ctx, raw, progress, ac)
+		if err != nil {
+			msg := err.Error()
+			if !yes {
+				msg += " (mcpd call cannot ask; run it with --yes to accept its confirmation)"
+			}
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}}
+		}
+		if res.InputRequests == nil {
+			return res
+		}
+		answers := mcp.InputResponseMap{}
+		for id, ir := range res.InputRequests {
+			var props map[string]any
+			p, ok := ir.(*mcp.ElicitParams)
+			if ok {
+				form, _ := p.RequestedSchema.(map[string]any)
+				props, _ = form["properties"].(map[string]any)
+			}
+			if !ok || len(props) > 0 {
+				return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(
+					"tool %s asks the user for input (%s), which mcpd call cannot give; call it from an MCP client", tool.Def.Name, id)}}}
+			}
+			answers[id] = &mcp.ElicitResult{Action: "accept"}
+		}
+		ac.Responses, ac.State = answers, res.RequestState
+	}
 }
 
 func printResult(w io.Writer, res *mcp.CallToolResult) {
