@@ -54,6 +54,11 @@ func TestLoadBroken(t *testing.T) {
 		{"template_param_array.hcl", "template_param_array.hcl:3:3", `Invalid param type: param "name": a URI template variable is text; its type can be string, integer, number or boolean, not array.`},
 		{"template_allow_dots_not_bool.hcl", "template_allow_dots_not_bool.hcl:4:26", "must be true or false"},
 		{"template_bad_pattern.hcl", "template_bad_pattern.hcl:4:15", `Invalid pattern: param "name": error parsing regexp: missing closing ]`},
+		{"ask_two_kinds.hcl", "ask_two_kinds.hcl:3:3", `Invalid ask: ask "ok" must set exactly one of confirm, elicit, sample or roots (it sets 2).`},
+		{"ask_undeclared_input.hcl", "ask_undeclared_input.hcl:6:17", "Reference to an unavailable input: inputs.nope is not the answer of an ask block asked before this point; available: ok."},
+		{"ask_later_round.hcl", "ask_later_round.hcl:4:23", "Reference to an unavailable input: inputs.second is not the answer of an ask block asked before this point; available: none."},
+		{"ask_duplicate.hcl", "ask_duplicate.hcl:4:7", `Duplicate ask: ask "ok" is already declared at`},
+		{"ask_round_zero.hcl", "ask_round_zero.hcl:5:15", "Invalid round: round must be a whole number from 1 to 100"},
 		{"tool_param_allow_slash.hcl", "tool_param_allow_slash.hcl:4:5", `Unsupported argument: param "p": allow_slash applies to the variables of a resource_template, not to a tool's params.`},
 	}
 	for _, tc := range tests {

@@ -1,0 +1,5 @@
+tool "t" {
+  description = "d"
+  ask "ok" { confirm = "Sure?" }
+  ask "ok" { confirm = "Really?" }
+}
