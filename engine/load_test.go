@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -136,17 +137,21 @@ func TestLoadConformanceExample(t *testing.T) {
 	}
 	defer l.Snapshot.Close()
 	s := l.Snapshot
-	if len(l.Files) != 1 || filepath.Base(l.Files[0]) != "conformance.hcl" {
-		t.Errorf("Files = %v", l.Files)
+	// The directory is one config, its files in sorted order.
+	var src string
+	for _, f := range l.Files {
+		if l.Sources[f] == nil {
+			t.Errorf("Sources has no text for %s", f)
+		}
+		src += string(l.Sources[f])
 	}
-	if l.Sources[l.Files[0]] == nil {
-		t.Errorf("Sources has no text for %s", l.Files[0])
+	if len(l.Files) < 2 || !slices.IsSorted(l.Files) || !slices.Contains(l.Files, filepath.Join(dir, "conformance.hcl")) {
+		t.Errorf("Files = %v", l.Files)
 	}
 	if s.Server.Name != "mcpd-conformance" || s.Server.Version != "1.0.0" {
 		t.Errorf("Server = %+v", s.Server)
 	}
 	// Everything declared is there, tools in declaration order.
-	src := string(l.Sources[l.Files[0]])
 	decl := func(kind string) []string {
 		var names []string
 		for _, m := range regexp.MustCompile(`(?m)^`+kind+` "([^"]+)"`).FindAllStringSubmatch(src, -1) {
