@@ -489,3 +489,23 @@ func TestAskStateAcrossProcesses(t *testing.T) {
 		t.Fatalf("another key: err = %v, want the state refused", err)
 	}
 }
+
+// mcpd call has no user to ask: a tool that asks for confirmation does not
+// run unless --yes accepts it; a form cannot be answered even then.
+func TestCallConfirmation(t *testing.T) {
+	clearEnv(t)
+	dir := configDir(t, map[string]string{"tools.hcl": askConfig})
+	createLog(t, dir)
+	e := &askEnv{dir: dir}
+	r := runCLI(t, "call", "-c", dir, "add", "copies=2")
+	if r.code != 1 || !strings.Contains(r.stdout, "run it with --yes") || e.rows(t, "add") != 0 {
+		t.Fatalf("without --yes: %+v, %d rows", r, e.rows(t, "add"))
+	}
+	if r = runCLI(t, "call", "-c", dir, "add", "copies=2", "--yes"); r.code != 0 || e.rows(t, "add") != 1 {
+		t.Fatalf("with --yes: %+v, %d rows", r, e.rows(t, "add"))
+	}
+	r = runCLI(t, "call", "-c", dir, "restock", "copies=2", "--yes")
+	if r.code != 1 || !strings.Contains(r.stdout, "mcpd call cannot give") || e.rows(t, "restock") != 0 {
+		t.Fatalf("a form with --yes: %+v", r)
+	}
+}

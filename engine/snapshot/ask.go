@@ -338,7 +338,7 @@ func anyList(s []string) []any {
 
 // confirmAsk is the implicit confirmation of a tool with `confirm = true`
 // (or a message) or of a destructive tool under server.confirm_destructive.
-func confirmAsk(tc *config.Tool, scope *adapter.Scope, rounds int) (*askSpec, hcl.Diagnostics) {
+func confirmAsk(tc *config.Tool, scope *adapter.Scope) (*askSpec, hcl.Diagnostics) {
 	s := &askSpec{name: "confirm", round: 1, kind: askConfirm, requested: map[string]any{"type": "object", "properties": map[string]any{}}}
 	if tc.Confirm != nil && !adapter.IsStatic(tc.Confirm.Expr) || isStringAttr(tc.Confirm, scope) {
 		diags := scopeWithInputs(scope, map[string]string{}).Check(tc.Confirm.Expr)
@@ -662,7 +662,7 @@ func compileToolAsks(tc *config.Tool, scope *adapter.Scope, confirmDestructive b
 	if !on || diags.HasErrors() {
 		return a, diags
 	}
-	c, d := confirmAsk(tc, scope, 1)
+	c, d := confirmAsk(tc, scope)
 	diags = append(diags, d...)
 	if a == nil {
 		a = &asker{kind: "tool", name: tc.Name, rounds: 1, scope: scopeWithInputs(scope, map[string]string{})}
