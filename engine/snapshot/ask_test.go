@@ -1,0 +1,123 @@
+package snapshot_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpd/mcpd/engine/ask"
+	"github.com/mcpd/mcpd/engine/snapshot"
+)
+
+const askFormConfig = `
+tool "pick" {
+  description = "Asks for a choice."
+  ask "form" {
+    elicit = "Pick"
+    field "single" {
+      type        = "string"
+      enum        = ["a", "b"]
+      enum_titles = ["Option A", "Option B"]
+    }
+    field "multi" {
+      type        = "array"
+      items       = { type = "string", enum = ["x", "y"] }
+      enum_titles = ["X", "Y"]
+      required    = false
+    }
+    field "n" {
+      type    = "integer"
+      minimum = 1
+      default = 2
+    }
+  }
+  result {
+    content "text" {
+      text = "${inputs.form.single} ${jsonencode(inputs.form.multi)} ${inputs.form.n}"
+    }
+  }
+}
+`
+
+var elicitCaps = &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{}}
+
+// The form is compiled as params are, enum titles and defaults included,
+// and every answer is checked against it: one that does not fit is asked
+// again; keys that are not fields are dropped.
+func TestAskForm(t *testing.T) {
+	s, _ := build(t, nil, nil, map[string]string{"tools.hcl": askFormConfig})
+	tl := tool(t, s, "pick")
+	sealer := ask.MustRandomSealer()
+	first, err := tl.CallAsking(context.Background(), nil, nil, &snapshot.AskCall{Caps: elicitCaps, Sealer: sealer})
+	if err != nil || first.InputRequests == nil {
+		t.Fatalf("first call: %v %+v", err, first)
+	}
+	got, _ := json.Marshal(first.InputRequests["form"].(*mcp.ElicitParams).RequestedSchema)
+	want := `{"properties":{"multi":{"items":{"anyOf":[{"const":"x","title":"X"},{"const":"y","title":"Y"}],"type":"string"},"type":"array"},` +
+		`"n":{"default":2,"minimum":1,"type":"integer"},"single":{"oneOf":[{"const":"a","title":"Option A"},{"const":"b","title":"Option B"}],"type":"string"}},` +
+		`"required":["single"],"type":"object"}`
+	if string(got) != want {
+		t.Fatalf("requested schema\n got %s\nwant %s", got, want)
+	}
+	for _, tc := range []struct {
+		name    string
+		content map[string]any
+		want    string // "" : asked again
+	}{
+		{"valid, default filled", map[string]any{"single": "b", "extra": "dropped"}, "b null 2"},
+		{"valid multi", map[string]any{"single": "a", "multi": []any{"y"}, "n": 5}, `a ["y"] 5`},
+		{"not an enum value", map[string]any{"single": "c"}, ""},
+		{"missing required key", map[string]any{"n": 3}, ""},
+		{"below minimum", map[string]any{"single": "a", "n": 0}, ""},
+		{"wrong type", map[string]any{"single": 1}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := tl.CallAsking(context.Background(), nil, nil, &snapshot.AskCall{Caps: elicitCaps, Sealer: sealer, State: first.RequestState,
+				Responses: mcp.InputResponseMap{"form": &mcp.ElicitResult{Action: "accept", Content: tc.content}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.want == "" {
+				if res.InputRequests["form"] == nil {
+					t.Fatalf("not asked again: %s", render(res))
+				}
+				return
+			}
+			if res.InputRequests != nil || !strings.Contains(render(res), tc.want) {
+				t.Fatalf("result %s, want %q", render(res), tc.want)
+			}
+		})
+	}
+}
+
+// Optional questions are skipped for a client that cannot answer them;
+// others refuse the call.
+func TestAskCapabilities(t *testing.T) {
+	s, _ := build(t, nil, nil, map[string]string{"tools.hcl": `
+tool "t" {
+  description = "d"
+  ask "name" {
+    elicit   = "Name?"
+    optional = true
+    field "name" { type = "string" }
+  }
+  ask "roots" { roots = true }
+}
+`})
+	tl := tool(t, s, "t")
+	sealer := ask.MustRandomSealer()
+	_, err := tl.CallAsking(context.Background(), nil, nil, &snapshot.AskCall{Sealer: sealer, Caps: &mcp.ClientCapabilities{}})
+	var me *snapshot.MissingCapabilityError
+	if !errors.As(err, &me) || me.Required.RootsV2 == nil || me.Required.Elicitation != nil {
+		t.Fatalf("err = %v, want roots missing only", err)
+	}
+	caps := &mcp.ClientCapabilities{RootsV2: &mcp.RootCapabilities{}}
+	res, err := tl.CallAsking(context.Background(), nil, nil, &snapshot.AskCall{Sealer: sealer, Caps: caps})
+	if err != nil || len(res.InputRequests) != 1 || res.InputRequests["roots"] == nil {
+		t.Fatalf("with roots only: %v %+v", err, res)
+	}
+}
