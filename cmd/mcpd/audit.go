@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -14,17 +15,28 @@ import (
 // lines to be written: a destination that blocks must not hold it up.
 const auditCloseWait = 5 * time.Second
 
-func addAuditFlag(fs *flag.FlagSet) *string {
-	return fs.String("audit-log", "", "write an audit line (JSON) per tool call, resource read and prompt get to this file, reopened on SIGHUP; - for stderr (default: off)")
+type auditFlags struct {
+	path  string
+	queue int
 }
 
-// openAudit opens the audit log at path, or returns nil when path is empty
-// (the audit log is off). Its dropped-lines counter is exported either way.
-func openAudit(path string, logger *slog.Logger, m *telemetry.Metrics) (*audit.Logger, error) {
+func addAuditFlags(fs *flag.FlagSet) *auditFlags {
+	a := &auditFlags{}
+	fs.StringVar(&a.path, "audit-log", "", "write an audit line (JSON) per tool call, resource read and prompt get to this file, reopened on SIGHUP; - for stderr (default: off)")
+	fs.IntVar(&a.queue, "audit-log-queue", 4096, "audit lines that may wait for a slow audit log before new ones are dropped (and counted in mcpd_audit_dropped_total)")
+	return a
+}
+
+// openAudit opens the audit log, or returns nil when no path is set (the
+// audit log is off). Its dropped-lines counter is exported either way.
+func openAudit(a *auditFlags, logger *slog.Logger, m *telemetry.Metrics) (*audit.Logger, error) {
 	var l *audit.Logger
-	if path != "" {
+	if path := a.path; path != "" {
+		if a.queue < 1 {
+			return nil, fmt.Errorf("--audit-log-queue must be at least 1, got %d", a.queue)
+		}
 		var err error
-		if l, err = audit.Open(path, audit.Options{Logger: logger}); err != nil {
+		if l, err = audit.Open(path, audit.Options{Logger: logger, QueueSize: a.queue}); err != nil {
 			return nil, err
 		}
 		logger.Info("writing the audit log", "path", path)

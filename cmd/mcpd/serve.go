@@ -44,7 +44,7 @@ func serveCmd(args []string, stderr io.Writer) error {
 	noWatch := fs.Bool("no-watch", false, "do not reload when config files change (SIGHUP still reloads)")
 	poll := fs.Duration("poll", 0, "also check config files this often, for file systems without inotify (e.g. 2s)")
 	ops := addOpsFlags(fs)
-	auditPath := addAuditFlag(fs)
+	auditFlags := addAuditFlags(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -68,7 +68,7 @@ func serveCmd(args []string, stderr io.Writer) error {
 		return err
 	}
 	defer flushTraces()
-	auditLog, err := openAudit(*auditPath, logger, metrics)
+	auditLog, err := openAudit(auditFlags, logger, metrics)
 	if err != nil {
 		return err
 	}
