@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"math/rand/v2"
@@ -123,14 +124,13 @@ func toolArgs(snap *snapshot.Snapshot, name string, raw json.RawMessage, red *re
 	}
 	t, _ := snap.Tool(name)
 	var args map[string]any
-	if json.Unmarshal(raw, &args) != nil {
-		text := string(raw)
-		if t != nil {
-			// Not an object: a sensitive value cannot be told apart, so
-			// its text is searched for.
-			text = redact.New(t.SensitiveValues(raw)).String(text)
-		}
-		return red.String(text)
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber() // numbers as the client sent them, not rounded to float64
+	if err := dec.Decode(&args); err == nil && args == nil {
+		return nil // null
+	} else if err != nil {
+		// Not an object (the tool refuses it): no named argument to hide.
+		return red.String(string(raw))
 	}
 	if t != nil {
 		for k := range args {
