@@ -2,11 +2,13 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -325,5 +327,41 @@ func TestAuditLogBlockedWriter(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "closing the audit log") {
 		t.Errorf("no warning about the lines not written:\n%s", logs.String())
+	}
+}
+
+// On SIGTERM, the calls answered during the drain are in the audit log
+// when mcpd has exited: one that finished within the grace period (ok) and
+// one cancelled when it ended (cancelled).
+func TestAuditLogDrain(t *testing.T) {
+	dir := configDir(t, map[string]string{"tools.hcl": opsConfig})
+	logPath := filepath.Join(t.TempDir(), "audit.log")
+	s := startOps(t, dir, "--shutdown-grace", "1500ms", "--audit-log", logPath)
+	cs := connectHTTP(t, s.endpoint, "2026-07-28", nil)
+	var wg sync.WaitGroup
+	for _, secs := range []string{"1", "30"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "sleep", Arguments: map[string]any{"seconds": secs}}); err != nil {
+				t.Errorf("sleep %s: %v", secs, err)
+			}
+		}()
+	}
+	time.Sleep(400 * time.Millisecond) // both calls are running
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if code, _ := waitExit(t, s.cmd, 15*time.Second); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, s.logs.String())
+	}
+	outcomes := map[string]string{}
+	for _, l := range readAudit(t, logPath) {
+		args, _ := l["arguments"].(map[string]any)
+		outcomes[fmt.Sprint(args["seconds"])], _ = l["outcome"].(string)
+	}
+	if outcomes["1"] != "ok" || outcomes["30"] != "cancelled" || len(outcomes) != 2 {
+		t.Errorf("audited outcomes by seconds: %v; want 1: ok, 30: cancelled", outcomes)
 	}
 }
