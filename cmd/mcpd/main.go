@@ -124,8 +124,9 @@ func (p *pathList) Set(v string) error {
 
 // common are the flags every config-reading command takes.
 type common struct {
-	configs  pathList
-	logLevel string
+	configs   pathList
+	logLevel  string
+	logFormat string
 }
 
 func newFlagSet(name string, stderr io.Writer) (*flag.FlagSet, *common) {
@@ -135,6 +136,7 @@ func newFlagSet(name string, stderr io.Writer) (*flag.FlagSet, *common) {
 	fs.Var(&c.configs, "config", "config file or directory of *.hcl (repeatable; default ./tools.hcl)")
 	fs.Var(&c.configs, "c", "shorthand for --config")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fs.StringVar(&c.logFormat, "log-format", "text", "log format on stderr: text or json")
 	return fs, c
 }
 
@@ -176,7 +178,12 @@ func (c *common) logger(stderr io.Writer) *slog.Logger {
 	if err := level.UnmarshalText([]byte(c.logLevel)); err != nil {
 		level = slog.LevelInfo
 	}
-	l := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	opts := &slog.HandlerOptions{Level: level}
+	var h slog.Handler = slog.NewTextHandler(stderr, opts)
+	if c.logFormat == "json" {
+		h = slog.NewJSONHandler(stderr, opts)
+	}
+	l := slog.New(h)
 	slog.SetDefault(l)
 	return l
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -44,8 +43,12 @@ func serveCmd(args []string, stderr io.Writer) error {
 	sessionTimeout := fs.Duration("session-timeout", 30*time.Minute, "close legacy HTTP sessions idle this long (0: never)")
 	noWatch := fs.Bool("no-watch", false, "do not reload when config files change (SIGHUP still reloads)")
 	poll := fs.Duration("poll", 0, "also check config files this often, for file systems without inotify (e.g. 2s)")
+	ops := addOpsFlags(fs)
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if c.logFormat != "text" && c.logFormat != "json" {
+		return fmt.Errorf("unknown --log-format %q (text or json)", c.logFormat)
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
@@ -59,9 +62,15 @@ func serveCmd(args []string, stderr io.Writer) error {
 	var current snapshot.Current
 	current.Swap(l.Snapshot)
 	defer func() { current.Load().Close() }()
-	srv := serve.New(&current, serve.Options{ListTTL: *listTTL, Logger: logger})
+	metrics, tracer, flushTraces, err := telemetrySetup(ops, logger)
+	if err != nil {
+		return err
+	}
+	defer flushTraces()
+	srv := serve.New(&current, serve.Options{ListTTL: *listTTL, Logger: logger,
+		Metrics: metrics, Tracer: tracer, ShutdownGrace: ops.shutdownGrace, AnswerWait: answerWait})
 
-	ctx, cancel := signalContext()
+	ctx, cancel := shutdownSignals(logger)
 	defer cancel()
 	s := l.Snapshot
 	logger.Info("config loaded", "files", strings.Join(l.Files, ","), "tools", len(s.Tools), "resources", len(s.Resources)+len(s.Templates), "prompts", len(s.Prompts))
@@ -71,6 +80,15 @@ func serveCmd(args []string, stderr io.Writer) error {
 		Version: mcpdVersion(), Logger: logger, Poll: *poll,
 	}
 	reloader.Init(l)
+	watchState(metrics, reloader, srv, &current)
+	admin := opsMux(health(ops, reloader, srv, &current), metrics)
+	if ops.adminAddr != "" {
+		stop, err := startAdmin(ops.adminAddr, admin, logger)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	go func() {
 		if err := reloader.Run(ctx, !*noWatch); err != nil {
 			logger.Error("config watching stopped", "err", err)
@@ -88,7 +106,7 @@ func serveCmd(args []string, stderr io.Writer) error {
 
 	if *stdio {
 		logger.Info("serving MCP on stdio")
-		if err := srv.RunStdio(ctx); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
+		if err := runStdio(ctx, srv, ops, logger); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
 			return err
 		}
 		return nil
@@ -98,23 +116,14 @@ func serveCmd(args []string, stderr io.Writer) error {
 		return err
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", srv.HTTPHandler(serve.HTTPOptions{
+	httpOpts := serve.HTTPOptions{
 		AllowedHosts: hosts, AllowedOrigins: origins, JSONResponse: *jsonResp, SessionTimeout: *sessionTimeout,
-	}))
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	}
+	mux.Handle("/mcp", srv.HTTPHandler(httpOpts))
+	if ops.adminAddr == "" {
+		mux.Handle("/", serve.HostGuard(httpOpts, admin))
+	}
+	hs := &http.Server{Handler: metrics.HTTPMiddleware(mux), ReadHeaderTimeout: 10 * time.Second}
 	logger.Info("serving MCP over Streamable HTTP", "url", fmt.Sprintf("http://%s/mcp", ln.Addr()))
-	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	shutdown, cancelShutdown := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancelShutdown()
-	logger.Info("shutting down")
-	if err := hs.Shutdown(shutdown); err != nil {
-		slog.Warn("shutdown", "err", err)
-	}
-	return nil
+	return runHTTP(ctx, hs, ln, srv, ops, logger)
 }

@@ -64,7 +64,8 @@ type Status struct {
 	LastOK   time.Time // when the running config was loaded
 	// Err is the diagnostics of the latest reload when it failed, or ""
 	// when the running config is the newest one.
-	Err string
+	Err         string
+	LastFailure time.Time // when a reload last failed
 }
 
 // Status returns the current status.
@@ -122,6 +123,7 @@ func (r *Reloader) Reload(ctx context.Context) error {
 		var buf bytes.Buffer
 		config.WriteDiagnostics(&buf, l.Diagnostics, l.Sources)
 		r.status.Failures++
+		r.status.LastFailure = time.Now()
 		r.status.Err = strings.TrimSpace(buf.String())
 		r.Logger.Error("config reload failed; still serving the last good config", "diagnostics", "\n"+r.status.Err)
 		return errors.New("invalid config")

@@ -68,8 +68,12 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 		}
 		legacy.ServeHTTP(w, r)
 	})
-	return guard(opts, route)
+	return guard(opts, s.countHTTP(route))
 }
+
+// HostGuard applies the Host and Origin checks of the /mcp endpoint to
+// another handler, e.g. health and metrics served on the same listener.
+func HostGuard(opts HTTPOptions, next http.Handler) http.Handler { return guard(opts, next) }
 
 func isModern(r *http.Request) bool {
 	if r.Header.Get("Mcp-Method") != "" {

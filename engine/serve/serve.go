@@ -19,7 +19,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/mcpd/mcpd/engine/snapshot"
+	"github.com/mcpd/mcpd/engine/telemetry"
 )
 
 // Options configure a Server.
@@ -32,6 +35,15 @@ type Options struct {
 	PageSize int
 	// Logger receives the SDK's and mcpd's serving logs.
 	Logger *slog.Logger
+	// Metrics, when not nil, records calls, requests and streams.
+	Metrics *telemetry.Metrics
+	// Tracer, when not nil, gets a span per request and per adapter call.
+	Tracer trace.Tracer
+	// ShutdownGrace is how long a drain waits for the requests in flight
+	// before cancelling them (default 25s); AnswerWait is how long it then
+	// waits for their answers to be written (default 5s). A stdio session
+	// whose input ends drains too.
+	ShutdownGrace, AnswerWait time.Duration
 }
 
 // Server serves the current snapshot over MCP.
@@ -39,6 +51,8 @@ type Server struct {
 	current *snapshot.Current
 	mcp     *mcp.Server
 	opts    Options
+	drain   *drain
+	tracer  trace.Tracer // nil: tracing off
 }
 
 // The SDK fans list_changed out to every legacy session and every modern
@@ -59,7 +73,13 @@ func New(current *snapshot.Current, opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	s := &Server{current: current, opts: opts}
+	if opts.ShutdownGrace <= 0 {
+		opts.ShutdownGrace = 25 * time.Second
+	}
+	if opts.AnswerWait <= 0 {
+		opts.AnswerWait = 5 * time.Second
+	}
+	s := &Server{current: current, opts: opts, drain: newDrain(), tracer: opts.Tracer}
 	info := current.Load().Server
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: info.Name, Version: info.Version, Title: info.Title, WebsiteURL: info.WebsiteURL}, &mcp.ServerOptions{
 		Instructions: info.Instructions,
@@ -84,6 +104,8 @@ func New(current *snapshot.Current, opts Options) *Server {
 	// Register the markers while no session exists: nothing is sent.
 	s.Notify(true, true, true)
 	s.mcp.AddReceivingMiddleware(s.middleware)
+	// Added last, so outermost: it sees every request first.
+	s.mcp.AddReceivingMiddleware(s.observe)
 	return s
 }
 
@@ -115,8 +137,20 @@ func (s *Server) ResourceUpdated(ctx context.Context, uri string) {
 }
 
 // RunStdio serves one client on stdin/stdout until stdin closes or ctx ends.
+// When stdin closes, or Drain is called, the requests already read are
+// answered first (see drainTransport); cancelling ctx ends the session at
+// once.
 func (s *Server) RunStdio(ctx context.Context) error {
-	return s.mcp.Run(ctx, stdioTransport())
+	return s.mcp.Run(ctx, &drainTransport{inner: stdioTransport(), s: s})
+}
+
+// SessionCount is the number of sessions open.
+func (s *Server) SessionCount() int {
+	n := 0
+	for range s.mcp.Sessions() {
+		n++
+	}
+	return n
 }
 
 func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {

@@ -37,6 +37,9 @@ type Tool struct {
 	// needsEval is false when nothing evaluated per call references args,
 	// which saves building the HCL evaluation context.
 	needsEval bool
+	// adapterType is the adapter block's type ("http", "shell", "sql"),
+	// for spans.
+	adapterType string
 }
 
 type result struct {
@@ -123,7 +126,7 @@ func compileTool(tc *config.Tool, reg *adapter.Registry, backend func(string, st
 			Scope: scope, Backend: backend,
 		})
 		diags = append(diags, d...)
-		t.handler = h
+		t.handler, t.adapterType = h, tc.Adapter.Type
 		if h != nil {
 			vars = h.Vars()
 			t.needsEval = true
@@ -331,7 +334,9 @@ func (t *Tool) Call(ctx context.Context, raw json.RawMessage, progress ProgressF
 	}
 	var out *adapter.Output
 	if t.handler != nil {
-		out, err = t.handler.Call(ctx, &adapter.Request{Tool: t.Def.Name, Args: args, Eval: ectx, Progress: progress})
+		actx, span := t.adapterSpan(ctx)
+		out, err = t.handler.Call(actx, &adapter.Request{Tool: t.Def.Name, Args: args, Eval: ectx, Progress: progress})
+		endAdapterSpan(span, err)
 		if err != nil {
 			if ctx.Err() != nil {
 				return toolError(fmt.Sprintf("tool %s: cancelled: %v", t.Def.Name, err))

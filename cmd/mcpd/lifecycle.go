@@ -1,0 +1,279 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/reload"
+	"github.com/mcpd/mcpd/engine/serve"
+	"github.com/mcpd/mcpd/engine/snapshot"
+	"github.com/mcpd/mcpd/engine/telemetry"
+)
+
+// opsFlags are serve's flags for running in production: health, metrics,
+// traces and shutdown.
+type opsFlags struct {
+	adminAddr     string
+	shutdownDelay time.Duration
+	shutdownGrace time.Duration
+	otlpEndpoint  string
+	readyBackends bool
+}
+
+func addOpsFlags(fs *flag.FlagSet) *opsFlags {
+	o := &opsFlags{}
+	fs.StringVar(&o.adminAddr, "admin-http", "", "serve /healthz, /readyz and /metrics on this address instead of the MCP listener (HTTP mode) or at all (stdio mode)")
+	fs.DurationVar(&o.shutdownDelay, "shutdown-delay", 0, "on SIGTERM, keep accepting connections this long while /readyz answers 503, so load balancers stop sending (Kubernetes: 5s)")
+	fs.DurationVar(&o.shutdownGrace, "shutdown-grace", 25*time.Second, "on SIGTERM, how long calls in flight may run before they are cancelled and answered with a tool error")
+	fs.StringVar(&o.otlpEndpoint, "otlp-endpoint", "", "export traces over OTLP/HTTP to this collector base URL, e.g. http://localhost:4318 (default: $OTEL_EXPORTER_OTLP_ENDPOINT; none: no tracing)")
+	fs.BoolVar(&o.readyBackends, "ready-check-backends", false, "/readyz also pings the SQL databases (2s timeout) and fails while one does not answer")
+	return o
+}
+
+// answerWait is how long a shutdown waits, after the grace period, for the
+// cancelled calls' answers to be written.
+const answerWait = 5 * time.Second
+
+// shutdownSignals returns a context cancelled by the first SIGINT or
+// SIGTERM. A second one exits at once with 128+signal, for an operator who
+// does not want to wait for the grace period.
+func shutdownSignals(logger *slog.Logger) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := make(chan os.Signal, 2)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	stopped := make(chan struct{})
+	go func() {
+		select {
+		case sig := <-ch:
+			logger.Info("shutting down", "signal", sig.String())
+			cancel()
+		case <-stopped:
+			return
+		}
+		select {
+		case sig := <-ch:
+			logger.Warn("second signal: exiting at once", "signal", sig.String())
+			code := 1
+			if s, ok := sig.(syscall.Signal); ok {
+				code = 128 + int(s)
+			}
+			os.Exit(code)
+		case <-stopped:
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(ch)
+		close(stopped)
+		cancel()
+	}
+}
+
+// telemetrySetup builds the metrics (always) and, when an OTLP endpoint is
+// configured, the tracer. shutdown flushes the last spans.
+func telemetrySetup(o *opsFlags, logger *slog.Logger) (m *telemetry.Metrics, tracer trace.Tracer, shutdown func(), err error) {
+	m = telemetry.NewMetrics(mcpdVersion())
+	shutdown = func() {}
+	if o.otlpEndpoint == "" && os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") == "" && os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") == "" {
+		return m, nil, shutdown, nil
+	}
+	tp, err := telemetry.NewTracerProvider(context.Background(), o.otlpEndpoint, mcpdVersion())
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	logger.Info("exporting traces over OTLP/HTTP")
+	shutdown = func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := tp.Shutdown(ctx); err != nil {
+			logger.Warn("flushing traces", "err", err)
+		}
+	}
+	return m, tp.Tracer("github.com/mcpd/mcpd"), shutdown, nil
+}
+
+// watchState exports what the reloader, the server and the backends know
+// to the metrics.
+func watchState(m *telemetry.Metrics, r *reload.Reloader, srv *serve.Server, current *snapshot.Current) {
+	m.WatchConfig(func() telemetry.ConfigState {
+		st := r.Status()
+		return telemetry.ConfigState{Generation: st.Generation(), Successes: st.Reloads, Failures: st.Failures, LastSuccess: st.LastOK}
+	})
+	m.WatchSessions(srv.SessionCount)
+	m.WatchPools(func() []telemetry.PoolStats {
+		var out []telemetry.PoolStats
+		current.Load().Backends(func(_, _ string, b adapter.Backend) {
+			p, ok := b.(interface {
+				DatabaseName() string
+				PoolStats() map[string]sql.DBStats
+			})
+			if !ok {
+				return
+			}
+			for mode, st := range p.PoolStats() {
+				out = append(out, telemetry.PoolStats{Database: p.DatabaseName(), Mode: mode, Stats: st})
+			}
+		})
+		return out
+	})
+}
+
+// health builds the /healthz and /readyz handlers.
+func health(o *opsFlags, r *reload.Reloader, srv *serve.Server, current *snapshot.Current) *telemetry.Health {
+	h := &telemetry.Health{
+		Ready: srv.Ready,
+		Config: func() telemetry.ConfigReport {
+			st := r.Status()
+			var rep telemetry.ConfigReport
+			rep.Generation, rep.LoadedAt = st.Generation(), st.LastOK
+			at, result := st.LastReload()
+			rep.LastReload.Result = result
+			if !at.IsZero() {
+				rep.LastReload.Time = &at
+			}
+			if result == reload.ResultFailure {
+				rep.LastReload.Diagnostics = st.Err
+			}
+			return rep
+		},
+	}
+	if o.readyBackends {
+		h.CheckBackends = func(ctx context.Context) map[string]string { return pingBackends(ctx, current) }
+	}
+	return h
+}
+
+// pingBackends pings, in parallel, every backend that can be pinged.
+func pingBackends(ctx context.Context, current *snapshot.Current) map[string]string {
+	snap := current.Acquire()
+	defer snap.Release()
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	failed := map[string]string{}
+	snap.Backends(func(typ, name string, b adapter.Backend) {
+		p, ok := b.(interface{ Ping(context.Context) error })
+		if !ok {
+			return
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := p.Ping(ctx); err != nil {
+				mu.Lock()
+				failed[typ+" "+name] = err.Error()
+				mu.Unlock()
+			}
+		}()
+	})
+	wg.Wait()
+	return failed
+}
+
+// opsMux serves health and metrics.
+func opsMux(h *telemetry.Health, m *telemetry.Metrics) *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", h.Healthz)
+	mux.HandleFunc("/readyz", h.Readyz)
+	mux.Handle("/metrics", m.Handler())
+	return mux
+}
+
+// startAdmin serves mux on addr in the background; the returned func stops
+// it.
+func startAdmin(addr string, mux http.Handler, logger *slog.Logger) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--admin-http: %w", err)
+	}
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	logger.Info("serving health and metrics", "url", fmt.Sprintf("http://%s/metrics", ln.Addr()))
+	go func() { _ = hs.Serve(ln) }()
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = hs.Shutdown(ctx)
+	}, nil
+}
+
+// runStdio serves stdio until the client closes stdin or a signal comes.
+// Either way every request already read is answered, within the grace
+// period, before it returns.
+func runStdio(ctx context.Context, srv *serve.Server, o *opsFlags, logger *slog.Logger) error {
+	done := make(chan error, 1)
+	// The session's own context is not the signal's: cancelling it would
+	// end the session without the answers.
+	go func() { done <- srv.RunStdio(context.Background()) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	if err := srv.Drain(context.Background(), o.shutdownGrace, answerWait); err != nil {
+		logger.Warn("shutdown", "err", err)
+	}
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(answerWait):
+		return errors.New("the stdio session did not end")
+	}
+}
+
+// runHTTP serves hs on ln until a signal, then shuts down: /readyz turns
+// 503 at once; after --shutdown-delay the listener closes; calls in flight
+// run for up to --shutdown-grace, then are cancelled and answered with a
+// tool error; then every session closes, which ends notification streams,
+// so that an open stream does not hold the exit back.
+func runHTTP(ctx context.Context, hs *http.Server, ln net.Listener, srv *serve.Server, o *opsFlags, logger *slog.Logger) error {
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	srv.BeginDrain()
+	logger.Info("draining: /readyz answers 503", "delay", o.shutdownDelay, "grace", o.shutdownGrace)
+	time.Sleep(o.shutdownDelay)
+	stopped := make(chan struct{})
+	go func() {
+		// Closes the listener and idle connections, then waits for the
+		// active ones; CloseSessions below ends the streams.
+		_ = hs.Shutdown(context.Background())
+		close(stopped)
+	}()
+	if err := srv.Drain(context.Background(), o.shutdownGrace, answerWait); err != nil {
+		logger.Warn("shutdown", "err", err)
+	}
+	closed := make(chan struct{})
+	go func() {
+		srv.CloseSessions()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-time.After(time.Second):
+		logger.Warn("sessions did not close in time")
+	}
+	select {
+	case <-stopped:
+	case <-time.After(time.Second):
+		logger.Warn("closing the connections still open")
+		_ = hs.Close()
+	}
+	logger.Info("stopped")
+	return nil
+}

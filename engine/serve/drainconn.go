@@ -1,0 +1,81 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// drainTransport makes a stream transport (stdio) answer every request it
+// has read before the session ends. The SDK ends a session as soon as its
+// input ends or it is closed, and then writes no more answers: a client that
+// closes stdin after sending calls, or a SIGTERM, used to lose the answers
+// of every call in flight. Here the end of input is held back: the
+// connection counts the calls it reads and the responses it writes, and
+// reports the end only once they match (or the shutdown's grace period has
+// cancelled the stragglers and their answers are written).
+//
+// The SDK's connection types have an unexported hook for the negotiated
+// protocol version, used only to refuse JSON-RPC batches from clients of
+// 2025-06-18 and later; behind this wrapper such batches are served.
+type drainTransport struct {
+	inner mcp.Transport
+	s     *Server
+}
+
+func (t *drainTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := t.inner.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &drainConn{Connection: c, s: t.s}, nil
+}
+
+type drainConn struct {
+	mcp.Connection
+	s *Server
+
+	once sync.Once
+	rctx context.Context // the read context, also cancelled when a drain begins
+}
+
+func (c *drainConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	d := c.s.drain
+	c.once.Do(func() {
+		var cancel context.CancelFunc
+		c.rctx, cancel = context.WithCancel(ctx)
+		context.AfterFunc(d.stopCtx, cancel)
+	})
+	msg, err := c.Connection.Read(c.rctx)
+	if err == nil {
+		if r, ok := msg.(*jsonrpc.Request); ok && r.IsCall() {
+			d.add(1)
+		}
+		return msg, nil
+	}
+	if ctx.Err() != nil {
+		return nil, err // the session itself is closing
+	}
+	if errors.Is(err, io.EOF) || d.stopped() {
+		// The input ended, or a shutdown began: answer what was read,
+		// then report the end.
+		if !d.stopped() {
+			c.s.opts.Logger.Info("input closed; answering the requests in flight")
+		}
+		_ = c.s.Drain(context.Background(), c.s.opts.ShutdownGrace, c.s.opts.AnswerWait)
+		return nil, io.EOF
+	}
+	return nil, err
+}
+
+func (c *drainConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	err := c.Connection.Write(ctx, msg)
+	if _, ok := msg.(*jsonrpc.Response); ok {
+		c.s.drain.add(-1)
+	}
+	return err
+}

@@ -1,0 +1,228 @@
+// Package telemetry is what mcpd tells operators about itself: Prometheus
+// metrics on a private registry and OpenTelemetry traces exported over
+// OTLP/HTTP. It knows nothing of MCP's transports; engine/serve reports to it
+// and cmd/mcpd wires it.
+//
+// Label names follow the OpenTelemetry semantic conventions for MCP and HTTP
+// where they exist, with dots turned into underscores (Prometheus label names
+// cannot contain dots): gen_ai_tool_name, mcp_method_name, error_type,
+// http_request_method, http_response_status_code. No label value comes from
+// user input other than declared tool names.
+package telemetry
+
+import (
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Outcomes of a tool call, the values of the outcome label.
+const (
+	OutcomeOK            = "ok"             // a result that is not an error
+	OutcomeToolError     = "tool_error"     // a result with isError: bad arguments, backend failures
+	OutcomeProtocolError = "protocol_error" // a JSON-RPC error: unknown tool, malformed request
+	OutcomeCancelled     = "cancelled"      // the client or a shutdown cancelled the call
+)
+
+// UnknownTool is the tool label of calls to tools that are not declared.
+const UnknownTool = "unknown"
+
+// Metrics holds mcpd's collectors on a private registry. A nil *Metrics is
+// valid and records nothing.
+type Metrics struct {
+	reg *prometheus.Registry
+
+	calls      *prometheus.CounterVec
+	duration   *prometheus.HistogramVec
+	inFlight   prometheus.Gauge
+	requests   *prometheus.HistogramVec
+	streams    *prometheus.GaugeVec
+	httpReqs   *prometheus.CounterVec
+	toolsCache sync.Map // tool name -> *toolSeries
+}
+
+// toolSeries caches one tool's children, so that a call does not hash its
+// labels on every observation.
+type toolSeries struct {
+	outcomes map[string]prometheus.Counter
+	duration prometheus.Observer
+}
+
+// NewMetrics returns the collectors, registered on a new registry together
+// with the Go runtime and process collectors and mcpd_build_info.
+func NewMetrics(version string) *Metrics {
+	m := &Metrics{reg: prometheus.NewRegistry()}
+	m.calls = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mcpd_tool_calls_total",
+		Help: "Tool calls answered, by tool and outcome (ok, tool_error, protocol_error, cancelled).",
+	}, []string{"gen_ai_tool_name", "outcome"})
+	m.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "mcpd_tool_call_duration_seconds",
+		Help:    "Time from receiving a tool call to its result, by tool.",
+		Buckets: []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60},
+	}, []string{"gen_ai_tool_name"})
+	m.inFlight = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "mcpd_tool_calls_in_flight",
+		Help: "Tool calls being run now.",
+	})
+	m.requests = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "mcpd_mcp_server_operation_duration_seconds",
+		Help:    "MCP requests handled by mcpd, by method and error type (empty when none); mcp.server.operation.duration in the OpenTelemetry conventions.",
+		Buckets: []float64{0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30},
+	}, []string{"mcp_method_name", "error_type"})
+	m.streams = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "mcpd_streams_open",
+		Help: "Long-lived notification streams open: kind=get (2025 sessions' GET /mcp) or kind=listen (2026 subscriptions/listen).",
+	}, []string{"kind"})
+	m.httpReqs = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mcpd_http_requests_total",
+		Help: "HTTP requests served, by method and status code.",
+	}, []string{"http_request_method", "http_response_status_code"})
+	build := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name:        "mcpd_build_info",
+		Help:        "Always 1; the labels say which mcpd is running.",
+		ConstLabels: prometheus.Labels{"version": version},
+	})
+	build.Set(1)
+	m.reg.MustRegister(m.calls, m.duration, m.inFlight, m.requests, m.streams, m.httpReqs, build,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// Registry is the private registry, for adding collectors.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// Handler serves the registry in the Prometheus text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}
+
+func (m *Metrics) tool(name string) *toolSeries {
+	if ts, ok := m.toolsCache.Load(name); ok {
+		return ts.(*toolSeries)
+	}
+	ts := &toolSeries{outcomes: map[string]prometheus.Counter{}, duration: m.duration.WithLabelValues(name)}
+	for _, o := range []string{OutcomeOK, OutcomeToolError, OutcomeProtocolError, OutcomeCancelled} {
+		ts.outcomes[o] = m.calls.WithLabelValues(name, o)
+	}
+	actual, _ := m.toolsCache.LoadOrStore(name, ts)
+	return actual.(*toolSeries)
+}
+
+// CallStarted counts a tool call as in flight; call CallDone when answered.
+func (m *Metrics) CallStarted() {
+	if m != nil {
+		m.inFlight.Inc()
+	}
+}
+
+// CallDone records an answered tool call. tool must be a declared tool's
+// name or UnknownTool.
+func (m *Metrics) CallDone(tool, outcome string, took time.Duration) {
+	if m == nil {
+		return
+	}
+	m.inFlight.Dec()
+	ts := m.tool(tool)
+	ts.outcomes[outcome].Inc()
+	ts.duration.Observe(took.Seconds())
+}
+
+// mcpMethods are the methods recorded under their own name; anything else
+// (a method only a future client sends) is "other", so that no request can
+// add a series.
+var mcpMethods = map[string]bool{
+	"initialize": true, "ping": true, "tools/list": true, "tools/call": true, "prompts/list": true, "prompts/get": true,
+	"resources/list": true, "resources/templates/list": true, "resources/read": true, "resources/subscribe": true,
+	"resources/unsubscribe": true, "completion/complete": true, "logging/setLevel": true, "server/discover": true,
+	"subscriptions/listen": true, "notifications/initialized": true, "notifications/cancelled": true,
+	"notifications/roots/list_changed": true, "notifications/progress": true,
+}
+
+// MethodLabel is the mcp_method_name value recorded for method.
+func MethodLabel(method string) string {
+	if mcpMethods[method] {
+		return method
+	}
+	return "other"
+}
+
+// RequestDone records one MCP request by method; errorType is "" when it
+// succeeded.
+func (m *Metrics) RequestDone(method, errorType string, took time.Duration) {
+	if m != nil {
+		m.requests.WithLabelValues(MethodLabel(method), errorType).Observe(took.Seconds())
+	}
+}
+
+// StreamOpened counts a notification stream of a kind ("get", "listen") as
+// open; the returned func closes it.
+func (m *Metrics) StreamOpened(kind string) (closed func()) {
+	if m == nil {
+		return func() {}
+	}
+	g := m.streams.WithLabelValues(kind)
+	g.Inc()
+	return g.Dec
+}
+
+// HTTPMiddleware counts next's requests by method and status code.
+func (m *Metrics) HTTPMiddleware(next http.Handler) http.Handler {
+	if m == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sw := &statusWriter{ResponseWriter: w}
+		defer func() {
+			code := sw.code
+			if code == 0 {
+				code = http.StatusOK
+			}
+			m.httpReqs.WithLabelValues(httpMethod(r.Method), strconv.Itoa(code)).Inc()
+		}()
+		next.ServeHTTP(sw, r)
+	})
+}
+
+// httpMethod bounds the method label, as the HTTP conventions do.
+func httpMethod(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodPost, http.MethodDelete, http.MethodHead, http.MethodOptions, http.MethodPut, http.MethodPatch:
+		return m
+	}
+	return "_OTHER"
+}
+
+// statusWriter records the status code. It forwards Flush (SSE needs it)
+// and unwraps for http.ResponseController.
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.code == 0 {
+		w.code = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
