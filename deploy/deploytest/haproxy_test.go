@@ -144,7 +144,11 @@ func (c *loadClient) run(ctx context.Context, stop <-chan struct{}) error {
 	if err != nil {
 		return err
 	}
-	defer func() { cs.Close() }()
+	defer func() {
+		if cs != nil {
+			cs.Close()
+		}
+	}()
 	legacy := c.version == "2025-11-25"
 	pinned := ""
 	for {
@@ -161,7 +165,7 @@ func (c *loadClient) run(ctx context.Context, stop <-chan struct{}) error {
 			c.stats.reinit.Add(1)
 			cs.Close()
 			if cs, err = c.connect(ctx); err != nil {
-				return err
+				return fmt.Errorf("a new session: %w", err)
 			}
 			pinned = ""
 			c.pin.Store("")
