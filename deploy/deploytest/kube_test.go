@@ -68,7 +68,8 @@ func TestKubePlay(t *testing.T) {
 	ctx := bounded(t, 120*time.Second)
 	// podman logs healthcheck timer errors where there is no systemd;
 	// the pod runs all the same.
-	if out, err := podman(ctx, "kube", "play", file); err != nil {
+	// --replace: a pod left by an interrupted run does not stand in the way.
+	if out, err := podman(ctx, "kube", "play", "--replace", file); err != nil {
 		t.Fatal(err)
 	} else {
 		t.Logf("podman kube play:\n%s", out)
