@@ -93,12 +93,10 @@ func podman(ctx context.Context, args ...string) (string, error) {
 	return strings.TrimSpace(string(out)), nil
 }
 
-var containerSeq int
-
 // containerName is unique to this process and test.
 func containerName(t *testing.T) string {
-	containerSeq++
-	return fmt.Sprintf("mcpd-deploytest-%d-%d", os.Getpid(), containerSeq)
+	name := strings.ToLower(regexp.MustCompile(`[^A-Za-z0-9]+`).ReplaceAllString(t.Name(), "-"))
+	return fmt.Sprintf("mcpd-deploytest-%d-%s", os.Getpid(), name)
 }
 
 // httpContainer starts the image detached with its port 8080 published on
