@@ -3,6 +3,7 @@ package deploytest
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -271,13 +272,19 @@ func TestHAProxyScaleOut(t *testing.T) {
 	}
 	stopLoad := sync.OnceFunc(func() { close(stop); wg.Wait() })
 	t.Cleanup(stopLoad)
-	time.Sleep(2 * time.Second)
-	stateless.mu.Lock()
-	spread := len(stateless.byReplica)
-	stateless.mu.Unlock()
-	if spread != 3 {
-		t.Errorf("stateless calls reached %d replicas in 2s, want all 3 (round robin): %v", spread, stateless.byReplica)
+	// Round robin: the stateless calls soon reach every replica.
+	spread := func() map[string]int {
+		stateless.mu.Lock()
+		defer stateless.mu.Unlock()
+		return maps.Clone(stateless.byReplica)
 	}
+	for deadline := time.Now().Add(10 * time.Second); len(spread()) < 3 && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if got := spread(); len(got) != 3 {
+		t.Errorf("stateless calls reached %v in 10s, want all 3 replicas (round robin)", got)
+	}
+	time.Sleep(time.Second) // the legacy clients' GET streams are open
 
 	type phase struct {
 		name                           string
