@@ -12,6 +12,10 @@ import (
 	"time"
 )
 
+// kubeVolumes are the named volumes podman 4 makes of the Deployment's
+// emptyDirs and of the ConfigMap; podman kube play --down leaves them.
+var kubeVolumes = []string{"data", "tmp", "mcpd-config"}
+
 // kubeManifests reads the example ConfigMap and the Deployment from
 // deploy/kubernetes as one multi-document YAML for podman kube play, with
 // the changes a single host needs: the image under test, one replica (two
@@ -68,7 +72,9 @@ func TestKubePlay(t *testing.T) {
 	ctx := bounded(t, 120*time.Second)
 	// podman logs healthcheck timer errors where there is no systemd;
 	// the pod runs all the same.
-	// --replace: a pod left by an interrupted run does not stand in the way.
+	// --replace and the volume removal: what an interrupted run left does
+	// not stand in the way.
+	podman(ctx, append([]string{"volume", "rm", "-f"}, kubeVolumes...)...)
 	if out, err := podman(ctx, "kube", "play", "--replace", file); err != nil {
 		t.Fatal(err)
 	} else {
@@ -83,8 +89,7 @@ func TestKubePlay(t *testing.T) {
 			t.Logf("container logs:\n%s", logs)
 		}
 		podman(ctx, "kube", "play", "--down", file)
-		// emptyDir volumes become named volumes in podman 4.
-		podman(ctx, "volume", "rm", "-f", "data", "tmp")
+		podman(ctx, append([]string{"volume", "rm", "-f"}, kubeVolumes...)...)
 	})
 	base := "http://" + addr
 	if err := waitHTTP(ctx, base+"/mcp"); err != nil {
