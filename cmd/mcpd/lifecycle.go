@@ -48,6 +48,10 @@ func addOpsFlags(fs *flag.FlagSet) *opsFlags {
 // cancelled calls' answers to be written.
 const answerWait = 5 * time.Second
 
+// streamLinger is how long notification streams stay open after the last
+// answer of a drain was written.
+const streamLinger = 250 * time.Millisecond
+
 // shutdownSignals returns a context cancelled by the first SIGINT or
 // SIGTERM. A second one exits at once with 128+signal, for an operator who
 // does not want to wait for the grace period.
@@ -255,8 +259,15 @@ func runHTTP(ctx context.Context, hs *http.Server, ln net.Listener, srv *serve.S
 		_ = hs.Shutdown(context.Background())
 		close(stopped)
 	}()
+	busy := srv.InFlight() > 0
 	if err := srv.Drain(context.Background(), o.shutdownGrace, answerWait); err != nil {
 		logger.Warn("shutdown", "err", err)
+	}
+	if busy {
+		// A client reads a POST's answer and its session's GET stream
+		// concurrently; one that sees the stream end first may give up
+		// on the answer it has not yet read.
+		time.Sleep(streamLinger)
 	}
 	closed := make(chan struct{})
 	go func() {

@@ -23,6 +23,10 @@ type drain struct {
 	mu      sync.Mutex
 	busy    int
 	waiters []chan struct{}
+	// cancels are the cancel funcs of the handlers running, by a sequence
+	// number: cheaper per request than context.AfterFunc on abortCtx.
+	cancels map[uint64]context.CancelCauseFunc
+	seq     uint64
 
 	// stopCtx is cancelled when a drain begins: readiness fails and stdio
 	// stops reading new requests.
@@ -39,7 +43,7 @@ type drain struct {
 }
 
 func newDrain() *drain {
-	d := &drain{done: make(chan struct{})}
+	d := &drain{done: make(chan struct{}), cancels: map[uint64]context.CancelCauseFunc{}}
 	d.stopCtx, d.stop = context.WithCancel(context.Background())
 	d.abortCtx, d.abort = context.WithCancelCause(context.Background())
 	return d
@@ -75,15 +79,40 @@ func (d *drain) waitIdle(ctx context.Context) error {
 	}
 }
 
-// bind returns a context for one handler that is also cancelled when the
-// grace period ends.
-func (d *drain) bind(ctx context.Context) (context.Context, func()) {
+// begin counts one handler as busy and returns its context, which is also
+// cancelled when the grace period ends; end must be called when it returns.
+func (d *drain) begin(ctx context.Context) (context.Context, uint64, context.CancelCauseFunc) {
 	ctx, cancel := context.WithCancelCause(ctx)
-	stop := context.AfterFunc(d.abortCtx, func() { cancel(errShuttingDown) })
-	return ctx, func() {
-		stop()
-		cancel(nil)
+	d.mu.Lock()
+	d.busy++
+	d.seq++
+	id := d.seq
+	if d.abortCtx.Err() != nil {
+		cancel(errShuttingDown)
+	} else {
+		d.cancels[id] = cancel
 	}
+	d.mu.Unlock()
+	return ctx, id, cancel
+}
+
+func (d *drain) end(id uint64, cancel context.CancelCauseFunc) {
+	d.mu.Lock()
+	delete(d.cancels, id)
+	d.mu.Unlock()
+	cancel(nil)
+	d.add(-1)
+}
+
+// abortAll cancels every handler running, and every one that begins later.
+func (d *drain) abortAll() {
+	d.mu.Lock()
+	d.abort(errShuttingDown)
+	for id, cancel := range d.cancels {
+		cancel(errShuttingDown)
+		delete(d.cancels, id)
+	}
+	d.mu.Unlock()
 }
 
 func (d *drain) aborted() bool { return d.abortCtx.Err() != nil }
@@ -117,7 +146,7 @@ func (s *Server) Drain(ctx context.Context, grace, answerWait time.Duration) err
 		return ctx.Err()
 	}
 	s.opts.Logger.Warn("shutdown grace period over; cancelling the calls still running", "grace", grace)
-	s.drain.abort(errShuttingDown)
+	s.drain.abortAll()
 	actx, cancel := context.WithTimeout(ctx, answerWait)
 	defer cancel()
 	if err := s.drain.waitIdle(actx); err != nil {
@@ -139,4 +168,11 @@ func (s *Server) CloseSessions() {
 		}()
 	}
 	wg.Wait()
+}
+
+// InFlight is the number of requests being served (see drain).
+func (s *Server) InFlight() int {
+	s.drain.mu.Lock()
+	defer s.drain.mu.Unlock()
+	return s.drain.busy
 }

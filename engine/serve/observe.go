@@ -31,10 +31,8 @@ func (s *Server) observe(next mcp.MethodHandler) mcp.MethodHandler {
 			defer s.opts.Metrics.StreamOpened("listen")()
 			return next(ctx, method, req)
 		}
-		s.drain.add(1)
-		defer s.drain.add(-1)
-		ctx, release := s.drain.bind(ctx)
-		defer release()
+		ctx, id, cancel := s.drain.begin(ctx)
+		defer s.drain.end(id, cancel)
 
 		call, isCall := req.(*mcp.CallToolRequest)
 		tool := ""

@@ -44,6 +44,9 @@ type Options struct {
 	// waits for their answers to be written (default 5s). A stdio session
 	// whose input ends drains too.
 	ShutdownGrace, AnswerWait time.Duration
+
+	// bare leaves out the observe middleware, for benchmarking its cost.
+	bare bool
 }
 
 // Server serves the current snapshot over MCP.
@@ -105,7 +108,9 @@ func New(current *snapshot.Current, opts Options) *Server {
 	s.Notify(true, true, true)
 	s.mcp.AddReceivingMiddleware(s.middleware)
 	// Added last, so outermost: it sees every request first.
-	s.mcp.AddReceivingMiddleware(s.observe)
+	if !opts.bare {
+		s.mcp.AddReceivingMiddleware(s.observe)
+	}
 	return s
 }
 

@@ -44,6 +44,9 @@ type Metrics struct {
 	streams    *prometheus.GaugeVec
 	httpReqs   *prometheus.CounterVec
 	toolsCache sync.Map // tool name -> *toolSeries
+	// okRequests are the requests histogram's children for success, by
+	// method label, built once: the common case hashes no labels.
+	okRequests map[string]prometheus.Observer
 }
 
 // toolSeries caches one tool's children, so that a call does not hash its
@@ -83,6 +86,10 @@ func NewMetrics(version string) *Metrics {
 		Name: "mcpd_http_requests_total",
 		Help: "HTTP requests served, by method and status code.",
 	}, []string{"http_request_method", "http_response_status_code"})
+	m.okRequests = map[string]prometheus.Observer{"other": m.requests.WithLabelValues("other", "")}
+	for method := range mcpMethods {
+		m.okRequests[method] = m.requests.WithLabelValues(method, "")
+	}
 	build := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name:        "mcpd_build_info",
 		Help:        "Always 1; the labels say which mcpd is running.",
@@ -155,9 +162,14 @@ func MethodLabel(method string) string {
 // RequestDone records one MCP request by method; errorType is "" when it
 // succeeded.
 func (m *Metrics) RequestDone(method, errorType string, took time.Duration) {
-	if m != nil {
-		m.requests.WithLabelValues(MethodLabel(method), errorType).Observe(took.Seconds())
+	if m == nil {
+		return
 	}
+	if errorType == "" {
+		m.okRequests[MethodLabel(method)].Observe(took.Seconds())
+		return
+	}
+	m.requests.WithLabelValues(MethodLabel(method), errorType).Observe(took.Seconds())
 }
 
 // StreamOpened counts a notification stream of a kind ("get", "listen") as

@@ -1,0 +1,13 @@
+package serve
+
+import "github.com/modelcontextprotocol/go-sdk/mcp"
+
+// Bare returns opts for a server without the observe middleware: the code
+// before metrics, tracing and draining, as a benchmark's baseline.
+func Bare(opts Options) Options {
+	opts.bare = true
+	return opts
+}
+
+// Observe wraps next in the observe middleware of s.
+func (s *Server) Observe(next mcp.MethodHandler) mcp.MethodHandler { return s.observe(next) }
