@@ -23,7 +23,7 @@ var kubeVolumes = []string{"data", "tmp", "mcpd-config"}
 // a loopback port. Each change must apply exactly once, so that an edit of
 // the manifests that breaks it fails here rather than testing something
 // else.
-func kubeManifests(t *testing.T, image, hostAddr string) (yaml string, probePaths []string) {
+func kubeManifests(t *testing.T, image, hostAddr, adminAddr string) (yaml string, probePaths []string) {
 	t.Helper()
 	read := func(name string) string {
 		b, err := os.ReadFile(filepath.Join("..", "kubernetes", name))
@@ -34,10 +34,12 @@ func kubeManifests(t *testing.T, image, hostAddr string) (yaml string, probePath
 	}
 	deployment := read("deployment.yaml")
 	host, port, _ := strings.Cut(hostAddr, ":")
+	adminHost, adminPort, _ := strings.Cut(adminAddr, ":")
 	for _, r := range []struct{ old, new string }{
 		{"image: localhost/mcpd:latest", "image: " + image},
 		{"replicas: 2", "replicas: 1"},
 		{"containerPort: 8080\n", fmt.Sprintf("containerPort: 8080\n              hostPort: %s\n              hostIP: %s\n", port, host)},
+		{"containerPort: 9090\n", fmt.Sprintf("containerPort: 9090\n              hostPort: %s\n              hostIP: %s\n", adminPort, adminHost)},
 	} {
 		if n := strings.Count(deployment, r.old); n != 1 {
 			t.Fatalf("deployment.yaml has %q %d times, want once", r.old, n)
@@ -60,8 +62,8 @@ func kubeManifests(t *testing.T, image, hostAddr string) (yaml string, probePath
 // SIGTERM, /readyz turns 503 and the pod exits 0.
 func TestKubePlay(t *testing.T) {
 	image := testImage(t)
-	addr := freeAddr(t)
-	yaml, probes := kubeManifests(t, image, addr)
+	addr, adminAddr := freeAddr(t), freeAddr(t)
+	yaml, probes := kubeManifests(t, image, addr, adminAddr)
 	if !slices.Equal(probes, []string{"/healthz", "/readyz"}) {
 		t.Fatalf("probe paths %v, want the liveness and readiness probes /healthz and /readyz", probes)
 	}
@@ -91,7 +93,7 @@ func TestKubePlay(t *testing.T) {
 		podman(ctx, "kube", "play", "--down", file)
 		podman(ctx, append([]string{"volume", "rm", "-f"}, kubeVolumes...)...)
 	})
-	base := "http://" + addr
+	base, admin := "http://"+addr, "http://"+adminAddr
 	if err := waitHTTP(ctx, base+"/mcp"); err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +127,7 @@ func TestKubePlay(t *testing.T) {
 		t.Errorf("ReadonlyRootfs = %s (readOnlyRootFilesystem: true)", ro)
 	}
 	for _, p := range probes {
-		if code := status(base + p); code != 200 {
+		if code := status(admin + p); code != 200 {
 			t.Errorf("probe %s: status %d, want 200", p, code)
 		}
 	}
@@ -136,13 +138,13 @@ func TestKubePlay(t *testing.T) {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(4 * time.Second)
-	for status(base+"/readyz") != 503 {
+	for status(admin+"/readyz") != 503 {
 		if time.Now().After(deadline) {
 			t.Fatal("/readyz did not answer 503 while draining")
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if code := status(base + "/healthz"); code != 200 {
+	if code := status(admin + "/healthz"); code != 200 {
 		t.Errorf("/healthz while draining: %d, want 200 (draining is not dead)", code)
 	}
 	if _, err := podman(ctx, "wait", ctr); err != nil {
