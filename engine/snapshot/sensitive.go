@@ -42,16 +42,16 @@ func (t *Tool) scrubSensitive(raw json.RawMessage, res *mcp.CallToolResult) *mcp
 	if len(t.sensitive) == 0 || res == nil || !res.IsError || len(raw) == 0 {
 		return res
 	}
-	r := redact.New(t.SensitiveValues(raw))
+	r := redact.New(t.sensitiveValues(raw))
 	if r == nil {
 		return res
 	}
 	return redactResult(r, res)
 }
 
-// SensitiveValues returns the string forms of the sensitive arguments in
+// sensitiveValues returns the string forms of the sensitive arguments in
 // raw (a call's arguments): strings as they are, other values as JSON.
-func (t *Tool) SensitiveValues(raw json.RawMessage) []string {
+func (t *Tool) sensitiveValues(raw json.RawMessage) []string {
 	if len(t.sensitive) == 0 {
 		return nil
 	}
