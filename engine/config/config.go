@@ -115,6 +115,9 @@ type Param struct {
 	// elicitation field.
 	EnumNames *hcl.Attribute `hcl:"enum_names,optional"`
 	DeclRange hcl.Range      `hcl:",def_range"`
+	// Sensitive keeps the argument's value out of the audit log, mcpd's
+	// logs and error texts; its schema says "writeOnly": true.
+	Sensitive *hcl.Attribute `hcl:"sensitive,optional"`
 }
 
 // Result is a tool's `result { ... }` block: how the output becomes content.

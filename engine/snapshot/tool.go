@@ -44,6 +44,9 @@ type Tool struct {
 	adapterType string
 	redact      *redact.Redactor // nil: no secrets
 	asks        *asker           // nil: the tool asks nothing
+	// sensitive are the arguments marked "writeOnly": true in the input
+	// schema (sensitive = true on a param); nil when none.
+	sensitive map[string]bool
 }
 
 type result struct {
@@ -103,7 +106,7 @@ func compileTool(tc *config.Tool, reg *adapter.Registry, backend func(string, st
 	if asks != nil {
 		scope.Inputs = asks.scope.Inputs
 	}
-	t := &Tool{validator: validator, scope: scope, InputSchema: in, asks: asks, needsEval: asks != nil}
+	t := &Tool{validator: validator, scope: scope, InputSchema: in, asks: asks, needsEval: asks != nil, sensitive: sensitiveArgs(in)}
 	t.Def = &mcp.Tool{
 		Name:        tc.Name,
 		Title:       tc.Title,
@@ -339,7 +342,7 @@ func (t *Tool) Call(ctx context.Context, raw json.RawMessage, progress ProgressF
 func (t *Tool) CallAsking(ctx context.Context, raw json.RawMessage, progress ProgressFunc, ac *AskCall) (res *mcp.CallToolResult, askErr error) {
 	// Registered first, so it runs last: over every result, errors and the
 	// panic message included.
-	defer func() { res = redactResult(t.redact, res) }()
+	defer func() { res = redactResult(t.redact, t.scrubSensitive(raw, res)) }()
 	defer func() {
 		if r := recover(); r != nil {
 			slog.Error("panic in tool call", "tool", t.Def.Name, "panic", t.redact.String(fmt.Sprint(r)), "stack", string(debug.Stack()))
