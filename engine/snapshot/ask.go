@@ -338,7 +338,7 @@ func anyList(s []string) []any {
 
 // confirmAsk is the implicit confirmation of a tool with `confirm = true`
 // (or a message) or of a destructive tool under server.confirm_destructive.
-func confirmAsk(tc *config.Tool, scope *adapter.Scope) (*askSpec, hcl.Diagnostics) {
+func confirmAsk(tc *config.Tool, scope *adapter.Scope, sensitive map[string]bool) (*askSpec, hcl.Diagnostics) {
 	s := &askSpec{name: "confirm", round: 1, kind: askConfirm, requested: map[string]any{"type": "object", "properties": map[string]any{}}}
 	if tc.Confirm != nil && !adapter.IsStatic(tc.Confirm.Expr) || isStringAttr(tc.Confirm, scope) {
 		diags := scopeWithInputs(scope, map[string]string{}).Check(tc.Confirm.Expr)
@@ -354,7 +354,18 @@ func confirmAsk(tc *config.Tool, scope *adapter.Scope) (*askSpec, hcl.Diagnostic
 	}
 	desc := tc.Description
 	s.message = func(_ *hcl.EvalContext, args map[string]any) (string, error) {
-		b, err := json.Marshal(args)
+		shown := args
+		if len(sensitive) > 0 {
+			// Sensitive arguments stay out of what the client shows.
+			shown = make(map[string]any, len(args))
+			for k, v := range args {
+				if sensitive[k] {
+					v = "(hidden)"
+				}
+				shown[k] = v
+			}
+		}
+		b, err := json.Marshal(shown)
 		if err != nil {
 			return "", err
 		}
@@ -645,7 +656,7 @@ func (a *asker) missing(qs []*askSpec) error {
 
 // compileToolAsks compiles a tool's ask blocks and its implicit
 // confirmation (confirm attribute, server.confirm_destructive).
-func compileToolAsks(tc *config.Tool, scope *adapter.Scope, confirmDestructive bool) (*asker, hcl.Diagnostics) {
+func compileToolAsks(tc *config.Tool, scope *adapter.Scope, confirmDestructive bool, sensitive map[string]bool) (*asker, hcl.Diagnostics) {
 	on, diags := toolConfirm(tc, scope, confirmDestructive)
 	for _, d := range tc.Asks {
 		if d.Confirm != nil {
@@ -662,7 +673,7 @@ func compileToolAsks(tc *config.Tool, scope *adapter.Scope, confirmDestructive b
 	if !on || diags.HasErrors() {
 		return a, diags
 	}
-	c, d := confirmAsk(tc, scope)
+	c, d := confirmAsk(tc, scope, sensitive)
 	diags = append(diags, d...)
 	if a == nil {
 		a = &asker{kind: "tool", name: tc.Name, rounds: 1, scope: scopeWithInputs(scope, map[string]string{})}

@@ -121,3 +121,29 @@ tool "t" {
 		t.Fatalf("with roots only: %v %+v", err, res)
 	}
 }
+
+// confirm = true derives its message from the tool and its arguments,
+// sensitive ones hidden.
+func TestAskDerivedConfirmation(t *testing.T) {
+	s, _ := build(t, nil, nil, map[string]string{"tools.hcl": `
+tool "deploy" {
+  title       = "Deploy"
+  description = "Deploys the app."
+  confirm     = true
+  param "env" { type = "string" }
+  param "token" {
+    type      = "string"
+    sensitive = true
+  }
+}
+`})
+	res, err := tool(t, s, "deploy").CallAsking(context.Background(), json.RawMessage(`{"env":"prod","token":"s3cret"}`), nil,
+		&snapshot.AskCall{Caps: elicitCaps, Sealer: ask.MustRandomSealer()})
+	if err != nil || res.InputRequests["confirm"] == nil {
+		t.Fatalf("%v %+v", err, res)
+	}
+	msg := res.InputRequests["confirm"].(*mcp.ElicitParams).Message
+	if want := `Allow "Deploy" to run with {"env":"prod","token":"(hidden)"}? It deploys the app.`; msg != want {
+		t.Fatalf("message %q, want %q", msg, want)
+	}
+}

@@ -101,7 +101,7 @@ func compileTool(tc *config.Tool, reg *adapter.Registry, backend func(string, st
 		}
 	}
 
-	asks, d := compileToolAsks(tc, scope, confirmDestructive)
+	asks, d := compileToolAsks(tc, scope, confirmDestructive, sensitiveArgs(in))
 	diags = append(diags, d...)
 	if asks != nil {
 		scope.Inputs = asks.scope.Inputs
