@@ -59,6 +59,7 @@ func TestLoadBroken(t *testing.T) {
 		{"ask_undeclared_input.hcl", "ask_undeclared_input.hcl:6:17", "Reference to an unavailable input: inputs.nope is not the answer of an ask block asked before this point; available: ok."},
 		{"ask_later_round.hcl", "ask_later_round.hcl:4:23", "Reference to an unavailable input: inputs.second is not the answer of an ask block asked before this point; available: none."},
 		{"ask_duplicate.hcl", "ask_duplicate.hcl:4:7", `Duplicate ask: ask "ok" is already declared at`},
+		{"ask_optional_confirm.hcl", "ask_optional_confirm.hcl:3:3", "Optional confirmation: a confirmation cannot be optional"},
 		{"ask_round_zero.hcl", "ask_round_zero.hcl:5:15", "Invalid round: round must be a whole number from 1 to 100"},
 		{"tool_param_allow_slash.hcl", "tool_param_allow_slash.hcl:4:5", `Unsupported argument: param "p": allow_slash applies to the variables of a resource_template, not to a tool's params.`},
 	}

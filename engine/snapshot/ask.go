@@ -196,6 +196,10 @@ func compileAsk(d *config.Ask, round int, scope *adapter.Scope) (*askSpec, hcl.D
 			Subject: &rng}}
 	}
 	s := &askSpec{name: d.Name, round: round, kind: kindOf(d), optional: d.Optional}
+	if s.optional && s.kind == askConfirm {
+		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Optional confirmation",
+			Detail: "a confirmation cannot be optional: the tool would run unconfirmed for clients that cannot ask. Remove optional, or the ask.", Subject: &rng})
+	}
 	if len(d.Fields) > 0 && s.kind != askElicit {
 		r := d.Fields[0].DeclRange
 		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "field without elicit", Detail: "field blocks describe an elicitation form; only an ask with elicit takes them.", Subject: &r})

@@ -106,6 +106,9 @@ tool "t" {
     field "name" { type = "string" }
   }
   ask "roots" { roots = true }
+  result {
+    text = "(inputs.name == nil ? 'anon' : inputs.name.name) + ' sees ' + inputs.roots[0].uri"
+  }
 }
 `})
 	tl := tool(t, s, "t")
@@ -119,6 +122,11 @@ tool "t" {
 	res, err := tl.CallAsking(context.Background(), nil, nil, &snapshot.AskCall{Sealer: sealer, Caps: caps})
 	if err != nil || len(res.InputRequests) != 1 || res.InputRequests["roots"] == nil {
 		t.Fatalf("with roots only: %v %+v", err, res)
+	}
+	res, err = tl.CallAsking(context.Background(), nil, nil, &snapshot.AskCall{Sealer: sealer, Caps: caps, State: res.RequestState,
+		Responses: mcp.InputResponseMap{"roots": &mcp.ListRootsResult{Roots: []*mcp.Root{{URI: "file:///work", Name: "work"}}}}})
+	if err != nil || render(res) != "text:anon sees file:///work" {
+		t.Fatalf("answered: %v %q", err, render(res))
 	}
 }
 

@@ -1,0 +1,7 @@
+tool "t" {
+  description = "d"
+  ask "ok" {
+    confirm  = "Sure?"
+    optional = true
+  }
+}
