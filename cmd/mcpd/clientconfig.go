@@ -21,7 +21,7 @@ func clientConfigCmd(args []string, stdout, stderr io.Writer) error {
 	fs.Var(&configs, "config", "config file or directory (repeatable; default ./tools.hcl)")
 	fs.Var(&configs, "c", "shorthand for --config")
 	host := fs.String("host", "", "the host: "+strings.Join(hostNames, ", "))
-	httpURL := fs.String("http", "", "URL of a running `mcpd serve --http` (e.g. http://127.0.0.1:8080/mcp) instead of stdio")
+	httpURL := fs.String("http", "", "`URL` of a running mcpd serve --http (e.g. http://127.0.0.1:8080/mcp), instead of starting mcpd over stdio")
 	name := fs.String("name", "mcpd", "the server's name in the host's config")
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -301,3 +301,42 @@ func TestInit(t *testing.T) {
 		t.Errorf("init over a README created files: %v", entries)
 	}
 }
+
+// docs/cli.md has a section for every command, naming each of its flags.
+func TestDocsCLI(t *testing.T) {
+	clearEnv(t)
+	doc, err := os.ReadFile("../../docs/cli.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sections := map[string]string{}
+	for _, part := range strings.Split(string(doc), "\n## mcpd ")[1:] {
+		name, body, _ := strings.Cut(part, "\n")
+		sections[name] = body
+	}
+	for _, name := range commandNames() {
+		body, ok := sections[name]
+		if !ok {
+			t.Errorf("docs/cli.md has no section for mcpd %s", name)
+			continue
+		}
+		if name == "serve" || name == "version" {
+			continue // serve's flags are in the README's table
+		}
+		help := runCLI(t, "help", name).stdout
+		_, flagText, _ := strings.Cut(help, "\nFlags:\n")
+		for _, line := range strings.Split(flagText, "\n") {
+			f, ok := strings.CutPrefix(line, "  -")
+			if !ok {
+				continue
+			}
+			f, _, _ = strings.Cut(f, " ")
+			if f == "c" || f == "config" || f == "log-level" || f == "log-format" {
+				continue // the common flags, at the top
+			}
+			if !strings.Contains(body, "`--"+f) {
+				t.Errorf("docs/cli.md, mcpd %s: flag --%s is not described", name, f)
+			}
+		}
+	}
+}

@@ -50,7 +50,7 @@ func TestFmt(t *testing.T) {
 			args: []string{"b.hcl"}, code: 0, listed: []string{"b.hcl"}, after: map[string]string{"b.hcl": formatted},
 		},
 		{
-			name: "directories recurse over *.hcl, skipping hidden ones and other files",
+			name:  "directories recurse over *.hcl, skipping hidden ones and other files",
 			files: []file{{"x/a.hcl", unformatted}, {"x/sub/b.hcl", unformatted}, {"x/.git/c.hcl", unformatted}, {"x/notes.txt", unformatted}},
 			args:  []string{"--check", "x"}, code: 1, listed: []string{"x/a.hcl", "x/sub/b.hcl"},
 		},
