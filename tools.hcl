@@ -15,8 +15,8 @@ server {
 database "demo" {
   driver = "sqlite"
   # In the container image, MCPD_DATA_DIR=/var/lib/mcpd (a volume).
-  dsn    = "file:${env("MCPD_DATA_DIR", ".mcpd")}/demo.db"
-  seed   = file("demo/seed.sql")
+  dsn  = "file:${env("MCPD_DATA_DIR", ".mcpd")}/demo.db"
+  seed = file("demo/seed.sql")
 }
 
 tool "list_books" {
