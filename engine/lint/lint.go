@@ -2,8 +2,9 @@
 // does that a reviewer would question. It reads the syntax of the files a
 // config was loaded from (so every warning points at the exact attribute)
 // and asks the adapters that implement adapter.Linter about their blocks;
-// it never compiles the config, opens a backend or reads a secret, so it
-// runs in CI without them. Errors are validate's job.
+// it never compiles the config or opens a backend, and an env() variable
+// that is unset only leaves the attribute that uses it unchecked, so it runs
+// in CI without the config's secrets. Errors are validate's job.
 package lint
 
 import (
@@ -339,6 +340,9 @@ var (
 	word = regexp.MustCompile(`[A-Za-z0-9+/=_-]{32,}`)
 )
 
+// maxKeyLen is the longest run of key characters taken for a key.
+const maxKeyLen = 200
+
 // secretText reports whether s contains something that looks like a
 // credential, and what.
 func secretText(s string) (string, bool) {
@@ -349,7 +353,8 @@ func secretText(s string) (string, bool) {
 		return "a URL with a password", true
 	}
 	for _, w := range word.FindAllString(s, -1) {
-		if highEntropy(w) {
+		// Longer runs are data (an inline base64 image), not a key.
+		if len(w) <= maxKeyLen && highEntropy(w) {
 			return "a key or token (a long random string)", true
 		}
 	}

@@ -109,6 +109,16 @@ http_backend "api" {
   headers  = { Authorization = "Bearer ${env("API_TOKEN")}" }
 }
 
+tool "pixel" {
+  description = "Return an inline image."
+  result {
+    content "image" {
+      data      = "UvImZaYMEtKJGF2VDuiBNgkWb2sRPReNbA/TkB/yOaGglfIPk5VlDPk4C47bIkprJIoekk6P0K4uGpSSozBfGIy2EJAPnjR/rohtxlB3lex0XEw/yy6yxz4Uk0yGfuBXunJJm/oSHoNrKsFXJu59awr2qxPDjpLK4NFQV7FZmH+UzHQR1xfxRXmyqhAPu7NPpZP+rtJySLdi46tYBfB2WiucHX4PN8RJIb0/ZWTq338UKnJmjEfiI9Fu3YxHtGr8W67iYfU7JhUtJjuoOwN81JYuQ0gBJWuIXpyQUfMgsNuD856nrb0NdObex/PfrsyPZGVmZBp7omYPMBH8NXApHFeZDRoAkSaJGfJdnQYS3zWdYCaiQPRYml15Hx3ZfP76d3p7TxUkGr9XvUN6"
+      mime_type = "image/png"
+    }
+  }
+}
+
 prompt "p" {
   description = "A prompt with an optional argument."
   argument "focus" {
