@@ -91,24 +91,28 @@ func newBareFlagSet(name string, stderr io.Writer) *flag.FlagSet {
 }
 
 // helpCmd prints one command's help and flags on stdout, or the general
-// usage without an argument.
+// usage without an argument. Every command answers -h with its usage on its
+// flag output, here stdout, so a command added to run's switch has help
+// without being listed here.
 func helpCmd(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
+	if len(args) == 0 || args[0] == "help" {
 		fmt.Fprint(stdout, usage)
 		return 0
 	}
 	name := args[0]
-	if _, ok := commandHelp[name]; !ok {
-		fmt.Fprintf(stderr, "mcpd help: unknown command %q; the commands are: %s\n", name, strings.Join(commandNames(), ", "))
-		return 2
-	}
 	if name == "version" {
 		fmt.Fprint(stdout, commandHelp[name])
 		return 0
 	}
-	// Every command answers -h with its usage on its flag output; here that
-	// is stdout.
-	return run([]string{name, "-h"}, stdout, stdout)
+	var out strings.Builder
+	code := run([]string{name, "-h"}, &out, &out)
+	if code == 2 {
+		// An unknown command: run printed the general usage.
+		fmt.Fprintf(stderr, "mcpd help: unknown command %q; the commands are: %s\n", name, strings.Join(commandNames(), ", "))
+		return 2
+	}
+	io.WriteString(stdout, out.String())
+	return code
 }
 
 func commandNames() []string {
