@@ -183,9 +183,36 @@ func executable(stderr io.Writer) (string, error) {
 		exe = r
 	}
 	if isTempBuild(exe) {
-		fmt.Fprintf(stderr, "mcpd client-config: warning: this mcpd (%s) was built by `go run` in a temporary directory that disappears when it exits. Install it first (go install ./cmd/mcpd) and run client-config with the installed binary ($(go env GOPATH)/bin/mcpd).\n", exe)
+		if installed, ok := installedBinary(); ok {
+			fmt.Fprintf(stderr, "mcpd client-config: this mcpd was built by `go run` in a temporary directory; the snippet uses the installed %s instead (reinstall it with go install ./cmd/mcpd after changes).\n", installed)
+			return installed, nil
+		}
+		fmt.Fprintf(stderr, "mcpd client-config: warning: this mcpd (%s) was built by `go run` in a temporary directory that disappears when it exits. Install it first (go install ./cmd/mcpd) and run client-config again.\n", exe)
 	}
 	return exe, nil
+}
+
+// installedBinary is where `go install ./cmd/mcpd` puts mcpd ($GOBIN, or
+// the first $GOPATH's bin, or ~/go/bin), when it is there.
+func installedBinary() (string, bool) {
+	var dirs []string
+	if d := os.Getenv("GOBIN"); d != "" {
+		dirs = append(dirs, d)
+	}
+	if gp := os.Getenv("GOPATH"); gp != "" {
+		dirs = append(dirs, filepath.Join(filepath.SplitList(gp)[0], "bin"))
+	} else if home, err := os.UserHomeDir(); err == nil {
+		dirs = append(dirs, filepath.Join(home, "go", "bin"))
+	}
+	for _, d := range dirs {
+		p := filepath.Join(d, "mcpd")
+		if info, err := os.Stat(p); err == nil && info.Mode().IsRegular() && info.Mode().Perm()&0o111 != 0 {
+			if abs, err := filepath.Abs(p); err == nil {
+				return abs, true
+			}
+		}
+	}
+	return "", false
 }
 
 // isTempBuild reports whether exe is where `go run` puts the binaries it

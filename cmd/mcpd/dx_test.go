@@ -340,3 +340,18 @@ func TestDocsCLI(t *testing.T) {
 		}
 	}
 }
+
+func TestInstalledBinary(t *testing.T) {
+	gobin := t.TempDir()
+	t.Setenv("GOBIN", gobin)
+	t.Setenv("GOPATH", t.TempDir())
+	if p, ok := installedBinary(); ok {
+		t.Errorf("found %s in an empty GOBIN", p)
+	}
+	if err := os.WriteFile(filepath.Join(gobin, "mcpd"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if p, ok := installedBinary(); !ok || p != filepath.Join(gobin, "mcpd") {
+		t.Errorf("installedBinary = %q, %v", p, ok)
+	}
+}
