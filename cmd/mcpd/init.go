@@ -248,9 +248,9 @@ test "search_notes finds a seeded note" {
 }
 
 test "count_words counts words" {
-  tool          = "count_words"
-  args          = { text = "one two three" }
-  text_contains = "3"
+  tool   = "count_words"
+  args   = { text = "one two three" }
+  assert = "structured.words == 3"
 }
 
 test "github_repo shapes the API's answer" {
