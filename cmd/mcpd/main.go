@@ -43,6 +43,7 @@ Usage:
   mcpd validate [-c PATH]... [--format text|json]      check a config; exit 1 on errors
   mcpd list     [-c PATH]... [--json]                  list tools, resources and prompts
   mcpd call     [-c PATH]... TOOL [--args JSON | k=v ...]  run one tool in-process
+  mcpd test     [-c PATH]... [--run REGEX] [--json] [-v]  run the config's test blocks
   mcpd version                                          print the version
 
 -c/--config takes a file or a directory of *.hcl files and may be repeated;
@@ -72,6 +73,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = listCmd(rest, stdout, stderr)
 	case "call":
 		err = callCmd(rest, stdout, stderr)
+	case "test":
+		err = testCmd(rest, stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintf(stdout, "mcpd %s\n", mcpdVersion())
 		return 0
@@ -206,6 +209,7 @@ func validateCmd(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	l := engine.Load(c.paths(), registry(), nil, mcpdVersion())
+	checkTests(c.paths(), l)
 	if l.Snapshot != nil {
 		defer l.Snapshot.Close()
 	}
