@@ -408,8 +408,8 @@ func (p *Printer) Report(r *Result) {
 	if r.Passed {
 		if p.Verbose {
 			fmt.Fprintf(p.W, "--- PASS: %s (%.2fs)\n", r.Name, secs)
-			if r.Text != "" {
-				fmt.Fprintf(p.W, "%s\n", indent(r.Text))
+			if t := strings.TrimRight(r.Text, "\n"); t != "" {
+				fmt.Fprintf(p.W, "%s\n", indent(t))
 			}
 		}
 		return
