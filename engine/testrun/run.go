@@ -417,7 +417,7 @@ func (p *Printer) Report(r *Result) {
 	fmt.Fprintf(p.W, "--- FAIL: %s (%.2fs)\n", r.Name, secs)
 	fmt.Fprintf(p.W, "    %s\n", r.Pos)
 	for _, f := range r.Failures {
-		fmt.Fprintf(p.W, "    %s\n", f)
+		fmt.Fprintf(p.W, "    %s\n", strings.ReplaceAll(f, "\n", "\n    "))
 	}
 }
 
