@@ -97,6 +97,10 @@ func TestTestCommand(t *testing.T) {
 		}
 	}
 	write("tools.hcl", testCmdConfig)
+	code, out, _ := runBinary(t, "test", "-c", dir)
+	if code != 0 || !strings.Contains(out, "[no tests") {
+		t.Fatalf("no tests: exit %d\n%s", code, out)
+	}
 	write("tools_test.hcl", testCmdTests)
 
 	code, out, stderr := runBinary(t, "test", "-c", dir, "-v")
