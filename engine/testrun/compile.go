@@ -19,6 +19,7 @@ import (
 	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/vm"
 	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/config"
@@ -244,17 +245,27 @@ func compileTest(t *config.Test, cfg *config.Config, snap *snapshot.Snapshot) (*
 		tc.matches = re
 	}
 	if t.Assert != nil {
-		for _, src := range c.strs(t.Assert) {
+		srcs := c.strs(t.Assert)
+		// Blame the element of a list that does not compile, not the list.
+		ranges := make([]hcl.Range, len(srcs))
+		elems, isTuple := t.Assert.Expr.(*hclsyntax.TupleConsExpr)
+		for i := range srcs {
+			ranges[i] = t.Assert.Expr.Range()
+			if isTuple && len(elems.Exprs) == len(srcs) {
+				ranges[i] = elems.Exprs[i].Range()
+			}
+		}
+		for i, src := range srcs {
 			a, err := compileAssert(src)
 			if err != nil {
-				c.errorf(t.Assert.Expr.Range(), "Invalid assert", "assert %q: %v", src, err)
+				c.errorf(ranges[i], "Invalid assert", "assert %q: %v", src, err)
 				continue
 			}
 			tc.asserts = append(tc.asserts, a)
 		}
 	}
 	for _, m := range t.Mocks {
-		tc.mocks = append(tc.mocks, c.mock(m, cfg, tc.kind))
+		tc.mocks = append(tc.mocks, c.mock(m, cfg))
 	}
 	for _, e := range t.Expects {
 		tc.expects = append(tc.expects, c.expect(e))
@@ -313,7 +324,7 @@ func available(s *snapshot.Snapshot, kind string) string {
 	return " (declared: " + strings.Join(names, ", ") + ")"
 }
 
-func (c *compiler) mock(m *config.Mock, cfg *config.Config, kind string) *mock {
+func (c *compiler) mock(m *config.Mock, cfg *config.Config) *mock {
 	out := &mock{backend: m.Backend, status: http.StatusOK}
 	found := false
 	for _, b := range cfg.Backends {

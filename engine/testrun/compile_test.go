@@ -43,6 +43,13 @@ func TestCompileDiagnostics(t *testing.T) {
   tool = "greet"
   assert = "structurd.x == 1"
 }`, "3:12: Invalid assert"},
+		{"the failing element of an assert list", `test "t" {
+  tool = "greet"
+  assert = [
+    "text != ''",
+    "txt == 'x'",
+  ]
+}`, "5:5: Invalid assert"},
 		{"args not an object", `test "t" {
   tool = "greet"
   args = ["Ada"]

@@ -67,6 +67,9 @@ func (s *Suite) Run(ctx context.Context, cases []*Case, filter *regexp.Regexp, r
 		if filter != nil && !filter.MatchString(c.Name) {
 			continue
 		}
+		if ctx.Err() != nil {
+			return // interrupted: the tests left would all fail the same way
+		}
 		start := time.Now()
 		var res *Result
 		if c.Mocked() {
