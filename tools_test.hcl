@@ -96,3 +96,12 @@ test "bookshop_report_prompt" {
   args          = { focus = "city" }
   text_contains = "grouped by city"
 }
+
+# A dry run: word_count is not run; the test checks the process it would
+# start and what it would read on stdin.
+test "word_count_argv" {
+  tool         = "word_count"
+  args         = { text = "hello world" }
+  expect_argv  = ["wc", "-l", "-w", "-m"]
+  expect_stdin = "hello world"
+}

@@ -31,6 +31,8 @@ type Test struct {
 	Assert       *hcl.Attribute   `hcl:"assert,optional"`
 	Mocks        []*Mock          `hcl:"mock,block"`
 	Expects      []*ExpectRequest `hcl:"expect_request,block"`
+	ExpectArgv   *hcl.Attribute   `hcl:"expect_argv,optional"`
+	ExpectStdin  *hcl.Attribute   `hcl:"expect_stdin,optional"`
 	DeclRange    hcl.Range        `hcl:",def_range"`
 
 	// Dir is the directory of the file the test is declared in.

@@ -49,6 +49,12 @@ type Case struct {
 	asserts      []*assertion
 	mocks        []*mock
 	expects      []*expect
+	// dryRun: the shell tool is not run; argv (and stdin, when
+	// checkStdin) are compared with what it would have run.
+	dryRun     bool
+	argv       []string
+	stdin      string
+	checkStdin bool
 }
 
 // Mocked reports whether the test mocks any backend.
@@ -270,6 +276,9 @@ func compileTest(t *config.Test, cfg *config.Config, snap *snapshot.Snapshot) (*
 	for _, e := range t.Expects {
 		tc.expects = append(tc.expects, c.expect(e))
 	}
+	if t.ExpectArgv != nil || t.ExpectStdin != nil {
+		c.dryRun(t, tc, cfg)
+	}
 	if len(t.Expects) > 0 && len(t.Mocks) == 0 {
 		c.errorf(t.Expects[0].DeclRange, "expect_request without mock", "expect_request checks the requests sent to mocked backends; declare at least one mock block.")
 	}
@@ -465,4 +474,51 @@ func longest(paths []string) []string {
 		}
 	}
 	return out
+}
+
+// dryRun compiles expect_argv and expect_stdin: the test of a shell tool
+// that checks what the tool would run instead of running it. Its result is
+// then an empty output, so no expectation on the result may come with them.
+func (c *compiler) dryRun(t *config.Test, tc *Case, cfg *config.Config) {
+	at := t.ExpectArgv
+	if at == nil {
+		at = t.ExpectStdin
+	}
+	shell := false
+	for _, tool := range cfg.Tools {
+		if tool.Name == tc.target && tool.Adapter != nil && tool.Adapter.Type == "shell" {
+			shell = true
+		}
+	}
+	if tc.kind != kindTool || !shell {
+		c.errorf(at.Range, "Not a shell tool", "%s checks the process a shell tool would start; %s %q is not a shell tool.", at.Name, tc.kind, tc.target)
+		return
+	}
+	for _, a := range []*hcl.Attribute{t.IsError, t.TextContains, t.TextMatches, t.Assert} {
+		if a != nil {
+			c.errorf(a.Range, "Result check in a dry run", "With %s the tool is not run, so there is no result to check: test %s in another test block.", at.Name, a.Name)
+		}
+	}
+	if len(t.Mocks) > 0 {
+		c.errorf(t.Mocks[0].DeclRange, "Mock in a dry run", "A shell tool's dry run sends no HTTP request.")
+	}
+	tc.dryRun = true
+	if t.ExpectArgv != nil {
+		v, ok := c.value(t.ExpectArgv)
+		list, isList := v.([]any)
+		if ok && !isList {
+			c.errorf(t.ExpectArgv.Expr.Range(), "Invalid expect_argv", "expect_argv is a list of strings: the program, then its arguments.")
+		}
+		for _, x := range list {
+			s, isStr := x.(string)
+			if !isStr {
+				b, _ := json.Marshal(x)
+				s = string(b)
+			}
+			tc.argv = append(tc.argv, s)
+		}
+	}
+	if t.ExpectStdin != nil {
+		tc.stdin, tc.checkStdin = c.str(t.ExpectStdin), true
+	}
 }

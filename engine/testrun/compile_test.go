@@ -50,6 +50,15 @@ func TestCompileDiagnostics(t *testing.T) {
     "txt == 'x'",
   ]
 }`, "5:5: Invalid assert"},
+		{"expect_argv on a tool that is not a shell tool", `test "t" {
+  tool = "greet"
+  expect_argv = ["x"]
+}`, "3:3: Not a shell tool"},
+		{"expect_argv with a result check", `test "t" {
+  tool = "upper"
+  expect_argv = ["tr"]
+  text_contains = "X"
+}`, "4:3: Result check in a dry run"},
 		{"args not an object", `test "t" {
   tool = "greet"
   args = ["Ada"]

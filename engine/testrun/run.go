@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/expr-lang/expr"
@@ -74,6 +75,8 @@ func (s *Suite) Run(ctx context.Context, cases []*Case, filter *regexp.Regexp, r
 		var res *Result
 		if c.Mocked() {
 			res = s.runMocked(ctx, c)
+		} else if c.dryRun {
+			res = s.runDry(ctx, c)
 		} else {
 			if base == nil {
 				var err error
@@ -118,6 +121,54 @@ func (s *Suite) runMocked(ctx context.Context, c *Case) *Result {
 	}
 	defer sess.close()
 	return run(ctx, sess, c, mocks)
+}
+
+// runDry runs a shell tool's test with expect_argv or expect_stdin: the
+// call takes the whole path a real one does, except that the adapter
+// records the process it would start instead of starting it. The dry run is
+// a value of the server connection's context, which every request handled
+// on it inherits.
+func (s *Suite) runDry(ctx context.Context, c *Case) *Result {
+	var mu sync.Mutex
+	var runs []adapter.Invocation
+	record := func(inv adapter.Invocation) {
+		mu.Lock()
+		defer mu.Unlock()
+		runs = append(runs, inv)
+	}
+	sess, err := connect(adapter.WithDryRun(ctx, record), s.base, s.logger)
+	if err != nil {
+		return &Result{Failures: []string{err.Error()}}
+	}
+	defer sess.close()
+	ctx, cancel := context.WithTimeout(ctx, Timeout)
+	defer cancel()
+	out, err := call(ctx, sess.client, c)
+	if err != nil {
+		return &Result{Failures: []string{err.Error()}}
+	}
+	res := &Result{Text: out.env.Text}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(runs) == 0 {
+		res.Failures = append(res.Failures, fmt.Sprintf("the tool would not start a process; it answered:\n%s", indent(out.env.Text)))
+		return res
+	}
+	inv := runs[0]
+	if c.argv != nil && !slices.Equal(inv.Argv, c.argv) {
+		res.Failures = append(res.Failures, fmt.Sprintf("argv = %s\n    want %s", short(inv.Argv), short(c.argv)))
+	}
+	if c.checkStdin {
+		switch {
+		case inv.Stdin == nil:
+			res.Failures = append(res.Failures, fmt.Sprintf("no stdin, want %q", c.stdin))
+		case *inv.Stdin != c.stdin:
+			res.Failures = append(res.Failures, fmt.Sprintf("stdin = %q, want %q", *inv.Stdin, c.stdin))
+		}
+	}
+	// What the model would have seen is the argv, not an empty output.
+	res.Text = strings.Join(inv.Argv, " ")
+	return res
 }
 
 // session is an MCP client connected in memory to a server for one

@@ -249,6 +249,23 @@ func TestRun(t *testing.T) {
   is_error = true
   text_contains = "503"
 }`, true, nil},
+		{"dry run: argv and stdin", `test "t" {
+  tool = "upper"
+  args = { text = "shout" }
+  expect_argv = ["tr", "a-z", "A-Z"]
+  expect_stdin = "shout"
+}`, true, nil},
+		{"dry run: argv and stdin differ", `test "t" {
+  tool = "upper"
+  args = { text = "shout" }
+  expect_argv = ["tr", "A-Z", "a-z"]
+  expect_stdin = "whisper"
+}`, false, []string{`argv = ["tr","a-z","A-Z"]`, `want ["tr","A-Z","a-z"]`, `stdin = "shout", want "whisper"`}},
+		{"dry run: invalid arguments start nothing", `test "t" {
+  tool = "upper"
+  args = {}
+  expect_argv = ["tr", "a-z", "A-Z"]
+}`, false, []string{"the tool would not start a process", `"text"`}},
 		{"expected request never sent", `test "t" {
   tool = "greet"
   args = { name = "Ada" }

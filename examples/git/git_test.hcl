@@ -41,3 +41,16 @@ test "git_diff_of_a_missing_path" {
   args = { path = "no/such/path/in/this/repository" }
   text_contains = "No changes."
 }
+
+# Dry runs: git is not started; the tests check its command line.
+test "git_diff_staged_argv" {
+  tool        = "git_diff"
+  args        = { path = "docs", staged = true }
+  expect_argv = ["git", "diff", "--no-color", "--stat", "--patch", "--cached", "--", "docs"]
+}
+
+test "git_diff_path_like_an_option_argv" {
+  tool        = "git_diff"
+  args        = { path = "--output=/tmp/x" }
+  expect_argv = ["git", "diff", "--no-color", "--stat", "--patch", "--", "--output=/tmp/x"]
+}
