@@ -39,6 +39,8 @@ type Snapshot struct {
 	prompts   map[string]*Prompt
 	backends  map[string]*liveBackend
 
+	redactor *redact.Redactor // nil: no secrets
+
 	mu       sync.Mutex
 	inflight int
 	retired  bool
@@ -131,6 +133,7 @@ func Build(cfg *config.Config, reg *adapter.Registry, prev *Snapshot, defaultVer
 // setRedactor hands the snapshot's one redactor to everything that returns
 // output to the model.
 func (s *Snapshot) setRedactor(r *redact.Redactor) {
+	s.redactor = r
 	for _, t := range s.Tools {
 		t.redact = r
 	}
