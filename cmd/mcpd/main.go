@@ -45,6 +45,7 @@ Usage:
   mcpd call     [-c PATH]... TOOL [--args JSON | k=v ...]  run one tool in-process
   mcpd read     [-c PATH]... URI [--json]              read a resource in-process
   mcpd prompt   [-c PATH]... NAME [k=v ...] [--json]   render a prompt in-process
+  mcpd test     [-c PATH]... [--run REGEX] [--json] [-v]  run the config's test blocks
   mcpd lint     [-c PATH]... [--format text|json]      a reviewer's warnings about a config
   mcpd fmt      [--check] [PATH... | -]                rewrite config files in canonical form
   mcpd init     [DIR]                                  scaffold a new project
@@ -96,6 +97,8 @@ func runIO(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = initCmd(rest, stdout, stderr)
 	case "client-config":
 		err = clientConfigCmd(rest, stdout, stderr)
+	case "test":
+		err = testCmd(rest, stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintf(stdout, "mcpd %s\n", mcpdVersion())
 		return 0
@@ -230,6 +233,7 @@ func validateCmd(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	l := engine.Load(c.paths(), registry(), nil, mcpdVersion())
+	checkTests(c.paths(), l)
 	if l.Snapshot != nil {
 		defer l.Snapshot.Close()
 	}
