@@ -19,10 +19,6 @@ func callCmd(args []string, stdout, stderr io.Writer) error {
 	argsJSON := fs.String("args", "", "the arguments as one JSON object")
 	asJSON := fs.Bool("json", false, "print the whole result as JSON")
 	yes := fs.Bool("yes", false, "accept the tool's confirmations (there is no user to ask); without it, a tool that asks for confirmation does not run")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: mcpd call [-c PATH]... TOOL [--args JSON | name=value ...]")
-		fs.PrintDefaults()
-	}
 	// Flags may come before or after the tool name.
 	var positional []string
 	rest := args

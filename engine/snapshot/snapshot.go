@@ -143,11 +143,19 @@ func (s *Snapshot) setRedactor(r *redact.Redactor) {
 	for _, t := range s.Tools {
 		t.redact = r
 	}
+	// A resource whose contents the config itself declares (text, blob,
+	// file) publishes them on purpose: the same file may also be read with
+	// file() elsewhere (a database's seed), and redacting it would blank
+	// the resource. Only what an adapter produces is redacted.
 	for _, res := range s.Resources {
-		res.src.redact = r
+		if res.src.handler != nil {
+			res.src.redact = r
+		}
 	}
 	for _, t := range s.Templates {
-		t.src.redact = r
+		if t.src.handler != nil {
+			t.src.redact = r
+		}
 	}
 	for _, p := range s.Prompts {
 		p.redact = r
