@@ -5,10 +5,10 @@
 # (see docs/testing.md).
 
 test "git_log_one_commit" {
-  tool        = "git_log"
-  args        = { n = 1 }
+  tool         = "git_log"
+  args         = { n = 1 }
   text_matches = "^[0-9a-f]{7,} \\S"
-  assert      = "len(split(trim(text), '\\n')) == 1"
+  assert       = "len(split(trim(text), '\\n')) == 1"
 }
 
 test "git_log_rejects_zero" {
@@ -37,8 +37,8 @@ test "git_show_unknown_commit" {
 }
 
 test "git_diff_of_a_missing_path" {
-  tool = "git_diff"
-  args = { path = "no/such/path/in/this/repository" }
+  tool          = "git_diff"
+  args          = { path = "no/such/path/in/this/repository" }
   text_contains = "No changes."
 }
 
