@@ -22,6 +22,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/mcpd/mcpd/engine/principal"
 	"github.com/mcpd/mcpd/engine/snapshot"
 	"github.com/mcpd/mcpd/engine/telemetry"
 )
@@ -177,19 +178,26 @@ func (s *Server) SessionCount() int {
 
 func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		// The verified caller, if the transport authenticated one: what it
+		// may see and call is decided here and below (snapshot, adapters,
+		// audit), which read it from ctx.
+		caller := callerOf(req)
+		if caller != nil {
+			ctx = principal.NewContext(ctx, caller)
+		}
 		switch r := req.(type) {
 		case *mcp.CallToolRequest:
-			return s.callTool(ctx, r)
+			return s.callTool(ctx, r, caller)
 		case *mcp.ListToolsRequest:
-			return s.listTools(r)
+			return s.listTools(r, caller)
 		case *mcp.ListPromptsRequest:
-			return s.listPrompts(r)
+			return s.listPrompts(r, caller)
 		case *mcp.GetPromptRequest:
-			return s.getPrompt(r)
+			return s.getPrompt(r, caller)
 		case *mcp.ListResourcesRequest:
-			return s.listResources(r)
+			return s.listResources(r, caller)
 		case *mcp.ListResourceTemplatesRequest:
-			return s.listTemplates(r)
+			return s.listTemplates(r, caller)
 		case *mcp.ReadResourceRequest:
 			return s.readResource(ctx, r)
 		case *mcp.InitializeRequest:
@@ -205,10 +213,22 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
-func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (mcp.Result, error) {
+// callerOf returns the principal the HTTP auth layer verified for req, nil
+// for the local user (stdio, or HTTP with authentication off).
+func callerOf(req mcp.Request) *principal.Principal {
+	extra := req.GetExtra()
+	if extra == nil {
+		return nil
+	}
+	return principal.FromTokenInfo(extra.TokenInfo)
+}
+
+func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest, caller *principal.Principal) (mcp.Result, error) {
 	snap := s.current.Acquire()
 	defer snap.Release()
-	t, ok := snap.Tool(req.Params.Name)
+	// A tool the caller lacks the scopes for is refused exactly as an
+	// unknown one, so that its existence does not leak.
+	t, ok := snap.ToolFor(req.Params.Name, caller)
 	if !ok {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", req.Params.Name)}
 	}
@@ -252,8 +272,8 @@ func (s *Server) page(cursor string, n int) (start, end int, next string, err er
 	return start, end, next, nil
 }
 
-func (s *Server) listTools(req *mcp.ListToolsRequest) (mcp.Result, error) {
-	snap := s.current.Load()
+func (s *Server) listTools(req *mcp.ListToolsRequest, caller *principal.Principal) (mcp.Result, error) {
+	snap := s.current.Load().View(caller)
 	start, end, next, err := s.page(cursor(req.Params != nil, func() string { return req.Params.Cursor }), len(snap.Tools))
 	if err != nil {
 		return nil, err
@@ -265,8 +285,8 @@ func (s *Server) listTools(req *mcp.ListToolsRequest) (mcp.Result, error) {
 	return res, nil
 }
 
-func (s *Server) listPrompts(req *mcp.ListPromptsRequest) (mcp.Result, error) {
-	snap := s.current.Load()
+func (s *Server) listPrompts(req *mcp.ListPromptsRequest, caller *principal.Principal) (mcp.Result, error) {
+	snap := s.current.Load().View(caller)
 	start, end, next, err := s.page(cursor(req.Params != nil, func() string { return req.Params.Cursor }), len(snap.Prompts))
 	if err != nil {
 		return nil, err
@@ -278,8 +298,8 @@ func (s *Server) listPrompts(req *mcp.ListPromptsRequest) (mcp.Result, error) {
 	return res, nil
 }
 
-func (s *Server) getPrompt(req *mcp.GetPromptRequest) (mcp.Result, error) {
-	p, ok := s.current.Load().Prompt(req.Params.Name)
+func (s *Server) getPrompt(req *mcp.GetPromptRequest, caller *principal.Principal) (mcp.Result, error) {
+	p, ok := s.current.Load().PromptFor(req.Params.Name, caller)
 	if !ok {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %q", req.Params.Name)}
 	}
@@ -290,8 +310,8 @@ func (s *Server) getPrompt(req *mcp.GetPromptRequest) (mcp.Result, error) {
 	return markPrompt(req.Session, res), nil
 }
 
-func (s *Server) listResources(req *mcp.ListResourcesRequest) (mcp.Result, error) {
-	snap := s.current.Load()
+func (s *Server) listResources(req *mcp.ListResourcesRequest, caller *principal.Principal) (mcp.Result, error) {
+	snap := s.current.Load().View(caller)
 	start, end, next, err := s.page(cursor(req.Params != nil, func() string { return req.Params.Cursor }), len(snap.Resources))
 	if err != nil {
 		return nil, err
@@ -303,8 +323,8 @@ func (s *Server) listResources(req *mcp.ListResourcesRequest) (mcp.Result, error
 	return res, nil
 }
 
-func (s *Server) listTemplates(req *mcp.ListResourceTemplatesRequest) (mcp.Result, error) {
-	snap := s.current.Load()
+func (s *Server) listTemplates(req *mcp.ListResourceTemplatesRequest, caller *principal.Principal) (mcp.Result, error) {
+	snap := s.current.Load().View(caller)
 	start, end, next, err := s.page(cursor(req.Params != nil, func() string { return req.Params.Cursor }), len(snap.Templates))
 	if err != nil {
 		return nil, err
@@ -334,12 +354,18 @@ func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest)
 	return markRead(req.Session, res), nil
 }
 
-func (s *Server) complete(_ context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+func (s *Server) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
 	p := req.Params
 	if p == nil || p.Ref == nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "completion needs a ref"}
 	}
-	return &mcp.CompleteResult{Completion: *s.current.Load().Complete(p.Ref, p.Argument.Name, p.Argument.Value)}, nil
+	snap := s.current.Load()
+	if !snap.Completable(p.Ref, principal.FromContext(ctx)) {
+		// What the caller may not see completes to nothing, as an
+		// unknown reference does.
+		return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{}}}, nil
+	}
+	return &mcp.CompleteResult{Completion: *snap.Complete(p.Ref, p.Argument.Name, p.Argument.Value)}, nil
 }
 
 // cursor reads a list request's cursor; the params of a list request are
