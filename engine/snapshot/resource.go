@@ -42,7 +42,7 @@ type source struct {
 type Resource struct {
 	Def     *mcp.Resource
 	src     *source
-	version string // see sourceVersion
+	version string   // see sourceVersion
 	scopes  []string // required to list and read it
 }
 
