@@ -132,6 +132,9 @@ resource_template "admin_user" {
   uri_template = "admin://{id}"
   scopes       = ["admin"]
   text         = "user ${args.id}"
+  completions = {
+    id = ["1", "2"]
+  }
 }
 
 prompt "admin_prompt" {
@@ -328,6 +331,14 @@ func TestScopes(t *testing.T) {
 			}
 			if _, err := admin.GetPrompt(bounded(t), &mcp.GetPromptParams{Name: "admin_prompt"}); err != nil {
 				t.Errorf("admin getting admin_prompt: %v", err)
+			}
+			// Completion tells nothing of a template the caller cannot see.
+			ref := &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/resource", URI: "admin://{id}"}, Argument: mcp.CompleteParamsArgument{Name: "id"}}
+			if res, err := reader.Complete(bounded(t), ref); err != nil || len(res.Completion.Values) != 0 {
+				t.Errorf("reader completing admin://{id}: %v %v", res, err)
+			}
+			if res, err := admin.Complete(bounded(t), ref); err != nil || len(res.Completion.Values) != 2 {
+				t.Errorf("admin completing admin://{id}: %v %v", res, err)
 			}
 		})
 	}
