@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -40,7 +39,8 @@ func serveCmd(args []string, stderr io.Writer) error {
 	fs.Var(&origins, "allowed-origin", "Origin accepted besides loopback origins (repeatable; * for any)")
 	jsonResp := fs.Bool("json-response", false, "answer HTTP requests with application/json instead of SSE where possible")
 	listTTL := fs.Duration("list-ttl", 10*time.Second, "how long clients of the 2026 protocol may cache lists (ttlMs)")
-	sessionTimeout := fs.Duration("session-timeout", 30*time.Minute, "close legacy HTTP sessions idle this long (0: never)")
+	sessionTimeout := fs.Duration("session-timeout", 10*time.Minute, "close legacy HTTP sessions idle this long (0: never)")
+	limits := addHTTPLimitFlags(fs)
 	noWatch := fs.Bool("no-watch", false, "do not reload when config files change (SIGHUP still reloads)")
 	poll := fs.Duration("poll", 0, "also check config files this often, for file systems without inotify (e.g. 2s)")
 	ops := addOpsFlags(fs)
@@ -52,6 +52,9 @@ func serveCmd(args []string, stderr io.Writer) error {
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if err := limits.check(); err != nil {
+		return err
 	}
 	logger := c.logger(stderr)
 	reg := registry()
@@ -67,7 +70,7 @@ func serveCmd(args []string, stderr io.Writer) error {
 		return err
 	}
 	defer flushTraces()
-	srv := serve.New(&current, serve.Options{ListTTL: *listTTL, Logger: logger,
+	srv := serve.New(&current, serve.Options{ListTTL: *listTTL, Logger: logger, MaxInflight: limits.maxInflight,
 		Metrics: metrics, Tracer: tracer, ShutdownGrace: ops.shutdownGrace, AnswerWait: answerWait})
 
 	ctx, cancel := shutdownSignals(logger)
@@ -111,19 +114,19 @@ func serveCmd(args []string, stderr io.Writer) error {
 		}
 		return nil
 	}
-	ln, err := net.Listen("tcp", *addr)
+	ln, err := limits.listen(*addr)
 	if err != nil {
 		return err
 	}
 	mux := http.NewServeMux()
-	httpOpts := serve.HTTPOptions{
+	httpOpts := limits.httpOptions(serve.HTTPOptions{
 		AllowedHosts: hosts, AllowedOrigins: origins, JSONResponse: *jsonResp, SessionTimeout: *sessionTimeout,
-	}
+	})
 	mux.Handle("/mcp", srv.HTTPHandler(httpOpts))
 	if ops.adminAddr == "" {
 		mux.Handle("/", serve.HostGuard(httpOpts, admin))
 	}
-	hs := &http.Server{Handler: metrics.HTTPMiddleware(mux), ReadHeaderTimeout: 10 * time.Second}
+	hs := limits.httpServer(metrics.HTTPMiddleware(mux))
 	logger.Info("serving MCP over Streamable HTTP", "url", fmt.Sprintf("http://%s/mcp", ln.Addr()))
 	return runHTTP(ctx, hs, ln, srv, ops, logger)
 }
