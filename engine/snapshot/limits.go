@@ -20,9 +20,6 @@ import (
 
 // Defaults of the limits (docs/security.md, "Limits").
 const (
-	// DefaultTimeout is a tool's timeout when neither the tool nor the
-	// server block sets one.
-	DefaultTimeout = 60 * time.Second
 	// DefaultQueueTimeout is how long a call waits for one of a tool's
 	// max_concurrency slots.
 	DefaultQueueTimeout = 5 * time.Second
@@ -40,7 +37,10 @@ type serverLimits struct {
 }
 
 func compileServerLimits(sv *config.Server) (serverLimits, hcl.Diagnostics) {
-	out := serverLimits{defaultTimeout: DefaultTimeout}
+	// No engine timeout by default: every adapter already bounds its calls
+	// (shell and SQL 30s, HTTP 30s per attempt), and a default here would
+	// cut short the tools configured with a longer adapter timeout.
+	out := serverLimits{}
 	if sv == nil {
 		return out, nil
 	}
@@ -57,10 +57,15 @@ func compileServerLimits(sv *config.Server) (serverLimits, hcl.Diagnostics) {
 		d, dd := staticDuration(sv.DefaultTimeout, nil)
 		diags = append(diags, dd...)
 		out.defaultTimeout = d
+		if !dd.HasErrors() && d == 0 {
+			diags = append(diags, attrDiag(sv.DefaultTimeout, "default_timeout must be more than 0s; leave it out for none"))
+		}
 		if !dd.HasErrors() && out.maxTimeout > 0 && d > out.maxTimeout {
 			diags = append(diags, attrDiag(sv.DefaultTimeout, fmt.Sprintf("default_timeout %s exceeds max_timeout %s", d, out.maxTimeout)))
 		}
-	} else if out.maxTimeout > 0 && out.defaultTimeout > out.maxTimeout {
+	} else {
+		// A cap with no default is also the default: a tool that sets no
+		// timeout must not run longer than one that does.
 		out.defaultTimeout = out.maxTimeout
 	}
 	return out, diags
