@@ -28,7 +28,10 @@ func TestToolTimeoutSources(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFake()
 			s, _ := build(t, f.register(), nil, map[string]string{"tools.hcl": tc.config})
-			res := tool(t, s, "b").Call(context.Background(), nil, nil)
+			// A bound so that a missing timeout fails instead of hanging.
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			res := tool(t, s, "b").Call(ctx, nil, nil)
 			if got := render(res); !res.IsError || !strings.Contains(got, tc.want) {
 				t.Errorf("got %q, want an error with %q", got, tc.want)
 			}
