@@ -278,6 +278,15 @@ func TestScopes(t *testing.T) {
 				t.Errorf("reader sees %v, want %v", got, noAdmin)
 			}
 
+			if version == modern {
+				// A caller's list is its own: no shared cache may serve it.
+				for cs, want := range map[*mcp.ClientSession]string{reader: "private", local: "public"} {
+					res, err := cs.ListTools(bounded(t), nil)
+					if err != nil || res.CacheScope != want {
+						t.Errorf("cacheScope %q (%v), want %q", res.CacheScope, err, want)
+					}
+				}
+			}
 			if out, isErr, err := call(t, admin, "admin_only", nil); err != nil || isErr || out != "admin ok" {
 				t.Errorf("admin calling admin_only: %q %v %v", out, isErr, err)
 			}

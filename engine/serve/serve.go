@@ -267,6 +267,17 @@ func (s *Server) cacheable() mcp.Cacheable {
 	return mcp.Cacheable{TTLMs: int(s.opts.ListTTL / time.Millisecond), CacheScope: "public"}
 }
 
+// cacheableFor is cacheable for an answer to caller: what an authenticated
+// caller sees depends on its scopes, so no shared cache may hand it to
+// another.
+func (s *Server) cacheableFor(caller *principal.Principal) mcp.Cacheable {
+	c := s.cacheable()
+	if caller != nil {
+		c.CacheScope = "private"
+	}
+	return c
+}
+
 // page cuts one page out of a list of n items. Cursors are offsets into the
 // list: a reload between pages may shift them, and the client is told of the
 // reload by list_changed.
@@ -297,7 +308,7 @@ func (s *Server) listTools(req *mcp.ListToolsRequest, caller *principal.Principa
 	if err != nil {
 		return nil, err
 	}
-	res := &mcp.ListToolsResult{Cacheable: s.cacheable(), NextCursor: next, Tools: make([]*mcp.Tool, 0, end-start)}
+	res := &mcp.ListToolsResult{Cacheable: s.cacheableFor(caller), NextCursor: next, Tools: make([]*mcp.Tool, 0, end-start)}
 	for _, t := range snap.Tools[start:end] {
 		res.Tools = append(res.Tools, t.Def)
 	}
@@ -310,7 +321,7 @@ func (s *Server) listPrompts(req *mcp.ListPromptsRequest, caller *principal.Prin
 	if err != nil {
 		return nil, err
 	}
-	res := &mcp.ListPromptsResult{Cacheable: s.cacheable(), NextCursor: next, Prompts: make([]*mcp.Prompt, 0, end-start)}
+	res := &mcp.ListPromptsResult{Cacheable: s.cacheableFor(caller), NextCursor: next, Prompts: make([]*mcp.Prompt, 0, end-start)}
 	for _, p := range snap.Prompts[start:end] {
 		res.Prompts = append(res.Prompts, p.Def)
 	}
@@ -335,7 +346,7 @@ func (s *Server) listResources(req *mcp.ListResourcesRequest, caller *principal.
 	if err != nil {
 		return nil, err
 	}
-	res := &mcp.ListResourcesResult{Cacheable: s.cacheable(), NextCursor: next, Resources: make([]*mcp.Resource, 0, end-start)}
+	res := &mcp.ListResourcesResult{Cacheable: s.cacheableFor(caller), NextCursor: next, Resources: make([]*mcp.Resource, 0, end-start)}
 	for _, r := range snap.Resources[start:end] {
 		res.Resources = append(res.Resources, r.Def)
 	}
@@ -348,7 +359,7 @@ func (s *Server) listTemplates(req *mcp.ListResourceTemplatesRequest, caller *pr
 	if err != nil {
 		return nil, err
 	}
-	res := &mcp.ListResourceTemplatesResult{Cacheable: s.cacheable(), NextCursor: next, ResourceTemplates: make([]*mcp.ResourceTemplate, 0, end-start)}
+	res := &mcp.ListResourceTemplatesResult{Cacheable: s.cacheableFor(caller), NextCursor: next, ResourceTemplates: make([]*mcp.ResourceTemplate, 0, end-start)}
 	for _, t := range snap.Templates[start:end] {
 		res.ResourceTemplates = append(res.ResourceTemplates, t.Def)
 	}
@@ -369,7 +380,7 @@ func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest)
 		}
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
 	}
-	res.Cacheable = s.cacheable()
+	res.Cacheable = s.cacheableFor(principal.FromContext(ctx))
 	return markRead(req.Session, res), nil
 }
 
