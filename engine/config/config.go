@@ -122,6 +122,9 @@ type Param struct {
 	AllowSlash       *hcl.Attribute `hcl:"allow_slash,optional"`
 	AllowDotSegments *hcl.Attribute `hcl:"allow_dot_segments,optional"`
 	DeclRange        hcl.Range      `hcl:",def_range"`
+	// Sensitive keeps the argument's value out of the audit log, mcpd's
+	// logs and error texts; its schema says "writeOnly": true.
+	Sensitive *hcl.Attribute `hcl:"sensitive,optional"`
 
 	// FromCaller binds the param to the verified caller ("claims.org_id"
 	// or "name"): the model neither sees nor sets it.

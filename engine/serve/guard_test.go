@@ -166,12 +166,12 @@ func verifyToken(_ context.Context, token string, _ *http.Request) (*auth.TokenI
 	return ti, nil
 }
 
-type bearer struct {
+type guardBearer struct {
 	token string
 	next  http.RoundTripper
 }
 
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+func (b guardBearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+b.token)
 	return b.next.RoundTrip(r)
@@ -220,7 +220,7 @@ func (e *guardEnv) client(t *testing.T, token, version string) *mcp.ClientSessio
 	return connect(t, &mcp.StreamableClientTransport{
 		Endpoint:   e.url,
 		MaxRetries: -1,
-		HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}},
+		HTTPClient: &http.Client{Transport: guardBearer{token, http.DefaultTransport}},
 	}, version, nil)
 }
 

@@ -50,6 +50,9 @@ type Tool struct {
 	// limits are the tool's timeout, concurrency and rates (limits.go);
 	// never nil once built.
 	limits *limits
+	// sensitive are the arguments marked "writeOnly": true in the input
+	// schema (sensitive = true on a param); nil when none.
+	sensitive map[string]bool
 }
 
 type result struct {
@@ -103,7 +106,7 @@ func compileTool(tc *config.Tool, reg *adapter.Registry, backend func(string, st
 		}
 	}
 
-	t := &Tool{validator: validator, scope: scope, InputSchema: in, scopes: normScopes(tc.Scopes)}
+	t := &Tool{validator: validator, scope: scope, InputSchema: in, scopes: normScopes(tc.Scopes), sensitive: sensitiveArgs(in)}
 	if tc.InputSchema == nil {
 		var d hcl.Diagnostics
 		t.callerParams, d = schema.CallerParams(tc.Params, ectx)
@@ -333,7 +336,7 @@ func attrDiag(a *hcl.Attribute, detail string) *hcl.Diagnostic {
 func (t *Tool) Call(ctx context.Context, raw json.RawMessage, progress ProgressFunc) (res *mcp.CallToolResult) {
 	// Registered first, so it runs last: over every result, errors and the
 	// panic message included.
-	defer func() { res = redactResult(t.redact, res) }()
+	defer func() { res = redactResult(t.redact, t.scrubSensitive(raw, res)) }()
 	defer func() {
 		if r := recover(); r != nil {
 			slog.Error("panic in tool call", "tool", t.Def.Name, "panic", t.redact.String(fmt.Sprint(r)), "stack", string(debug.Stack()))
