@@ -46,6 +46,12 @@ func (h *handler) Call(ctx context.Context, req *adapter.Request) (*adapter.Outp
 		env = setPWD(env, h.env, dir)
 	}
 	path := h.exePath
+	if path == "" {
+		// Not installed at load: look again, in the load-time PATH only.
+		if path, err = lookPath(h.name, h.searchPath); err != nil {
+			return nil, fmt.Errorf("%s is not installed here: %q is not in PATH (%s)", req.Tool, h.name, h.searchPath)
+		}
+	}
 
 	release, err := h.acquire(ctx, req.Tool)
 	if err != nil {
