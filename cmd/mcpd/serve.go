@@ -44,6 +44,7 @@ func serveCmd(args []string, stderr io.Writer) error {
 	noWatch := fs.Bool("no-watch", false, "do not reload when config files change (SIGHUP still reloads)")
 	poll := fs.Duration("poll", 0, "also check config files this often, for file systems without inotify (e.g. 2s)")
 	ops := addOpsFlags(fs)
+	auditFlags := addAuditFlags(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -70,15 +71,22 @@ func serveCmd(args []string, stderr io.Writer) error {
 		return err
 	}
 	defer flushTraces()
+	auditLog, err := openAudit(auditFlags, logger, metrics)
+	if err != nil {
+		return err
+	}
+	defer closeAudit(auditLog, logger)
+	var reloader *reload.Reloader // set below, before any request is served
 	srv := serve.New(&current, serve.Options{ListTTL: *listTTL, Logger: logger, MaxInflight: limits.maxInflight,
-		Metrics: metrics, Tracer: tracer, ShutdownGrace: ops.shutdownGrace, AnswerWait: answerWait})
+		Metrics: metrics, Tracer: tracer, ShutdownGrace: ops.shutdownGrace, AnswerWait: answerWait,
+		Audit: auditLog, Generation: func() int { return reloader.Status().Generation() }})
 
 	ctx, cancel := shutdownSignals(logger)
 	defer cancel()
 	s := l.Snapshot
 	logger.Info("config loaded", "files", strings.Join(l.Files, ","), "tools", len(s.Tools), "resources", len(s.Resources)+len(s.Templates), "prompts", len(s.Prompts))
 
-	reloader := &reload.Reloader{
+	reloader = &reload.Reloader{
 		Paths: c.paths(), Registry: reg, Current: &current, Notifier: srv,
 		Version: mcpdVersion(), Logger: logger, Poll: *poll,
 	}
@@ -104,6 +112,7 @@ func serveCmd(args []string, stderr io.Writer) error {
 		for range hup {
 			logger.Info("SIGHUP: reloading config")
 			reloader.Trigger()
+			auditLog.Reopen()
 		}
 	}()
 

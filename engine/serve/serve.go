@@ -22,6 +22,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/mcpd/mcpd/engine/audit"
 	"github.com/mcpd/mcpd/engine/snapshot"
 	"github.com/mcpd/mcpd/engine/telemetry"
 )
@@ -50,6 +51,11 @@ type Options struct {
 	// waits for their answers to be written (default 5s). A stdio session
 	// whose input ends drains too.
 	ShutdownGrace, AnswerWait time.Duration
+	// Audit, when not nil, gets one entry per tools/call, resources/read
+	// and prompts/get (see audit.go); Generation, when not nil, tells the
+	// config generation for its entries.
+	Audit      *audit.Logger
+	Generation func() int
 
 	// bare leaves out the observe middleware, for benchmarking its cost.
 	bare bool
