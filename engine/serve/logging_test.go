@@ -48,6 +48,17 @@ tool "logs" {
     text = "stdout"
   }
 }
+
+tool "secretive" {
+  description = "Logs its sensitive argument."
+  param "token" {
+    type      = "string"
+    sensitive = true
+  }
+  log {
+    message = "'token ' + args.token"
+  }
+}
 `
 
 // newLogEnv serves logConfig with the real shell adapter.
@@ -153,5 +164,26 @@ func TestToolLogging(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A sensitive argument's value stays out of log records, as out of logs.
+func TestToolLoggingSensitive(t *testing.T) {
+	e := newLogEnv(t)
+	var recs records
+	cs := inMemory(legacy)(t, e, &mcp.ClientOptions{LoggingMessageHandler: recs.handle})
+	if err := cs.SetLoggingLevel(bounded(t), &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "secretive", Arguments: map[string]any{"token": "hunter2-secret"}}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a log record", func() bool {
+		recs.mu.Lock()
+		defer recs.mu.Unlock()
+		return len(recs.got) > 0
+	})
+	if got := recs.take(); !reflect.DeepEqual(got, []string{"info:secretive:token [redacted]"}) {
+		t.Errorf("records %q", got)
 	}
 }

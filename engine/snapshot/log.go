@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/config"
+	"github.com/mcpd/mcpd/engine/redact"
 	"github.com/mcpd/mcpd/engine/shape"
 )
 
@@ -85,4 +87,14 @@ func (t *Tool) sendLogs(before bool, env map[string]any, log LogFunc) {
 		}
 		log(l.level, stringify(v))
 	}
+}
+
+// redactLog wraps log so that records never carry the config's secrets nor
+// the values of the call's sensitive arguments (which stay out of logs).
+func (t *Tool) redactLog(raw json.RawMessage, log LogFunc) LogFunc {
+	sensitive := redact.New(t.sensitiveValues(raw))
+	if t.redact == nil && sensitive == nil {
+		return log
+	}
+	return func(level, msg string) { log(level, sensitive.String(t.redact.String(msg))) }
 }

@@ -355,9 +355,8 @@ func (t *Tool) CallLogged(ctx context.Context, raw json.RawMessage, progress Pro
 	}
 	if log == nil {
 		log = func(string, string) {}
-	} else if r := t.redact; r != nil {
-		send := log
-		log = func(level, msg string) { send(level, r.String(msg)) }
+	} else {
+		log = t.redactLog(raw, log)
 	}
 	args, err := t.validator.Validate(raw)
 	if err != nil {
