@@ -24,6 +24,9 @@ type Config struct {
 	Referenced []string
 	// Sources maps each file to its text, for printing diagnostics.
 	Sources map[string][]byte
+	// Tests are the test blocks declared in the config files (see
+	// LoadTests for those of *_test.hcl files). They are never served.
+	Tests []*Test
 }
 
 // Server describes the server itself to clients.

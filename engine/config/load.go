@@ -62,6 +62,7 @@ type fileContent struct {
 	Resources         []*Resource         `hcl:"resource,block"`
 	ResourceTemplates []*ResourceTemplate `hcl:"resource_template,block"`
 	Prompts           []*Prompt           `hcl:"prompt,block"`
+	Tests             []*Test             `hcl:"test,block"`
 	Remain            hcl.Body            `hcl:",remain"`
 }
 
@@ -119,7 +120,8 @@ func ExpandPaths(paths []string) ([]string, hcl.Diagnostics) {
 			}
 			for _, e := range entries {
 				n := e.Name()
-				if strings.HasPrefix(n, ".") || !strings.HasSuffix(n, ".hcl") {
+				// Test files are read by LoadTests, never served.
+				if strings.HasPrefix(n, ".") || !strings.HasSuffix(n, ".hcl") || IsTestFile(n) {
 					continue
 				}
 				// Stat, not e.Type: ConfigMap files are symlinks.
@@ -217,6 +219,10 @@ func decodeFile(cfg *Config, body hcl.Body, dir string, blocks Blocks) hcl.Diagn
 		diags = append(diags, d...)
 		diags = append(diags, checkTemplateParams(r)...)
 		cfg.ResourceTemplates = append(cfg.ResourceTemplates, r)
+	}
+	for _, t := range fc.Tests {
+		t.Dir = dir
+		cfg.Tests = append(cfg.Tests, t)
 	}
 	for _, p := range fc.Prompts {
 		p.Dir = dir
