@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/mcpd/mcpd/adapters/shell"
 	"github.com/mcpd/mcpd/engine"
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/config"
@@ -61,6 +62,9 @@ func TestLoadBroken(t *testing.T) {
 		{"ask_duplicate.hcl", "ask_duplicate.hcl:4:7", `Duplicate ask: ask "ok" is already declared at`},
 		{"ask_optional_confirm.hcl", "ask_optional_confirm.hcl:3:3", "Optional confirmation: a confirmation cannot be optional"},
 		{"ask_round_zero.hcl", "ask_round_zero.hcl:5:15", "Invalid round: round must be a whole number from 1 to 100"},
+		{"log_level.hcl", "log_level.hcl:4:15", `Invalid level: level must be one of debug, info, notice, warning, error, critical, alert, emergency, not "verbose"`},
+		{"log_when.hcl", "log_when.hcl:4:15", `Invalid when: when must be "before" or "after", not "during"`},
+		{"log_unknown_name.hcl", "log_unknown_name.hcl:8:", "unknown name status (available: args)"},
 		{"tool_param_allow_slash.hcl", "tool_param_allow_slash.hcl:4:5", `Unsupported argument: param "p": allow_slash applies to the variables of a resource_template, not to a tool's params.`},
 	}
 	for _, tc := range tests {
@@ -132,22 +136,24 @@ func TestLoadReportsEveryError(t *testing.T) {
 // A valid config yields a snapshot, warnings only, and every file listed.
 func TestLoadConformanceExample(t *testing.T) {
 	dir := filepath.Join("..", "examples", "conformance")
-	l := engine.Load([]string{dir}, adapter.NewRegistry(), nil, "9.9.9")
+	reg := adapter.NewRegistry()
+	reg.Register("shell", shell.New()) // the hook fixtures of hooks.hcl
+	l := engine.Load([]string{dir}, reg, nil, "9.9.9")
 	if l.Diagnostics.HasErrors() || l.Snapshot == nil {
 		t.Fatalf("the conformance example does not load:\n%s", render(l.Diagnostics))
 	}
 	defer l.Snapshot.Close()
 	s := l.Snapshot
 	// The directory is one config, its files in sorted order.
-	var src string
+	if len(l.Files) < 2 || !slices.IsSorted(l.Files) || !slices.Contains(l.Files, filepath.Join(dir, "conformance.hcl")) {
+		t.Errorf("Files = %v", l.Files)
+	}
+	var src string // every file, in load order
 	for _, f := range l.Files {
 		if l.Sources[f] == nil {
 			t.Errorf("Sources has no text for %s", f)
 		}
-		src += string(l.Sources[f])
-	}
-	if len(l.Files) < 2 || !slices.IsSorted(l.Files) || !slices.Contains(l.Files, filepath.Join(dir, "conformance.hcl")) {
-		t.Errorf("Files = %v", l.Files)
+		src += string(l.Sources[f]) + "\n"
 	}
 	if s.Server.Name != "mcpd-conformance" || s.Server.Version != "1.0.0" {
 		t.Errorf("Server = %+v", s.Server)

@@ -294,12 +294,12 @@ func confirmedCall(t *testing.T, snap *snapshot.Snapshot, name, args string) (ma
 	t.Helper()
 	tl, _ := snap.Tool(name)
 	ac := &snapshot.AskCall{Sealer: ask.MustRandomSealer(), Caps: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{}}}
-	res, err := tl.CallAsking(context.Background(), json.RawMessage(args), nil, ac)
+	res, err := tl.CallAsking(context.Background(), json.RawMessage(args), nil, nil, ac)
 	if err != nil || res.InputRequests == nil {
 		t.Fatalf("%s did not ask for confirmation: %v %v", name, err, res)
 	}
 	ac.Responses, ac.State = mcp.InputResponseMap{"confirm": &mcp.ElicitResult{Action: "accept"}}, res.RequestState
-	if res, err = tl.CallAsking(context.Background(), json.RawMessage(args), nil, ac); err != nil {
+	if res, err = tl.CallAsking(context.Background(), json.RawMessage(args), nil, nil, ac); err != nil {
 		t.Fatal(err)
 	}
 	var s map[string]any

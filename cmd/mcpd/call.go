@@ -125,7 +125,7 @@ func callConfirming(ctx context.Context, tool *snapshot.Tool, raw json.RawMessag
 		ac.Caps = &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{}}
 	}
 	for {
-		res, err := tool.CallAsking(ctx, raw, progress, ac)
+		res, err := tool.CallAsking(ctx, raw, progress, nil, ac)
 		if err != nil {
 			msg := err.Error()
 			if !yes {

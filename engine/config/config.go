@@ -31,18 +31,24 @@ type Config struct {
 
 // Server describes the server itself to clients.
 type Server struct {
-	Name         string `hcl:"name,optional"`
-	Version      string `hcl:"version,optional"`
-	Title        string `hcl:"title,optional"`
-	Instructions string `hcl:"instructions,optional"`
-	WebsiteURL   string `hcl:"website_url,optional"`
+	Name         string    `hcl:"name,optional"`
+	Version      string    `hcl:"version,optional"`
+	Title        string    `hcl:"title,optional"`
+	Instructions string    `hcl:"instructions,optional"`
+	WebsiteURL   string    `hcl:"website_url,optional"`
+	DeclRange    hcl.Range `hcl:",def_range"`
+
 	// ConfirmDestructive makes confirmation the default for tools
 	// annotated destructive = true (see Tool.Confirm).
 	ConfirmDestructive bool `hcl:"confirm_destructive,optional"`
 	// RequestStateKey signs the requestState of tools that ask their
 	// client for input; empty: a random key per process.
-	RequestStateKey string    `hcl:"request_state_key,optional"`
-	DeclRange       hcl.Range `hcl:",def_range"`
+	RequestStateKey string `hcl:"request_state_key,optional"`
+
+	// DefaultTimeout is the timeout of a tool that sets none; MaxTimeout
+	// caps every tool's timeout (docs/security.md, "Limits").
+	DefaultTimeout *hcl.Attribute `hcl:"default_timeout,optional"`
+	MaxTimeout     *hcl.Attribute `hcl:"max_timeout,optional"`
 }
 
 // Tool is one `tool "name" { ... }` block.
@@ -57,6 +63,7 @@ type Tool struct {
 	OutputSchema *hcl.Attribute `hcl:"output_schema,optional"`
 	Result       *Result        `hcl:"result,block"`
 	Progress     *Progress      `hcl:"progress,block"`
+	Logs         []*Log         `hcl:"log,block"`
 	// Asks are what the tool asks its client before it runs.
 	Asks []*Ask `hcl:"ask,block"`
 	// Confirm is true, false or a message: whether the tool asks the
@@ -69,6 +76,25 @@ type Tool struct {
 	Adapter *AdapterBlock
 	// Dir is the directory of the file the tool is declared in.
 	Dir string
+
+	// Scopes are the scopes a caller needs to see and call the tool.
+	Scopes []string `hcl:"scopes,optional"`
+	// Timeout, MaxConcurrency, QueueTimeout and RateLimit limit the tool's
+	// calls (docs/security.md, "Limits").
+	Timeout        *hcl.Attribute `hcl:"timeout,optional"`
+	MaxConcurrency *hcl.Attribute `hcl:"max_concurrency,optional"`
+	QueueTimeout   *hcl.Attribute `hcl:"queue_timeout,optional"`
+	RateLimit      *RateLimit     `hcl:"rate_limit,block"`
+}
+
+// RateLimit is a tool's `rate_limit { ... }` block: token buckets for the
+// tool as a whole and for each caller. Rates are written "N/s", "N/m",
+// "N/h" or "N/<duration>".
+type RateLimit struct {
+	PerTool   *hcl.Attribute `hcl:"per_tool,optional"`
+	PerCaller *hcl.Attribute `hcl:"per_caller,optional"`
+	Burst     *hcl.Attribute `hcl:"burst,optional"`
+	DeclRange hcl.Range      `hcl:",def_range"`
 }
 
 // Annotations are the tool's behaviour hints for clients.
@@ -121,6 +147,10 @@ type Param struct {
 	// Sensitive keeps the argument's value out of the audit log, mcpd's
 	// logs and error texts; its schema says "writeOnly": true.
 	Sensitive *hcl.Attribute `hcl:"sensitive,optional"`
+
+	// FromCaller binds the param to the verified caller ("claims.org_id"
+	// or "name"): the model neither sees nor sets it.
+	FromCaller *hcl.Attribute `hcl:"from_caller,optional"`
 }
 
 // Result is a tool's `result { ... }` block: how the output becomes content.
@@ -163,6 +193,15 @@ type Progress struct {
 	DeclRange hcl.Range      `hcl:",def_range"`
 }
 
+// Log declares a log record (notifications/message) a tool sends to the
+// client on each call, before or after its adapter runs.
+type Log struct {
+	Level     *hcl.Attribute `hcl:"level,optional"`
+	Message   *hcl.Attribute `hcl:"message"`
+	When      *hcl.Attribute `hcl:"when,optional"`
+	DeclRange hcl.Range      `hcl:",def_range"`
+}
+
 // AdapterBlock is the block inside a tool (or resource) that selects the
 // adapter doing the work, such as `http { ... }`. Its body belongs to the
 // adapter.
@@ -197,6 +236,9 @@ type Resource struct {
 
 	Adapter *AdapterBlock
 	Dir     string
+
+	// Scopes are the scopes a caller needs to see and read the resource.
+	Scopes []string `hcl:"scopes,optional"`
 }
 
 // ResourceTemplate is one `resource_template "name" { ... }` block. The
@@ -217,6 +259,9 @@ type ResourceTemplate struct {
 
 	Adapter *AdapterBlock
 	Dir     string
+
+	// Scopes are the scopes a caller needs to see and read the template.
+	Scopes []string `hcl:"scopes,optional"`
 }
 
 // Prompt is one `prompt "name" { ... }` block.
@@ -230,6 +275,9 @@ type Prompt struct {
 	DeclRange   hcl.Range   `hcl:",def_range"`
 
 	Dir string
+
+	// Scopes are the scopes a caller needs to see and get the prompt.
+	Scopes []string `hcl:"scopes,optional"`
 }
 
 // Argument is one argument of a prompt.

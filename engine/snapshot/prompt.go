@@ -21,6 +21,7 @@ type Prompt struct {
 	completions map[string][]string
 	redact      *redact.Redactor // nil: no secrets
 	asks        *asker           // nil: the prompt asks nothing
+	scopes      []string         // required to list and get it
 }
 
 type promptMessage struct {

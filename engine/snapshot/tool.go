@@ -16,6 +16,7 @@ import (
 
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/config"
+	"github.com/mcpd/mcpd/engine/principal"
 	"github.com/mcpd/mcpd/engine/redact"
 	"github.com/mcpd/mcpd/engine/schema"
 	"github.com/mcpd/mcpd/engine/shape"
@@ -36,6 +37,7 @@ type Tool struct {
 	handler   adapter.Handler // nil: a declarative tool
 	result    *result
 	progress  *progressSpec
+	logs      []*logSpec
 	// needsEval is false when nothing evaluated per call references args,
 	// which saves building the HCL evaluation context.
 	needsEval bool
@@ -44,6 +46,13 @@ type Tool struct {
 	adapterType string
 	redact      *redact.Redactor // nil: no secrets
 	asks        *asker           // nil: the tool asks nothing
+	// scopes are required to list and call the tool (see access.go).
+	scopes []string
+	// callerParams are bound from the verified caller, not the model.
+	callerParams []*schema.CallerParam
+	// limits are the tool's timeout, concurrency and rates (limits.go);
+	// never nil once built.
+	limits *limits
 	// sensitive are the arguments marked "writeOnly": true in the input
 	// schema (sensitive = true on a param); nil when none.
 	sensitive map[string]bool
@@ -64,7 +73,7 @@ type progressSpec struct {
 // ProgressFunc reports progress for the call being served.
 type ProgressFunc func(progress, total float64, message string)
 
-func compileTool(tc *config.Tool, reg *adapter.Registry, backend func(string, string) (adapter.Backend, bool), ft funcTables, confirmDestructive bool) (*Tool, hcl.Diagnostics) {
+func compileTool(tc *config.Tool, reg *adapter.Registry, backend func(string, string) (adapter.Backend, bool), ft funcTables, sl serverLimits, confirmDestructive bool) (*Tool, hcl.Diagnostics) {
 	scope := &adapter.Scope{Dir: tc.Dir, Functions: ft.get(tc.Dir)}
 	ectx := scope.EvalContext()
 	var diags hcl.Diagnostics
@@ -106,7 +115,17 @@ func compileTool(tc *config.Tool, reg *adapter.Registry, backend func(string, st
 	if asks != nil {
 		scope.Inputs = asks.scope.Inputs
 	}
-	t := &Tool{validator: validator, scope: scope, InputSchema: in, asks: asks, needsEval: asks != nil, sensitive: sensitiveArgs(in)}
+	t := &Tool{validator: validator, scope: scope, InputSchema: in, asks: asks, needsEval: asks != nil, scopes: normScopes(tc.Scopes), sensitive: sensitiveArgs(in)}
+	if tc.InputSchema == nil {
+		var d hcl.Diagnostics
+		t.callerParams, d = schema.CallerParams(tc.Params, ectx)
+		diags = append(diags, d...)
+	}
+	{
+		var d hcl.Diagnostics
+		t.limits, d = compileLimits(tc, sl)
+		diags = append(diags, d...)
+	}
 	t.Def = &mcp.Tool{
 		Name:        tc.Name,
 		Title:       tc.Title,
@@ -157,6 +176,17 @@ func compileTool(tc *config.Tool, reg *adapter.Registry, backend func(string, st
 			for _, c := range r.contents {
 				t.needsEval = t.needsEval || c.static == nil
 			}
+		}
+	}
+	if len(tc.Logs) > 0 {
+		params := make([]string, 0, len(scope.Params))
+		for p := range scope.Params {
+			params = append(params, p)
+		}
+		for _, lc := range tc.Logs {
+			l, d := compileLog(lc, params, vars)
+			diags = append(diags, d...)
+			t.logs = append(t.logs, l)
 		}
 	}
 	if tc.Progress != nil {
@@ -328,18 +358,37 @@ func attrDiag(a *hcl.Attribute, detail string) *hcl.Diagnostic {
 // model can read; Call itself never fails. Secrets (see recordSecrets) are
 // replaced in the result's text, structured content and error text.
 func (t *Tool) Call(ctx context.Context, raw json.RawMessage, progress ProgressFunc) *mcp.CallToolResult {
-	res, err := t.CallAsking(ctx, raw, progress, nil)
+	return t.CallLogged(ctx, raw, progress, nil)
+}
+
+// CallLogged is Call that also sends log records to the client through log
+// (nil: none): those of the tool's `log` blocks and those its adapter sends
+// (a shell tool's stderr lines with log_stderr). They are redacted like the
+// result.
+func (t *Tool) CallLogged(ctx context.Context, raw json.RawMessage, progress ProgressFunc, log LogFunc) *mcp.CallToolResult {
+	res, err := t.CallAsking(ctx, raw, progress, log, nil)
 	if err != nil {
 		return toolError(err.Error())
 	}
 	return res
 }
 
-// CallAsking is Call for a tool that may ask its client for input first
-// (see ask.go): the result is then input_required (InputRequests and
+// CallAsking is CallLogged for a tool that may ask its client for input
+// first (see ask.go): the result is then input_required (InputRequests and
 // RequestState set) until every question is answered. The error is a
 // protocol error: a *StateError or a *MissingCapabilityError.
-func (t *Tool) CallAsking(ctx context.Context, raw json.RawMessage, progress ProgressFunc, ac *AskCall) (res *mcp.CallToolResult, askErr error) {
+func (t *Tool) CallAsking(ctx context.Context, raw json.RawMessage, progress ProgressFunc, log LogFunc, ac *AskCall) (*mcp.CallToolResult, error) {
+	var askErr error
+	res := t.call(ctx, raw, progress, log, ac, &askErr)
+	if askErr != nil {
+		return nil, askErr
+	}
+	return res, nil
+}
+
+// call is the body of CallAsking; a protocol error goes to *askErr (and
+// the result is then meaningless).
+func (t *Tool) call(ctx context.Context, raw json.RawMessage, progress ProgressFunc, log LogFunc, ac *AskCall, askErr *error) (res *mcp.CallToolResult) {
 	// Registered first, so it runs last: over every result, errors and the
 	// panic message included.
 	defer func() { res = redactResult(t.redact, t.scrubSensitive(raw, res)) }()
@@ -357,9 +406,18 @@ func (t *Tool) CallAsking(ctx context.Context, raw json.RawMessage, progress Pro
 		report := progress
 		progress = func(p, total float64, msg string) { report(p, total, r.String(msg)) }
 	}
+	caller := principal.FromContext(ctx)
+	if msg := t.refuseCallerArgs(raw); msg != "" {
+		return toolError(msg)
+	}
+	if log == nil {
+		log = func(string, string) {}
+	} else {
+		log = t.redactLog(raw, log)
+	}
 	args, err := t.validator.Validate(raw)
 	if err != nil {
-		return toolError(fmt.Sprintf("invalid arguments for tool %s: %v", t.Def.Name, err)), nil
+		return toolError(fmt.Sprintf("invalid arguments for tool %s: %v", t.Def.Name, err))
 	}
 	var inputs map[string]any
 	if t.asks != nil {
@@ -368,19 +426,36 @@ func (t *Tool) CallAsking(ctx context.Context, raw json.RawMessage, progress Pro
 		var me *MissingCapabilityError
 		switch {
 		case errors.As(err, &se) || errors.As(err, &me):
-			return nil, err
+			*askErr = err
+			return toolError(err.Error())
 		case err != nil:
-			return toolError(fmt.Sprintf("tool %s: %v", t.Def.Name, err)), nil
+			return toolError(fmt.Sprintf("tool %s: %v", t.Def.Name, err))
 		case out.declined != "":
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: out.declined}}}, nil
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: out.declined}}}
 		case out.requests != nil:
-			return &mcp.CallToolResult{InputRequests: out.requests, RequestState: out.state}, nil
+			return &mcp.CallToolResult{InputRequests: out.requests, RequestState: out.state}
 		}
 		inputs = out.inputs
 	}
+	if msg := t.bindCaller(args, caller); msg != "" {
+		return toolError(msg)
+	}
+	release, refusal := t.limits.admit(ctx, t.Def.Name, caller)
+	if refusal != "" {
+		return toolError(refusal)
+	}
+	defer release()
+	ctx, cancel := t.limits.withTimeout(ctx)
+	defer cancel()
+	if t.logs != nil {
+		t.sendLogs(true, map[string]any{"args": args}, log)
+	}
 	if t.progress != nil {
 		if err := t.progress.run(ctx, progress); err != nil {
-			return toolError(fmt.Sprintf("tool %s: %v", t.Def.Name, err)), nil
+			if msg := t.limits.timedOut(ctx, t.Def.Name); msg != "" {
+				return toolError(msg)
+			}
+			return toolError(fmt.Sprintf("tool %s: %v", t.Def.Name, err))
 		}
 	}
 	var ectx *hcl.EvalContext
@@ -390,23 +465,35 @@ func (t *Tool) CallAsking(ctx context.Context, raw json.RawMessage, progress Pro
 	var out *adapter.Output
 	if t.handler != nil {
 		actx, span := t.adapterSpan(ctx)
-		out, err = t.handler.Call(actx, &adapter.Request{Tool: t.Def.Name, Args: args, Eval: ectx, Progress: progress})
+		out, err = t.handler.Call(actx, &adapter.Request{Tool: t.Def.Name, Args: args, Eval: ectx, Progress: progress, Log: log})
 		endAdapterSpan(span, err)
 		if err != nil {
-			if ctx.Err() != nil {
-				return toolError(fmt.Sprintf("tool %s: cancelled: %v", t.Def.Name, err)), nil
+			if msg := t.limits.timedOut(ctx, t.Def.Name); msg != "" {
+				return toolError(msg)
 			}
-			return toolError(fmt.Sprintf("tool %s: %v", t.Def.Name, err)), nil
+			if ctx.Err() != nil {
+				return toolError(fmt.Sprintf("tool %s: cancelled: %v", t.Def.Name, err))
+			}
+			return toolError(fmt.Sprintf("tool %s: %v", t.Def.Name, err))
 		}
 		if out == nil {
 			out = &adapter.Output{}
 		}
 	}
+	if t.logs != nil {
+		env := map[string]any{"args": args}
+		if out != nil {
+			for k, v := range out.Vars {
+				env[k] = v
+			}
+		}
+		t.sendLogs(false, env, log)
+	}
 	res, err = t.shape(args, inputs, out, ectx)
 	if err != nil {
-		return toolError(fmt.Sprintf("tool %s: %v", t.Def.Name, err)), nil
+		return toolError(fmt.Sprintf("tool %s: %v", t.Def.Name, err))
 	}
-	return res, nil
+	return res
 }
 
 func (p *progressSpec) run(ctx context.Context, report ProgressFunc) error {
@@ -586,4 +673,45 @@ func rawJSON(v map[string]any) json.RawMessage {
 		panic(fmt.Sprintf("encoding a schema: %v", err))
 	}
 	return b
+}
+
+// refuseCallerArgs refuses arguments that try to set a caller-bound param,
+// with a message naming it: the schema's additionalProperties: false would
+// refuse them too, but as an unknown argument, which does not tell the
+// model why.
+func (t *Tool) refuseCallerArgs(raw json.RawMessage) string {
+	if len(t.callerParams) == 0 || len(raw) == 0 {
+		return ""
+	}
+	var keys map[string]json.RawMessage
+	if json.Unmarshal(raw, &keys) != nil {
+		return "" // not an object: the validator says so
+	}
+	for _, cp := range t.callerParams {
+		if _, ok := keys[cp.Name]; ok {
+			return fmt.Sprintf("invalid arguments for tool %s: %s is set from the authenticated caller; do not pass it", t.Def.Name, cp.Name)
+		}
+	}
+	return ""
+}
+
+// bindCaller sets the caller-bound params in args from p, checked against
+// their declared rules; it returns the tool error text when p (nil for the
+// local user) lacks what a param needs.
+func (t *Tool) bindCaller(args map[string]any, p *principal.Principal) string {
+	for _, cp := range t.callerParams {
+		v, ok := p.Lookup(cp.Path)
+		if !ok || v == nil {
+			if cp.Path == "name" {
+				return fmt.Sprintf("tool %s needs an authenticated caller", t.Def.Name)
+			}
+			return fmt.Sprintf("tool %s needs an authenticated caller with %s", t.Def.Name, cp.What())
+		}
+		x, err := cp.Bind(v)
+		if err != nil {
+			return fmt.Sprintf("tool %s: %v", t.Def.Name, err)
+		}
+		args[cp.Name] = x
+	}
+	return ""
 }
