@@ -77,7 +77,7 @@ func serveCmd(args []string, stderr io.Writer) error {
 	}
 	defer closeAudit(auditLog, logger)
 	var reloader *reload.Reloader // set below, before any request is served
-	srv := serve.New(&current, serve.Options{ListTTL: *listTTL, Logger: logger, MaxInflight: limits.maxInflight,
+	srv := serve.New(&current, serve.Options{ListTTL: *listTTL, Logger: logger, MaxInflight: limits.maxInflight, OutputBudget: int64(limits.maxOutputBudget),
 		Metrics: metrics, Tracer: tracer, ShutdownGrace: ops.shutdownGrace, AnswerWait: answerWait,
 		Audit: auditLog, Generation: func() int { return reloader.Status().Generation() }})
 
