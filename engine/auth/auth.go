@@ -26,6 +26,7 @@ import (
 	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 	"github.com/zclconf/go-cty/cty/gocty"
 
@@ -244,7 +245,11 @@ func (e *evaluator) strings(a *hcl.Attribute) ([]string, bool) {
 		return nil, false
 	}
 	var s []string
-	if err := gocty.FromCtyValue(v, &s); err != nil {
+	lv, err := convert.Convert(v, cty.List(cty.String))
+	if err == nil {
+		err = gocty.FromCtyValue(lv, &s)
+	}
+	if err != nil {
 		e.errorf(a.Expr.Range(), "Invalid value", "%s must be a list of strings.", a.Name)
 		return nil, false
 	}
