@@ -57,12 +57,8 @@ func (e *evaluator) oauth(o *config.OAuth, resource string, authRange hcl.Range,
 	if s, good := e.str(o.Audience); good && s != "" {
 		v.audience = s
 	}
-	if v.audience == "" {
-		e.errorf(o.DeclRange, "Missing audience", "Tokens must be issued for this server: set resource in the auth block (this server's URI, e.g. https://mcp.example.com/mcp) or audience in oauth.")
-		ok = false
-	}
 	if resource == "" {
-		e.errorf(authRange, "Missing resource", "With oauth, the auth block needs resource: this server's URI as clients reach it (e.g. https://mcp.example.com/mcp), for the Protected Resource Metadata.")
+		e.errorf(authRange, "Missing resource", "With oauth, the auth block needs resource: this server's URI as clients reach it (e.g. https://mcp.example.com/mcp). It is the subject of the Protected Resource Metadata and the audience tokens must carry (unless oauth sets audience).")
 		ok = false
 	}
 	if o.IntrospectionURL != nil {
