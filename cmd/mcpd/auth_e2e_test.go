@@ -84,9 +84,18 @@ func connectWith(t *testing.T, endpoint string, hc *http.Client) (*mcp.ClientSes
 func TestNonLoopbackNeedsAuth(t *testing.T) {
 	plain := writeConfig(t, cliConfig)
 	cmd := mcpdCommand("serve", "--http", "0.0.0.0:0", "-c", plain)
-	out, err := cmd.CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "--insecure-no-auth") {
-		t.Fatalf("err %v, output:\n%s\nwant a refusal naming --insecure-no-auth", err, out)
+	var out lockedBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+		}
+	})
+	if code, _ := waitExit(t, cmd, 20*time.Second); code != 1 || !strings.Contains(out.String(), "--insecure-no-auth") {
+		t.Fatalf("exit %d, output:\n%s\nwant a refusal naming --insecure-no-auth", code, out.String())
 	}
 
 	for _, how := range []string{"flag", "env"} {
