@@ -14,7 +14,8 @@ server {
 
 database "demo" {
   driver = "sqlite"
-  dsn    = "file:.mcpd/demo.db"
+  # In the container image, MCPD_DATA_DIR=/var/lib/mcpd (a volume).
+  dsn    = "file:${env("MCPD_DATA_DIR", ".mcpd")}/demo.db"
   seed   = file("demo/seed.sql")
 }
 

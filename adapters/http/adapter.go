@@ -258,20 +258,43 @@ func (d *decoder) compileMultiMap(attr *hcl.Attribute, what string, sec *secrets
 		m.static = v
 		return m
 	}
-	if what == "headers" {
-		// Names known now are checked now; the rest at call time.
-		if keys, ranges, ok := staticKeys(attr.Expr); ok {
-			for i, k := range keys {
-				if k == "" {
-					continue
-				}
-				if msg := checkHeaderName(k); msg != "" {
-					d.errorf(ranges[i], "Invalid header", "headers: %s.", msg)
-				}
+	if !d.checkStaticNames(attr, what) {
+		return nil
+	}
+	return m
+}
+
+// checkStaticNames requires the names of a headers or query map whose
+// values depend on the call to be fixed in the config: { name = value }
+// with literal names (or env()/file()). A name taken from an argument would
+// let a call replace what the backend sets, such as its Authorization
+// header or api_key parameter, and would hide from the reader which
+// headers a tool sends. Form field names are not merged with anything the
+// backend sets and may come from arguments.
+func (d *decoder) checkStaticNames(attr *hcl.Attribute, what string) bool {
+	if what != "headers" && what != "query" {
+		return true
+	}
+	keys, ranges, ok := staticKeys(attr.Expr)
+	if !ok {
+		d.errorf(attr.Expr.Range(), "Invalid "+what, "%s must be written as { name = value, ... } with fixed names when its values use the call's arguments; the names cannot come from arguments.", what)
+		return false
+	}
+	good := true
+	for i, k := range keys {
+		if k == "" {
+			d.errorf(ranges[i], "Invalid "+what, "%s: a name must be fixed in the config, not computed from the call's arguments (write it literally, e.g. X-Request-Id = args.id).", what)
+			good = false
+			continue
+		}
+		if what == "headers" {
+			if msg := checkHeaderName(k); msg != "" {
+				d.errorf(ranges[i], "Invalid header", "headers: %s.", msg)
+				good = false
 			}
 		}
 	}
-	return m
+	return good
 }
 
 func (d *decoder) compileBody(attr *hcl.Attribute, sec *secrets) *jsonBody {

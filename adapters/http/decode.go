@@ -385,9 +385,9 @@ func checkHeaderValue(name, value string) string {
 }
 
 // staticKeys returns the keys of an object constructor whose keys are known
-// at load time, with their ranges, so that header names can be checked
-// before any call ("" for a key computed per call). ok is false when expr
-// is not an object constructor.
+// at load time, with their ranges, so that names can be checked before any
+// call ("" for a key computed per call). ok is false when expr is not an
+// object constructor.
 func staticKeys(expr hcl.Expression) (keys []string, ranges []hcl.Range, ok bool) {
 	oc, isObj := expr.(*hclsyntax.ObjectConsExpr)
 	if !isObj {

@@ -258,6 +258,29 @@ http {
 http {
   backend = "gh"
 }`, "headers: a map of strings is required", 3},
+		{"header name from args", be + `http {
+  backend = "gh"
+  headers = {
+    X-Fixed = "1"
+    (args.var) = "v"
+  }
+}`, "headers: a name must be fixed in the config", 8},
+		{"header name built from args", be + `http {
+  backend = "gh"
+  headers = { "X-${args.var}" = "v" }
+}`, "headers: a name must be fixed in the config", 6},
+		{"headers map from args", be + `http {
+  backend = "gh"
+  headers = merge({ X-Fixed = "1" }, { (args.var) = "v" })
+}`, "headers must be written as { name = value, ... } with fixed names", 6},
+		{"query name from args", be + `http {
+  backend = "gh"
+  query   = { (args.var) = args.login }
+}`, "query: a name must be fixed in the config", 6},
+		{"query map from args", be + `http {
+  backend = "gh"
+  query   = args.login != "" ? { q = args.login } : {}
+}`, "query must be written as { name = value, ... } with fixed names", 6},
 		{"unknown function", be + `http {
   backend = "gh"
   query = { a = nosuch(args.login) }

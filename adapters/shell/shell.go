@@ -529,24 +529,12 @@ func (c *compiler) allowDash(at *hcl.Attribute) map[string]bool {
 		}
 		name := ev.AsString()
 		if _, declared := c.scope.Params[name]; !declared {
-			c.errorf(at.Expr.Range(), "Invalid allow_dash_args", "allow_dash_args names %q, which is not a declared param; declared params: %s.", name, paramList(c.scope.Params))
+			c.errorf(at.Expr.Range(), "Invalid allow_dash_args", "allow_dash_args names %q, which is not a declared param; declared params: %s.", name, c.scope.DeclaredParams())
 			continue
 		}
 		m[name] = true
 	}
 	return m
-}
-
-func paramList(params map[string]string) string {
-	if len(params) == 0 {
-		return "none"
-	}
-	names := make([]string, 0, len(params))
-	for n := range params {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return strings.Join(names, ", ")
 }
 
 // dir decodes the working directory. A static dir is resolved and checked

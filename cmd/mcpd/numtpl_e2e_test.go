@@ -33,7 +33,8 @@ tool "argv_int" {
     type = "integer"
   }
   shell {
-    command = ["printf", "[%s]", args.v]
+    command         = ["printf", "[%s]", args.v]
+    allow_dash_args = ["v"] # negative numbers are values here, not options
   }
 }
 

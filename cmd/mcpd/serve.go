@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -40,10 +39,12 @@ func serveCmd(args []string, stderr io.Writer) error {
 	fs.Var(&origins, "allowed-origin", "Origin accepted besides loopback origins (repeatable; * for any)")
 	jsonResp := fs.Bool("json-response", false, "answer HTTP requests with application/json instead of SSE where possible")
 	listTTL := fs.Duration("list-ttl", 10*time.Second, "how long clients of the 2026 protocol may cache lists (ttlMs)")
-	sessionTimeout := fs.Duration("session-timeout", 30*time.Minute, "close legacy HTTP sessions idle this long (0: never)")
+	sessionTimeout := fs.Duration("session-timeout", 10*time.Minute, "close legacy HTTP sessions idle this long (0: never)")
+	limits := addHTTPLimitFlags(fs)
 	noWatch := fs.Bool("no-watch", false, "do not reload when config files change (SIGHUP still reloads)")
 	poll := fs.Duration("poll", 0, "also check config files this often, for file systems without inotify (e.g. 2s)")
 	ops := addOpsFlags(fs)
+	auditFlags := addAuditFlags(fs)
 	guard := addAuthFlags(fs)
 	if err := parse(fs, args); err != nil {
 		return err
@@ -53,6 +54,9 @@ func serveCmd(args []string, stderr io.Writer) error {
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if err := limits.check(); err != nil {
+		return err
 	}
 	logger := c.logger(stderr)
 	reg := registry()
@@ -68,15 +72,22 @@ func serveCmd(args []string, stderr io.Writer) error {
 		return err
 	}
 	defer flushTraces()
-	srv := serve.New(&current, serve.Options{ListTTL: *listTTL, Logger: logger,
-		Metrics: metrics, Tracer: tracer, ShutdownGrace: ops.shutdownGrace, AnswerWait: answerWait})
+	auditLog, err := openAudit(auditFlags, logger, metrics)
+	if err != nil {
+		return err
+	}
+	defer closeAudit(auditLog, logger)
+	var reloader *reload.Reloader // set below, before any request is served
+	srv := serve.New(&current, serve.Options{ListTTL: *listTTL, Logger: logger, MaxInflight: limits.maxInflight,
+		Metrics: metrics, Tracer: tracer, ShutdownGrace: ops.shutdownGrace, AnswerWait: answerWait,
+		Audit: auditLog, Generation: func() int { return reloader.Status().Generation() }})
 
 	ctx, cancel := shutdownSignals(logger)
 	defer cancel()
 	s := l.Snapshot
 	logger.Info("config loaded", "files", strings.Join(l.Files, ","), "tools", len(s.Tools), "resources", len(s.Resources)+len(s.Templates), "prompts", len(s.Prompts))
 
-	reloader := &reload.Reloader{
+	reloader = &reload.Reloader{
 		Paths: c.paths(), Registry: reg, Current: &current, Notifier: srv,
 		Version: mcpdVersion(), Logger: logger, Poll: *poll,
 	}
@@ -102,6 +113,7 @@ func serveCmd(args []string, stderr io.Writer) error {
 		for range hup {
 			logger.Info("SIGHUP: reloading config")
 			reloader.Trigger()
+			auditLog.Reopen()
 		}
 	}()
 
@@ -112,7 +124,7 @@ func serveCmd(args []string, stderr io.Writer) error {
 		}
 		return nil
 	}
-	ln, err := net.Listen("tcp", *addr)
+	ln, err := limits.listen(*addr)
 	if err != nil {
 		return err
 	}
@@ -121,14 +133,14 @@ func serveCmd(args []string, stderr io.Writer) error {
 		return err
 	}
 	mux := http.NewServeMux()
-	httpOpts := serve.HTTPOptions{
+	httpOpts := limits.httpOptions(serve.HTTPOptions{
 		AllowedHosts: hosts, AllowedOrigins: origins, JSONResponse: *jsonResp, SessionTimeout: *sessionTimeout,
-	}
+	})
 	guardMux(mux, srv.HTTPHandler(httpOpts), &current, authRequired, httpOpts, logger)
 	if ops.adminAddr == "" {
 		mux.Handle("/", serve.HostGuard(httpOpts, admin))
 	}
-	hs := &http.Server{Handler: metrics.HTTPMiddleware(mux), ReadHeaderTimeout: 10 * time.Second}
+	hs := limits.httpServer(metrics.HTTPMiddleware(mux))
 	logger.Info("serving MCP over Streamable HTTP", "url", fmt.Sprintf("%s://%s/mcp", scheme, ln.Addr()), "auth", current.Load().Auth != nil)
 	return runHTTP(ctx, hs, ln, srv, ops, logger)
 }

@@ -162,6 +162,10 @@ func traversalName(tr hcl.Traversal) string {
 	return b.String()
 }
 
+// DeclaredParams lists the declared param names, sorted and comma
+// separated ("none" when there are none), for diagnostics.
+func (s *Scope) DeclaredParams() string { return listOrNone(s.Params) }
+
 func listOrNone(m map[string]string) string {
 	if len(m) == 0 {
 		return "none"

@@ -100,6 +100,9 @@ type Param struct {
 	AllowSlash       *hcl.Attribute `hcl:"allow_slash,optional"`
 	AllowDotSegments *hcl.Attribute `hcl:"allow_dot_segments,optional"`
 	DeclRange        hcl.Range      `hcl:",def_range"`
+	// Sensitive keeps the argument's value out of the audit log, mcpd's
+	// logs and error texts; its schema says "writeOnly": true.
+	Sensitive *hcl.Attribute `hcl:"sensitive,optional"`
 }
 
 // Result is a tool's `result { ... }` block: how the output becomes content.

@@ -298,6 +298,14 @@ func checkTemplateParams(r *ResourceTemplate) hcl.Diagnostics {
 				Subject:  &p.DeclRange,
 			})
 		}
+		if p.Sensitive != nil {
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Unsupported argument",
+				Detail:   fmt.Sprintf("param %q: sensitive applies to a tool's params; a resource URI is logged and shown whole, so it must not carry secrets.", p.Name),
+				Subject:  &p.Sensitive.NameRange,
+			})
+		}
 	}
 	return diags
 }

@@ -3,6 +3,7 @@ package serve_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 
 	"github.com/hashicorp/hcl/v2"
@@ -17,7 +18,7 @@ import (
 //
 // Modes: "echo" returns the arguments as structured content; "block" waits
 // until its context ends, announcing the start on started and the end on
-// cancelled; "fail" fails.
+// cancelled; "big" returns 8 MiB of text; "fail" fails.
 type fake struct {
 	started   chan string
 	cancelled chan string
@@ -62,6 +63,8 @@ func (h *fakeHandler) Call(ctx context.Context, req *adapter.Request) (*adapter.
 	switch h.mode {
 	case "echo":
 		return &adapter.Output{Structured: map[string]any{"echo": req.Args}}, nil
+	case "big":
+		return &adapter.Output{Text: strings.Repeat("x", 8<<20)}, nil
 	case "block":
 		h.f.started <- h.tool
 		select {

@@ -1,9 +1,11 @@
 package serve
 
 import (
-	"net"
+	"encoding/json"
+	"fmt"
 	"net/http"
-	"net/url"
+	"net/netip"
+	"strconv"
 	"strings"
 	"time"
 
@@ -25,6 +27,26 @@ type HTTPOptions struct {
 	JSONResponse bool
 	// SessionTimeout closes legacy sessions idle for this long.
 	SessionTimeout time.Duration
+	// MaxSessions caps the legacy sessions open at once: opening one more
+	// closes the one idle the longest. 0: no cap.
+	MaxSessions int
+	// MaxInflight caps the POST requests served at once; more are refused
+	// with 503 and Retry-After. 0: no cap.
+	MaxInflight int
+	// MaxBody caps a request body, refused with 413 past it. 0: the SDK's
+	// default (4 MiB).
+	MaxBody int64
+	// MaxInflightBytes caps the body bytes of the POST requests served at
+	// once; a request that would pass it is refused with 503 and
+	// Retry-After, unless it is the only one. 0: no cap.
+	MaxInflightBytes int64
+	// ReadTimeout bounds reading a request body, from the end of its
+	// headers. 0: no bound.
+	ReadTimeout time.Duration
+	// WriteTimeout bounds each write of a response: a client that reads
+	// nothing for this long is cut off. Streams and long calls that keep
+	// writing are not cut. 0: no bound.
+	WriteTimeout time.Duration
 }
 
 // protocol2026 is the first protocol version served statelessly.
@@ -42,17 +64,22 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 	// guard checks Host for every request, with --allowed-host; the SDK's
 	// own check (loopback connections only) would refuse the allowed hosts
 	// a local reverse proxy forwards, so it is turned off.
-	legacy := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
+	var legacy http.Handler = mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
 		JSONResponse:               opts.JSONResponse,
 		SessionTimeout:             opts.SessionTimeout,
-		Logger:                     s.opts.Logger,
+		Logger:                     s.sdkLogger,
 		DisableLocalhostProtection: true,
+		MaxRequestBodyBytes:        opts.MaxBody,
 	})
+	if opts.MaxSessions > 0 {
+		legacy = newSessionCap(opts.MaxSessions, s.mcp).wrap(legacy)
+	}
 	modern := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
 		Stateless:                  true,
 		JSONResponse:               opts.JSONResponse,
-		Logger:                     s.opts.Logger,
+		Logger:                     s.sdkLogger,
 		DisableLocalhostProtection: true,
+		MaxRequestBodyBytes:        opts.MaxBody,
 		// In 2026-07-28 the POST is the whole request: a client that closes
 		// the response stream has cancelled the call, and its handler's
 		// context must end (the SDK does not tie them by default).
@@ -69,7 +96,7 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 		}
 		legacy.ServeHTTP(w, r)
 	})
-	return guard(opts, s.countHTTP(route))
+	return guard(opts, s.countHTTP(limitRequests(opts, route)))
 }
 
 // HostGuard applies the Host and Origin checks of the /mcp endpoint to
@@ -87,15 +114,17 @@ func isModern(r *http.Request) bool {
 // guard rejects requests whose Host or Origin is not one this server answers
 // to, with 403: a web page must not reach a local server through DNS
 // rebinding or a cross-origin request. The SDK checks Host only for loopback
-// connections and Origin not at all.
+// connections and Origin not at all. It also refuses, with 400, a request
+// that repeats an MCP header with different values (see conflictingHeader).
 func guard(opts HTTPOptions, next http.Handler) http.Handler {
 	hosts := map[string]bool{"localhost": true, "127.0.0.1": true, "::1": true}
 	anyHost := false
 	for _, h := range opts.AllowedHosts {
 		if h == "*" {
 			anyHost = true
+			continue
 		}
-		hosts[strings.ToLower(h)] = true
+		hosts[strings.ToLower(strings.Trim(h, "[]"))] = true
 	}
 	origins := map[string]bool{}
 	anyOrigin := false
@@ -106,37 +135,144 @@ func guard(opts HTTPOptions, next http.Handler) http.Handler {
 		origins[strings.ToLower(strings.TrimSuffix(o, "/"))] = true
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !anyHost && !hosts[hostOnly(r.Host)] {
-			http.Error(w, "Forbidden: Host "+r.Host+" is not allowed (see --allowed-host)", http.StatusForbidden)
+		if host, ok := parseHost(r.Host); !anyHost && (!ok || !hosts[host]) {
+			http.Error(w, "Forbidden: Host "+strconv.Quote(r.Host)+" is not allowed (see --allowed-host)", http.StatusForbidden)
 			return
 		}
 		if o := r.Header.Get("Origin"); o != "" && !anyOrigin && !originAllowed(o, hosts, origins) {
-			http.Error(w, "Forbidden: Origin "+o+" is not allowed (see --allowed-origin)", http.StatusForbidden)
+			http.Error(w, "Forbidden: Origin "+strconv.Quote(o)+" is not allowed (see --allowed-origin)", http.StatusForbidden)
+			return
+		}
+		if name, ok := conflictingHeader(r.Header); ok {
+			writeJSONRPCError(w, http.StatusBadRequest, mcp.CodeHeaderMismatch,
+				fmt.Sprintf("the %s header is given more than once with different values; send it once", name))
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
 }
 
+// conflictingHeader finds an MCP header given twice with different values.
+// The SDK and mcpd read the first; a gateway in front that authorises on the
+// last (or on all) would approve one tool while another runs. Identical
+// repeats are harmless and accepted.
+func conflictingHeader(h http.Header) (string, bool) {
+	for name, vals := range h {
+		if len(vals) < 2 || !mcpHeader(name) {
+			continue
+		}
+		for _, v := range vals[1:] {
+			if v != vals[0] {
+				return name, true
+			}
+		}
+	}
+	return "", false
+}
+
+// mcpHeader reports whether a canonical header name is one that selects
+// what a request does: the session, the protocol version, the method, its
+// target, and the arguments mirrored in Mcp-Param-* headers; or Origin,
+// which guard checks.
+func mcpHeader(name string) bool {
+	switch name {
+	case "Mcp-Name", "Mcp-Method", "Mcp-Protocol-Version", "Mcp-Session-Id", "Last-Event-Id", "Origin":
+		return true
+	}
+	return strings.HasPrefix(name, "Mcp-Param-")
+}
+
+// writeJSONRPCError answers an HTTP request with a JSON-RPC error and no id
+// (the body has not been read), in the shape of the SDK's header errors.
+func writeJSONRPCError(w http.ResponseWriter, status int, code int64, msg string) {
+	body, _ := json.Marshal(map[string]any{
+		"jsonrpc": "2.0",
+		"id":      nil,
+		"error":   map[string]any{"code": code, "message": msg},
+	})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(append(body, '\n'))
+}
+
+// originAllowed reports whether an Origin header (scheme://host[:port], no
+// path) names an allowed origin, a loopback origin or an allowed host.
 func originAllowed(origin string, hosts, origins map[string]bool) bool {
 	lo := strings.ToLower(origin)
 	if origins[lo] {
 		return true
 	}
-	u, err := url.Parse(lo)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+	scheme, hostport, ok := strings.Cut(lo, "://")
+	if !ok || (scheme != "http" && scheme != "https") {
+		return false
+	}
+	h, ok := parseHost(hostport)
+	if !ok {
 		return false
 	}
 	// Loopback origins are allowed: a page served from this machine is no
 	// more privileged than the user who started mcpd.
-	h := u.Hostname()
-	return h == "localhost" || h == "127.0.0.1" || h == "::1" || (hosts[h] && h != "*")
+	return h == "localhost" || h == "127.0.0.1" || h == "::1" || hosts[h]
 }
 
-func hostOnly(hostport string) string {
-	h := hostport
-	if host, _, err := net.SplitHostPort(hostport); err == nil {
-		h = host
+// parseHost parses a Host header value (or an origin's authority) strictly:
+// a host name or IPv4 address, or an IPv6 address in brackets, then an
+// optional port of 1 to 65535. Anything else (userinfo, a path, a port that
+// is not a number such as "127.0.0.1:80.evil.example", an empty host) is
+// refused: a lenient parser would read a host that some other component
+// reads differently. The host is returned in lower case, IPv6 addresses in
+// their canonical form without brackets.
+func parseHost(hostport string) (string, bool) {
+	host, port := hostport, ""
+	if strings.HasPrefix(hostport, "[") {
+		end := strings.IndexByte(hostport, ']')
+		if end < 0 {
+			return "", false
+		}
+		host, port = hostport[1:end], hostport[end+1:]
+		if port != "" {
+			if port[0] != ':' {
+				return "", false
+			}
+			port = port[1:]
+			if !validPort(port) {
+				return "", false
+			}
+		}
+		a, err := netip.ParseAddr(host)
+		if err != nil || !a.Is6() || a.Zone() != "" {
+			return "", false
+		}
+		return a.String(), true
 	}
-	return strings.ToLower(strings.Trim(h, "[]"))
+	if i := strings.IndexByte(hostport, ':'); i >= 0 {
+		host, port = hostport[:i], hostport[i+1:]
+		if !validPort(port) {
+			return "", false
+		}
+	}
+	if host == "" || len(host) > 253 {
+		return "", false
+	}
+	for i := 0; i < len(host); i++ {
+		c := host[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_') {
+			return "", false
+		}
+	}
+	return strings.ToLower(host), true
+}
+
+// validPort reports whether p is a decimal port number from 1 to 65535.
+func validPort(p string) bool {
+	if p == "" || len(p) > 5 {
+		return false
+	}
+	for i := 0; i < len(p); i++ {
+		if p[i] < '0' || p[i] > '9' {
+			return false
+		}
+	}
+	n, err := strconv.Atoi(p)
+	return err == nil && n >= 1 && n <= 65535
 }

@@ -22,6 +22,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/mcpd/mcpd/engine/audit"
 	"github.com/mcpd/mcpd/engine/snapshot"
 	"github.com/mcpd/mcpd/engine/telemetry"
 )
@@ -50,19 +51,32 @@ type Options struct {
 	// waits for their answers to be written (default 5s). A stdio session
 	// whose input ends drains too.
 	ShutdownGrace, AnswerWait time.Duration
+	// Audit, when not nil, gets one entry per tools/call, resources/read
+	// and prompts/get (see audit.go); Generation, when not nil, tells the
+	// config generation for its entries.
+	Audit      *audit.Logger
+	Generation func() int
 
 	// bare leaves out the observe middleware, for benchmarking its cost.
 	bare bool
+	// MaxInflight caps the tool calls and resource reads running at once,
+	// over every transport; past it a request gets a JSON-RPC error. 0: no
+	// cap. (HTTPOptions.MaxInflight refuses HTTP requests earlier, with
+	// 503; this cap also counts calls whose HTTP client has gone, which
+	// the SDK lets run on in a 2025-11-25 session.)
+	MaxInflight int
 }
 
 // Server serves the current snapshot over MCP.
 type Server struct {
-	current *snapshot.Current
-	mcp     *mcp.Server
-	opts    Options
-	notes   *notifier
-	drain   *drain
-	tracer  trace.Tracer // nil: tracing off
+	current   *snapshot.Current
+	mcp       *mcp.Server
+	opts      Options
+	notes     *notifier
+	drain     *drain
+	tracer    trace.Tracer  // nil: tracing off
+	sdkLogger *slog.Logger  // opts.Logger with the SDK's info lines at debug
+	running   chan struct{} // a slot per call or read running; nil: no cap
 }
 
 // The SDK fans list_changed out to every legacy session and every modern
@@ -89,11 +103,14 @@ func New(current *snapshot.Current, opts Options) *Server {
 	if opts.AnswerWait <= 0 {
 		opts.AnswerWait = 5 * time.Second
 	}
-	s := &Server{current: current, opts: opts, drain: newDrain(), tracer: opts.Tracer}
+	s := &Server{current: current, opts: opts, drain: newDrain(), tracer: opts.Tracer, sdkLogger: slog.New(demoteInfo(opts.Logger.Handler()))}
+	if opts.MaxInflight > 0 {
+		s.running = make(chan struct{}, opts.MaxInflight)
+	}
 	info := current.Load().Server
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: info.Name, Version: info.Version, Title: info.Title, WebsiteURL: info.WebsiteURL}, &mcp.ServerOptions{
 		Instructions: info.Instructions,
-		Logger:       opts.Logger,
+		Logger:       s.sdkLogger,
 		PageSize:     opts.PageSize,
 		// Advertise list_changed from the start, even for a config with no
 		// tools yet: a reload may add some.
@@ -179,6 +196,10 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		switch r := req.(type) {
 		case *mcp.CallToolRequest:
+			if !s.acquire() {
+				return nil, s.busy()
+			}
+			defer s.release()
 			return s.callTool(ctx, r)
 		case *mcp.ListToolsRequest:
 			return s.listTools(r)
@@ -191,6 +212,10 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		case *mcp.ListResourceTemplatesRequest:
 			return s.listTemplates(r)
 		case *mcp.ReadResourceRequest:
+			if !s.acquire() {
+				return nil, s.busy()
+			}
+			defer s.release()
 			return s.readResource(ctx, r)
 		case *mcp.InitializeRequest:
 			res, err := next(ctx, method, req)

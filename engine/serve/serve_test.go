@@ -131,10 +131,12 @@ type env struct {
 	fake *fake
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T) *env { return newEnvConfig(t, testConfig) }
+
+func newEnvConfig(t *testing.T, config string) *env {
 	t.Helper()
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "tools.hcl"), []byte(testConfig), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "tools.hcl"), []byte(config), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	f := newFake()

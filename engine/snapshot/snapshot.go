@@ -41,6 +41,8 @@ type Snapshot struct {
 	prompts   map[string]*Prompt
 	backends  map[string]*liveBackend
 
+	redactor *redact.Redactor // nil: no secrets
+
 	mu       sync.Mutex
 	inflight int
 	retired  bool
@@ -136,14 +138,23 @@ func Build(cfg *config.Config, reg *adapter.Registry, prev *Snapshot, defaultVer
 // setRedactor hands the snapshot's one redactor to everything that returns
 // output to the model.
 func (s *Snapshot) setRedactor(r *redact.Redactor) {
+	s.redactor = r
 	for _, t := range s.Tools {
 		t.redact = r
 	}
+	// A resource whose contents the config itself declares (text, blob,
+	// file) publishes them on purpose: the same file may also be read with
+	// file() elsewhere (a database's seed), and redacting it would blank
+	// the resource. Only what an adapter produces is redacted.
 	for _, res := range s.Resources {
-		res.src.redact = r
+		if res.src.handler != nil {
+			res.src.redact = r
+		}
 	}
 	for _, t := range s.Templates {
-		t.src.redact = r
+		if t.src.handler != nil {
+			t.src.redact = r
+		}
 	}
 	for _, p := range s.Prompts {
 		p.redact = r

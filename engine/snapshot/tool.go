@@ -42,6 +42,9 @@ type Tool struct {
 	// for spans.
 	adapterType string
 	redact      *redact.Redactor // nil: no secrets
+	// sensitive are the arguments marked "writeOnly": true in the input
+	// schema (sensitive = true on a param); nil when none.
+	sensitive map[string]bool
 }
 
 type result struct {
@@ -95,7 +98,7 @@ func compileTool(tc *config.Tool, reg *adapter.Registry, backend func(string, st
 		}
 	}
 
-	t := &Tool{validator: validator, scope: scope, InputSchema: in}
+	t := &Tool{validator: validator, scope: scope, InputSchema: in, sensitive: sensitiveArgs(in)}
 	t.Def = &mcp.Tool{
 		Name:        tc.Name,
 		Title:       tc.Title,
@@ -315,7 +318,7 @@ func attrDiag(a *hcl.Attribute, detail string) *hcl.Diagnostic {
 func (t *Tool) Call(ctx context.Context, raw json.RawMessage, progress ProgressFunc) (res *mcp.CallToolResult) {
 	// Registered first, so it runs last: over every result, errors and the
 	// panic message included.
-	defer func() { res = redactResult(t.redact, res) }()
+	defer func() { res = redactResult(t.redact, t.scrubSensitive(raw, res)) }()
 	defer func() {
 		if r := recover(); r != nil {
 			slog.Error("panic in tool call", "tool", t.Def.Name, "panic", t.redact.String(fmt.Sprint(r)), "stack", string(debug.Stack()))
