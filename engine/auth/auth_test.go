@@ -141,7 +141,7 @@ func compile(t *testing.T, src string, prev *Config) (*Config, error) {
 	if diags.HasErrors() {
 		return nil, diags
 	}
-	c, diags := Compile(cfg.Auth, prev, Options{JWKSMinRefresh: 200 * time.Millisecond})
+	c, diags := Compile(cfg.Auth, prev, Options{JWKSMinRefresh: 2 * time.Second})
 	if diags.HasErrors() {
 		return nil, diags
 	}
@@ -408,7 +408,7 @@ func TestJWKSRotation(t *testing.T) {
 	if n := is.fetches.Load(); n != 1 {
 		t.Fatalf("JWKS fetched %d times, want 1", n)
 	}
-	time.Sleep(250 * time.Millisecond)
+	time.Sleep(2100 * time.Millisecond)
 	if code, _ := post(t, s.url, "Authorization", "Bearer "+tok); code != http.StatusOK {
 		t.Fatalf("new kid after the refresh interval: %d", code)
 	}
