@@ -503,3 +503,15 @@ func TestRequiredWithoutConfig(t *testing.T) {
 		t.Fatalf("got %d (reached %v); want 503 and not reached", resp.StatusCode, reached)
 	}
 }
+
+// An issuer whose JWKS cannot be fetched makes requests fail with 503 (the
+// server's problem, not the token's) until it answers.
+func TestJWKSUnavailable(t *testing.T) {
+	is := newIssuer(t)
+	s := newServer(t, mustCompile(t, authHCL(is, ""), nil))
+	tok := is.mint("rsa-1", nil)
+	is.srv.Close()
+	if code, _ := post(t, s.url, "Authorization", "Bearer "+tok); code != http.StatusServiceUnavailable {
+		t.Fatalf("JWKS down: %d, want 503", code)
+	}
+}

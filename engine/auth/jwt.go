@@ -233,11 +233,19 @@ func (c *jwksCache) key(ctx context.Context, kid string) (any, error) {
 	set, err := c.fetch(ctx)
 	c.mu.Lock()
 	c.triedAt = c.now()
+	old := c.set
 	if err == nil {
 		c.set, c.fetchedAt = set, c.now()
 	}
 	c.mu.Unlock()
 	if err != nil {
+		// An issuer that is down does not lock everyone out: keys of the
+		// last set that was fetched keep verifying until it answers.
+		if old != nil {
+			if k, ok := pick(old, kid); ok {
+				return k, nil
+			}
+		}
 		return nil, fmt.Errorf("%w: fetching the JWKS: %v", errUnavailable, err)
 	}
 	if k, ok := pick(set, kid); ok {
