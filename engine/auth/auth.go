@@ -194,8 +194,11 @@ func (c *Config) verify(ctx context.Context, token string) (*principal.Principal
 	if found != nil {
 		return found, time.Time{}, nil
 	}
-	if c.oauth != nil && strings.Count(token, ".") == 2 {
+	if c.oauth != nil && c.oauth.jwks != nil && strings.Count(token, ".") == 2 {
 		return c.oauth.verify(ctx, token)
+	}
+	if c.oauth != nil && c.oauth.introspect != nil {
+		return c.oauth.introspect.verify(ctx, token, c.oauth)
 	}
 	if c.oauth != nil {
 		return nil, time.Time{}, errors.New("the token is neither a known API key nor a JWT")

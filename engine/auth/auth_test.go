@@ -515,3 +515,61 @@ func TestJWKSUnavailable(t *testing.T) {
 		t.Fatalf("JWKS down: %d, want 503", code)
 	}
 }
+
+// Opaque tokens are introspected (RFC 7662) with the client's credentials.
+func TestIntrospection(t *testing.T) {
+	var calls atomic.Int32
+	as := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		if id, secret, ok := r.BasicAuth(); !ok || id != "mcpd" || secret != "s3cret" {
+			http.Error(w, "unauthorized client", http.StatusUnauthorized)
+			return
+		}
+		r.ParseForm()
+		exp := time.Now().Add(time.Hour).Unix()
+		answers := map[string]string{
+			"good":      fmt.Sprintf(`{"active":true,"sub":"bob","scope":"read","aud":%q,"exp":%d,"org_id":"acme"}`, resource, exp),
+			"inactive":  `{"active":false}`,
+			"other-aud": fmt.Sprintf(`{"active":true,"sub":"bob","aud":["https://other.example.com"],"exp":%d}`, exp),
+			"expired":   fmt.Sprintf(`{"active":true,"sub":"bob","exp":%d}`, time.Now().Add(-time.Hour).Unix()),
+		}
+		a, ok := answers[r.PostForm.Get("token")]
+		if !ok {
+			a = `{"active":false}`
+		}
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, a)
+	}))
+	defer as.Close()
+	src := fmt.Sprintf(`
+auth {
+  resource = %q
+  oauth {
+    issuer            = %q
+    introspection_url = %q
+    client_id         = "mcpd"
+    client_secret     = env("MCPD_TEST_INTROSPECTION_SECRET")
+  }
+}
+`, resource, as.URL, as.URL)
+	t.Setenv("MCPD_TEST_INTROSPECTION_SECRET", "s3cret")
+	s := newServer(t, mustCompile(t, src, nil))
+	cs, err := connect(t, s.url, "Authorization", "Bearer good")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := whoami(t, cs); got != "oauth bob [read] acme" {
+		t.Fatalf("whoami = %q", got)
+	}
+	for _, tok := range []string{"inactive", "other-aud", "expired", "unknown"} {
+		if code, www := post(t, s.url, "Authorization", "Bearer "+tok); code != http.StatusUnauthorized || !strings.Contains(www, "invalid_token") {
+			t.Fatalf("%s: %d %q", tok, code, www)
+		}
+	}
+	// Wrong client credentials are the server's problem: 503.
+	t.Setenv("MCPD_TEST_INTROSPECTION_SECRET", "wrong")
+	s.cur.Store(mustCompile(t, src, nil))
+	if code, _ := post(t, s.url, "Authorization", "Bearer good"); code != http.StatusServiceUnavailable {
+		t.Fatalf("bad client credentials: %d", code)
+	}
+}

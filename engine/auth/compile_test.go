@@ -84,7 +84,7 @@ func TestCompileDiagnostics(t *testing.T) {
     issuer            = "https://issuer.example.com"
     introspection_url = "https://issuer.example.com/introspect"
     ` + jwks + `
-  }`, "auth.hcl:5,5-22: Token introspection not supported"},
+  }`, "auth.hcl:5,5-22: Missing client credentials"},
 		{"two blocks", "api_key \"a\" {\n    value = \"x\"\n  }\n}\nauth {\n  api_key \"b\" {\n    value = \"y\"\n  }", "auth.hcl:6,1-5: Duplicate auth block"},
 	}
 	for _, tc := range tests {

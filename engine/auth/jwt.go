@@ -28,7 +28,8 @@ type oauthVerifier struct {
 	algs             []jose.SignatureAlgorithm
 	leeway           time.Duration
 	scopesClaim      string
-	jwks             *jwksCache
+	jwks             *jwksCache // nil: no JWTs, introspection only
+	introspect       *introspector
 	now              func() time.Time
 }
 
@@ -62,13 +63,15 @@ func (e *evaluator) oauth(o *config.OAuth, resource string, authRange hcl.Range,
 		ok = false
 	}
 	if o.IntrospectionURL != nil {
-		e.errorf(o.IntrospectionURL.NameRange, "Token introspection not supported", "mcpd verifies JWT access tokens against the issuer's JWKS; RFC 7662 introspection of opaque tokens is not implemented. Remove introspection_url and set jwks_url.")
-		ok = false
+		v.introspect = e.introspection(o, opts)
+		ok = ok && v.introspect != nil
 	}
 	jwksURL, good := e.str(o.JWKSURL)
 	switch {
+	case o.JWKSURL == nil && o.IntrospectionURL != nil:
+		// Opaque tokens only.
 	case o.JWKSURL == nil:
-		e.errorf(o.DeclRange, "Missing jwks_url", "oauth needs jwks_url: where the issuer publishes its signing keys (the jwks_uri of its metadata).")
+		e.errorf(o.DeclRange, "Missing jwks_url", "oauth needs jwks_url (where the issuer publishes its signing keys, the jwks_uri of its metadata) or introspection_url.")
 		ok = false
 	case !good:
 		ok = false
@@ -112,6 +115,9 @@ func (e *evaluator) oauth(o *config.OAuth, resource string, authRange hcl.Range,
 	}
 	if !ok {
 		return nil
+	}
+	if jwksURL == "" {
+		return v
 	}
 	if prev != nil && prev.url == jwksURL {
 		v.jwks = prev

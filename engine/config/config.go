@@ -276,5 +276,7 @@ type OAuth struct {
 	Leeway           *hcl.Attribute `hcl:"leeway,optional"`
 	ScopesClaim      *hcl.Attribute `hcl:"scopes_claim,optional"`
 	IntrospectionURL *hcl.Attribute `hcl:"introspection_url,optional"`
+	ClientID         *hcl.Attribute `hcl:"client_id,optional"`
+	ClientSecret     *hcl.Attribute `hcl:"client_secret,optional"`
 	DeclRange        hcl.Range      `hcl:",def_range"`
 }
