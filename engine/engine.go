@@ -21,6 +21,9 @@ type Loaded struct {
 	// Files are the config files read; Referenced the files they read
 	// through file() and friends. Together, what a reload watches.
 	Files, Referenced []string
+	// Config is the loaded config (nil when nothing could be read), for
+	// what reads it beside the snapshot: `mcpd test`'s test blocks.
+	Config *config.Config
 }
 
 // Load reads the config at paths and compiles it. prev, when not nil, is the
@@ -32,6 +35,7 @@ func Load(paths []string, reg *adapter.Registry, prev *snapshot.Snapshot, versio
 		return out
 	}
 	out.Sources, out.Files, out.Referenced = cfg.Sources, cfg.Files, cfg.Referenced
+	out.Config = cfg
 	// Compile even when loading found errors, so that one run reports every
 	// problem it can; the result is only kept when there were none.
 	snap, d := snapshot.Build(cfg, reg, prev, version)

@@ -129,8 +129,11 @@ type envVar struct {
 // handler is safe for concurrent calls.
 type handler struct {
 	name    string // command[0] as written, for argv[0] and messages
-	exePath string // absolute path, resolved at load
-	args    []argElem
+	exePath string // absolute path, resolved at load; "" when not found then
+	// searchPath is the load-time PATH a bare command name is looked up in
+	// again on a call when it was not found at load.
+	searchPath string
+	args       []argElem
 
 	baseDir   string            // the config file's directory, absolute
 	dir       string            // resolved static working directory
@@ -700,8 +703,12 @@ func (c *compiler) commandNotList(at *hcl.Attribute) {
 // resolveExecutable fixes the program at load time: a path with a slash is
 // made absolute (against the config file's directory), a bare name is
 // looked up in the PATH the process gets, which is static (see hijackVar).
-// A program that cannot be found is an error: serving a tool that cannot
-// run helps nobody, and a reload resolves it again once it is installed.
+// A program that cannot be found is a warning, not an error: the same
+// config is often shared by machines and images that have different
+// programs (a FROM scratch image has none), and one missing program must
+// not keep every other tool from being served. Such a tool looks the
+// program up again on each call, in the same load-time PATH (never one a
+// call chooses), and until it is installed answers with a tool error.
 func (c *compiler) resolveExecutable(h *handler, rng hcl.Range) {
 	if strings.ContainsRune(h.name, '/') {
 		p, err := filepath.Abs(funcs.Resolve(c.scope.Dir, h.name))
@@ -709,17 +716,17 @@ func (c *compiler) resolveExecutable(h *handler, rng hcl.Range) {
 			c.errorf(rng, "Invalid executable", "cannot make %s absolute: %v.", h.name, err)
 			return
 		}
-		if err := checkExecutable(p); err != nil {
-			c.errorf(rng, "Executable not found", "%s (%s): %v.", h.name, p, err)
-			return
-		}
 		h.exePath = p
+		if err := checkExecutable(p); err != nil {
+			c.warnf(rng, "Executable not found", "%s (%s): %v. Calls of this tool fail until it exists.", h.name, p, err)
+		}
 		return
 	}
 	path := effectivePath(h.env, h.inherit, os.Environ())
+	h.searchPath = path
 	p, err := lookPath(h.name, path)
 	if err != nil {
-		c.errorf(rng, "Executable not found", "%q is not in PATH (%s); relative PATH entries are not searched. Install it, declare env = { PATH = \"...\" }, or write an absolute path.", h.name, path)
+		c.warnf(rng, "Executable not found", "%q is not in PATH (%s); relative PATH entries are not searched. Calls of this tool fail until it is installed. Install it, declare env = { PATH = \"...\" }, or write an absolute path.", h.name, path)
 		return
 	}
 	h.exePath = p

@@ -26,6 +26,9 @@ type Config struct {
 	Sources map[string][]byte
 	// Auth is the auth block, if any.
 	Auth *Auth
+	// Tests are the test blocks declared in the config files (see
+	// LoadTests for those of *_test.hcl files). They are never served.
+	Tests []*Test
 }
 
 // Server describes the server itself to clients.
@@ -36,6 +39,11 @@ type Server struct {
 	Instructions string    `hcl:"instructions,optional"`
 	WebsiteURL   string    `hcl:"website_url,optional"`
 	DeclRange    hcl.Range `hcl:",def_range"`
+
+	// DefaultTimeout is the timeout of a tool that sets none; MaxTimeout
+	// caps every tool's timeout (docs/security.md, "Limits").
+	DefaultTimeout *hcl.Attribute `hcl:"default_timeout,optional"`
+	MaxTimeout     *hcl.Attribute `hcl:"max_timeout,optional"`
 }
 
 // Tool is one `tool "name" { ... }` block.
@@ -57,6 +65,25 @@ type Tool struct {
 	Adapter *AdapterBlock
 	// Dir is the directory of the file the tool is declared in.
 	Dir string
+
+	// Scopes are the scopes a caller needs to see and call the tool.
+	Scopes []string `hcl:"scopes,optional"`
+	// Timeout, MaxConcurrency, QueueTimeout and RateLimit limit the tool's
+	// calls (docs/security.md, "Limits").
+	Timeout        *hcl.Attribute `hcl:"timeout,optional"`
+	MaxConcurrency *hcl.Attribute `hcl:"max_concurrency,optional"`
+	QueueTimeout   *hcl.Attribute `hcl:"queue_timeout,optional"`
+	RateLimit      *RateLimit     `hcl:"rate_limit,block"`
+}
+
+// RateLimit is a tool's `rate_limit { ... }` block: token buckets for the
+// tool as a whole and for each caller. Rates are written "N/s", "N/m",
+// "N/h" or "N/<duration>".
+type RateLimit struct {
+	PerTool   *hcl.Attribute `hcl:"per_tool,optional"`
+	PerCaller *hcl.Attribute `hcl:"per_caller,optional"`
+	Burst     *hcl.Attribute `hcl:"burst,optional"`
+	DeclRange hcl.Range      `hcl:",def_range"`
 }
 
 // Annotations are the tool's behaviour hints for clients.
@@ -103,6 +130,10 @@ type Param struct {
 	// Sensitive keeps the argument's value out of the audit log, mcpd's
 	// logs and error texts; its schema says "writeOnly": true.
 	Sensitive *hcl.Attribute `hcl:"sensitive,optional"`
+
+	// FromCaller binds the param to the verified caller ("claims.org_id"
+	// or "name"): the model neither sees nor sets it.
+	FromCaller *hcl.Attribute `hcl:"from_caller,optional"`
 }
 
 // Result is a tool's `result { ... }` block: how the output becomes content.
@@ -179,6 +210,9 @@ type Resource struct {
 
 	Adapter *AdapterBlock
 	Dir     string
+
+	// Scopes are the scopes a caller needs to see and read the resource.
+	Scopes []string `hcl:"scopes,optional"`
 }
 
 // ResourceTemplate is one `resource_template "name" { ... }` block. The
@@ -199,6 +233,9 @@ type ResourceTemplate struct {
 
 	Adapter *AdapterBlock
 	Dir     string
+
+	// Scopes are the scopes a caller needs to see and read the template.
+	Scopes []string `hcl:"scopes,optional"`
 }
 
 // Prompt is one `prompt "name" { ... }` block.
@@ -211,6 +248,9 @@ type Prompt struct {
 	DeclRange   hcl.Range   `hcl:",def_range"`
 
 	Dir string
+
+	// Scopes are the scopes a caller needs to see and get the prompt.
+	Scopes []string `hcl:"scopes,optional"`
 }
 
 // Argument is one argument of a prompt.

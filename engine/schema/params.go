@@ -20,6 +20,11 @@ func FromParams(params []*config.Param, ectx *hcl.EvalContext) (map[string]any, 
 	required := []any{}
 	var diags hcl.Diagnostics
 	for _, p := range params {
+		if p.FromCaller != nil {
+			// Bound from the caller (see CallerParams): not the model's to
+			// see or set.
+			continue
+		}
 		s, d := paramSchema(p, ectx)
 		diags = append(diags, d...)
 		if d.HasErrors() {

@@ -23,6 +23,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcpd/mcpd/engine/audit"
+	"github.com/mcpd/mcpd/engine/principal"
 	"github.com/mcpd/mcpd/engine/snapshot"
 	"github.com/mcpd/mcpd/engine/telemetry"
 )
@@ -194,23 +195,30 @@ func (s *Server) SessionCount() int {
 
 func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		// The verified caller, if the transport authenticated one: what it
+		// may see and call is decided here and below (snapshot, adapters,
+		// audit), which read it from ctx.
+		caller := callerOf(req)
+		if caller != nil {
+			ctx = principal.NewContext(ctx, caller)
+		}
 		switch r := req.(type) {
 		case *mcp.CallToolRequest:
 			if !s.acquire() {
 				return nil, s.busy()
 			}
 			defer s.release()
-			return s.callTool(ctx, r)
+			return s.callTool(ctx, r, caller)
 		case *mcp.ListToolsRequest:
-			return s.listTools(r)
+			return s.listTools(r, caller)
 		case *mcp.ListPromptsRequest:
-			return s.listPrompts(r)
+			return s.listPrompts(r, caller)
 		case *mcp.GetPromptRequest:
-			return s.getPrompt(r)
+			return s.getPrompt(r, caller)
 		case *mcp.ListResourcesRequest:
-			return s.listResources(r)
+			return s.listResources(r, caller)
 		case *mcp.ListResourceTemplatesRequest:
-			return s.listTemplates(r)
+			return s.listTemplates(r, caller)
 		case *mcp.ReadResourceRequest:
 			if !s.acquire() {
 				return nil, s.busy()
@@ -230,10 +238,22 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
-func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (mcp.Result, error) {
+// callerOf returns the principal the HTTP auth layer verified for req, nil
+// for the local user (stdio, or HTTP with authentication off).
+func callerOf(req mcp.Request) *principal.Principal {
+	extra := req.GetExtra()
+	if extra == nil {
+		return nil
+	}
+	return principal.FromTokenInfo(extra.TokenInfo)
+}
+
+func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest, caller *principal.Principal) (mcp.Result, error) {
 	snap := s.current.Acquire()
 	defer snap.Release()
-	t, ok := snap.Tool(req.Params.Name)
+	// A tool the caller lacks the scopes for is refused exactly as an
+	// unknown one, so that its existence does not leak.
+	t, ok := snap.ToolFor(req.Params.Name, caller)
 	if !ok {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", req.Params.Name)}
 	}
@@ -251,6 +271,17 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (mcp.Re
 
 func (s *Server) cacheable() mcp.Cacheable {
 	return mcp.Cacheable{TTLMs: int(s.opts.ListTTL / time.Millisecond), CacheScope: "public"}
+}
+
+// cacheableFor is cacheable for an answer to caller: what an authenticated
+// caller sees depends on its scopes, so no shared cache may hand it to
+// another.
+func (s *Server) cacheableFor(caller *principal.Principal) mcp.Cacheable {
+	c := s.cacheable()
+	if caller != nil {
+		c.CacheScope = "private"
+	}
+	return c
 }
 
 // page cuts one page out of a list of n items. Cursors are offsets into the
@@ -277,34 +308,34 @@ func (s *Server) page(cursor string, n int) (start, end int, next string, err er
 	return start, end, next, nil
 }
 
-func (s *Server) listTools(req *mcp.ListToolsRequest) (mcp.Result, error) {
-	snap := s.current.Load()
+func (s *Server) listTools(req *mcp.ListToolsRequest, caller *principal.Principal) (mcp.Result, error) {
+	snap := s.current.Load().View(caller)
 	start, end, next, err := s.page(cursor(req.Params != nil, func() string { return req.Params.Cursor }), len(snap.Tools))
 	if err != nil {
 		return nil, err
 	}
-	res := &mcp.ListToolsResult{Cacheable: s.cacheable(), NextCursor: next, Tools: make([]*mcp.Tool, 0, end-start)}
+	res := &mcp.ListToolsResult{Cacheable: s.cacheableFor(caller), NextCursor: next, Tools: make([]*mcp.Tool, 0, end-start)}
 	for _, t := range snap.Tools[start:end] {
 		res.Tools = append(res.Tools, t.Def)
 	}
 	return res, nil
 }
 
-func (s *Server) listPrompts(req *mcp.ListPromptsRequest) (mcp.Result, error) {
-	snap := s.current.Load()
+func (s *Server) listPrompts(req *mcp.ListPromptsRequest, caller *principal.Principal) (mcp.Result, error) {
+	snap := s.current.Load().View(caller)
 	start, end, next, err := s.page(cursor(req.Params != nil, func() string { return req.Params.Cursor }), len(snap.Prompts))
 	if err != nil {
 		return nil, err
 	}
-	res := &mcp.ListPromptsResult{Cacheable: s.cacheable(), NextCursor: next, Prompts: make([]*mcp.Prompt, 0, end-start)}
+	res := &mcp.ListPromptsResult{Cacheable: s.cacheableFor(caller), NextCursor: next, Prompts: make([]*mcp.Prompt, 0, end-start)}
 	for _, p := range snap.Prompts[start:end] {
 		res.Prompts = append(res.Prompts, p.Def)
 	}
 	return res, nil
 }
 
-func (s *Server) getPrompt(req *mcp.GetPromptRequest) (mcp.Result, error) {
-	p, ok := s.current.Load().Prompt(req.Params.Name)
+func (s *Server) getPrompt(req *mcp.GetPromptRequest, caller *principal.Principal) (mcp.Result, error) {
+	p, ok := s.current.Load().PromptFor(req.Params.Name, caller)
 	if !ok {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %q", req.Params.Name)}
 	}
@@ -315,26 +346,26 @@ func (s *Server) getPrompt(req *mcp.GetPromptRequest) (mcp.Result, error) {
 	return markPrompt(req.Session, res), nil
 }
 
-func (s *Server) listResources(req *mcp.ListResourcesRequest) (mcp.Result, error) {
-	snap := s.current.Load()
+func (s *Server) listResources(req *mcp.ListResourcesRequest, caller *principal.Principal) (mcp.Result, error) {
+	snap := s.current.Load().View(caller)
 	start, end, next, err := s.page(cursor(req.Params != nil, func() string { return req.Params.Cursor }), len(snap.Resources))
 	if err != nil {
 		return nil, err
 	}
-	res := &mcp.ListResourcesResult{Cacheable: s.cacheable(), NextCursor: next, Resources: make([]*mcp.Resource, 0, end-start)}
+	res := &mcp.ListResourcesResult{Cacheable: s.cacheableFor(caller), NextCursor: next, Resources: make([]*mcp.Resource, 0, end-start)}
 	for _, r := range snap.Resources[start:end] {
 		res.Resources = append(res.Resources, r.Def)
 	}
 	return res, nil
 }
 
-func (s *Server) listTemplates(req *mcp.ListResourceTemplatesRequest) (mcp.Result, error) {
-	snap := s.current.Load()
+func (s *Server) listTemplates(req *mcp.ListResourceTemplatesRequest, caller *principal.Principal) (mcp.Result, error) {
+	snap := s.current.Load().View(caller)
 	start, end, next, err := s.page(cursor(req.Params != nil, func() string { return req.Params.Cursor }), len(snap.Templates))
 	if err != nil {
 		return nil, err
 	}
-	res := &mcp.ListResourceTemplatesResult{Cacheable: s.cacheable(), NextCursor: next, ResourceTemplates: make([]*mcp.ResourceTemplate, 0, end-start)}
+	res := &mcp.ListResourceTemplatesResult{Cacheable: s.cacheableFor(caller), NextCursor: next, ResourceTemplates: make([]*mcp.ResourceTemplate, 0, end-start)}
 	for _, t := range snap.Templates[start:end] {
 		res.ResourceTemplates = append(res.ResourceTemplates, t.Def)
 	}
@@ -355,16 +386,22 @@ func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest)
 		}
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
 	}
-	res.Cacheable = s.cacheable()
+	res.Cacheable = s.cacheableFor(principal.FromContext(ctx))
 	return markRead(req.Session, res), nil
 }
 
-func (s *Server) complete(_ context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+func (s *Server) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
 	p := req.Params
 	if p == nil || p.Ref == nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "completion needs a ref"}
 	}
-	return &mcp.CompleteResult{Completion: *s.current.Load().Complete(p.Ref, p.Argument.Name, p.Argument.Value)}, nil
+	snap := s.current.Load()
+	if !snap.Completable(p.Ref, principal.FromContext(ctx)) {
+		// What the caller may not see completes to nothing, as an
+		// unknown reference does.
+		return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{}}}, nil
+	}
+	return &mcp.CompleteResult{Completion: *snap.Complete(p.Ref, p.Argument.Name, p.Argument.Value)}, nil
 }
 
 // cursor reads a list request's cursor; the params of a list request are

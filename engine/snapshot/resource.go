@@ -42,7 +42,8 @@ type source struct {
 type Resource struct {
 	Def     *mcp.Resource
 	src     *source
-	version string // see sourceVersion
+	version string   // see sourceVersion
+	scopes  []string // required to list and read it
 }
 
 // Template is one compiled resource template.
@@ -53,6 +54,7 @@ type Template struct {
 	completions map[string][]string
 	vars        map[string]varRule
 	validator   *schema.Validator
+	scopes      []string // required to list and read it
 }
 
 func compileSource(owner, name string, text, blob, file *hcl.Attribute, ab *config.AdapterBlock, scope *adapter.Scope, reg *adapter.Registry, backend func(string, string) (adapter.Backend, bool), declRange hcl.Range) (*source, hcl.Diagnostics) {

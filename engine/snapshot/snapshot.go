@@ -21,6 +21,7 @@ import (
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/config"
 	"github.com/mcpd/mcpd/engine/funcs"
+	"github.com/mcpd/mcpd/engine/principal"
 	"github.com/mcpd/mcpd/engine/redact"
 )
 
@@ -40,6 +41,7 @@ type Snapshot struct {
 	resources map[string]*Resource
 	prompts   map[string]*Prompt
 	backends  map[string]*liveBackend
+	access    *access // see access.go
 
 	redactor *redact.Redactor // nil: no secrets
 
@@ -88,7 +90,8 @@ func Build(cfg *config.Config, reg *adapter.Registry, prev *Snapshot, defaultVer
 
 	secrets := recordSecrets(cfg)
 	ft := funcTables{}
-	diags := s.openBackends(cfg, reg, prev, ft)
+	sl, diags := compileServerLimits(cfg.Server)
+	diags = append(diags, s.openBackends(cfg, reg, prev, ft)...)
 	backend := func(blockType, name string) (adapter.Backend, bool) {
 		lb, ok := s.backends[blockType+" "+name]
 		if !ok {
@@ -97,9 +100,14 @@ func Build(cfg *config.Config, reg *adapter.Registry, prev *Snapshot, defaultVer
 		return lb.backend, true
 	}
 	for _, tc := range cfg.Tools {
-		t, d := compileTool(tc, reg, backend, ft)
+		t, d := compileTool(tc, reg, backend, ft, sl)
 		diags = append(diags, d...)
 		if t != nil {
+			if prev != nil {
+				if old, ok := prev.tools[t.Def.Name]; ok {
+					carryLimits(t.limits, old.limits)
+				}
+			}
 			s.Tools = append(s.Tools, t)
 			s.tools[t.Def.Name] = t
 		}
@@ -108,6 +116,7 @@ func Build(cfg *config.Config, reg *adapter.Registry, prev *Snapshot, defaultVer
 		r, d := compileResource(rc, reg, backend, ft)
 		diags = append(diags, d...)
 		if r != nil {
+			r.scopes = normScopes(rc.Scopes)
 			s.Resources = append(s.Resources, r)
 			s.resources[r.Def.URI] = r
 		}
@@ -116,6 +125,7 @@ func Build(cfg *config.Config, reg *adapter.Registry, prev *Snapshot, defaultVer
 		t, d := compileTemplate(rc, reg, backend, ft)
 		diags = append(diags, d...)
 		if t != nil {
+			t.scopes = normScopes(rc.Scopes)
 			s.Templates = append(s.Templates, t)
 		}
 	}
@@ -123,6 +133,7 @@ func Build(cfg *config.Config, reg *adapter.Registry, prev *Snapshot, defaultVer
 		p, d := compilePrompt(pc, ft)
 		diags = append(diags, d...)
 		if p != nil {
+			p.scopes = normScopes(pc.Scopes)
 			s.Prompts = append(s.Prompts, p)
 			s.prompts[p.Def.Name] = p
 		}
@@ -132,6 +143,7 @@ func Build(cfg *config.Config, reg *adapter.Registry, prev *Snapshot, defaultVer
 		return nil, diags
 	}
 	s.setRedactor(secrets.Redactor())
+	s.initAccess()
 	return s, diags
 }
 
@@ -248,11 +260,17 @@ func (s *Snapshot) Prompt(name string) (*Prompt, bool) {
 // ReadResource reads a static resource or an instance of a template.
 // Unknown URIs report found == false.
 func (s *Snapshot) ReadResource(ctx context.Context, uri string) (res *mcp.ReadResourceResult, found bool, err error) {
-	if r, ok := s.resources[uri]; ok {
+	// A resource the caller lacks the scopes for is not found, as an
+	// unknown one is (see ToolFor).
+	caller := principal.FromContext(ctx)
+	if r, ok := s.resources[uri]; ok && caller.HasScopes(r.scopes) {
 		res, err = r.Read(ctx)
 		return res, true, err
 	}
 	for _, t := range s.Templates {
+		if !caller.HasScopes(t.scopes) {
+			continue
+		}
 		if args, ok, err := t.Bind(uri); ok {
 			if err != nil {
 				return nil, true, err

@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/config"
+	"github.com/mcpd/mcpd/engine/principal"
 	"github.com/mcpd/mcpd/engine/redact"
 	"github.com/mcpd/mcpd/engine/schema"
 	"github.com/mcpd/mcpd/engine/shape"
@@ -42,6 +43,13 @@ type Tool struct {
 	// for spans.
 	adapterType string
 	redact      *redact.Redactor // nil: no secrets
+	// scopes are required to list and call the tool (see access.go).
+	scopes []string
+	// callerParams are bound from the verified caller, not the model.
+	callerParams []*schema.CallerParam
+	// limits are the tool's timeout, concurrency and rates (limits.go);
+	// never nil once built.
+	limits *limits
 	// sensitive are the arguments marked "writeOnly": true in the input
 	// schema (sensitive = true on a param); nil when none.
 	sensitive map[string]bool
@@ -62,7 +70,7 @@ type progressSpec struct {
 // ProgressFunc reports progress for the call being served.
 type ProgressFunc func(progress, total float64, message string)
 
-func compileTool(tc *config.Tool, reg *adapter.Registry, backend func(string, string) (adapter.Backend, bool), ft funcTables) (*Tool, hcl.Diagnostics) {
+func compileTool(tc *config.Tool, reg *adapter.Registry, backend func(string, string) (adapter.Backend, bool), ft funcTables, sl serverLimits) (*Tool, hcl.Diagnostics) {
 	scope := &adapter.Scope{Dir: tc.Dir, Functions: ft.get(tc.Dir)}
 	ectx := scope.EvalContext()
 	var diags hcl.Diagnostics
@@ -98,7 +106,17 @@ func compileTool(tc *config.Tool, reg *adapter.Registry, backend func(string, st
 		}
 	}
 
-	t := &Tool{validator: validator, scope: scope, InputSchema: in, sensitive: sensitiveArgs(in)}
+	t := &Tool{validator: validator, scope: scope, InputSchema: in, scopes: normScopes(tc.Scopes), sensitive: sensitiveArgs(in)}
+	if tc.InputSchema == nil {
+		var d hcl.Diagnostics
+		t.callerParams, d = schema.CallerParams(tc.Params, ectx)
+		diags = append(diags, d...)
+	}
+	{
+		var d hcl.Diagnostics
+		t.limits, d = compileLimits(tc, sl)
+		diags = append(diags, d...)
+	}
 	t.Def = &mcp.Tool{
 		Name:        tc.Name,
 		Title:       tc.Title,
@@ -333,12 +351,29 @@ func (t *Tool) Call(ctx context.Context, raw json.RawMessage, progress ProgressF
 		report := progress
 		progress = func(p, total float64, msg string) { report(p, total, r.String(msg)) }
 	}
+	caller := principal.FromContext(ctx)
+	if msg := t.refuseCallerArgs(raw); msg != "" {
+		return toolError(msg)
+	}
 	args, err := t.validator.Validate(raw)
 	if err != nil {
 		return toolError(fmt.Sprintf("invalid arguments for tool %s: %v", t.Def.Name, err))
 	}
+	if msg := t.bindCaller(args, caller); msg != "" {
+		return toolError(msg)
+	}
+	release, refusal := t.limits.admit(ctx, t.Def.Name, caller)
+	if refusal != "" {
+		return toolError(refusal)
+	}
+	defer release()
+	ctx, cancel := t.limits.withTimeout(ctx)
+	defer cancel()
 	if t.progress != nil {
 		if err := t.progress.run(ctx, progress); err != nil {
+			if msg := t.limits.timedOut(ctx, t.Def.Name); msg != "" {
+				return toolError(msg)
+			}
 			return toolError(fmt.Sprintf("tool %s: %v", t.Def.Name, err))
 		}
 	}
@@ -352,6 +387,9 @@ func (t *Tool) Call(ctx context.Context, raw json.RawMessage, progress ProgressF
 		out, err = t.handler.Call(actx, &adapter.Request{Tool: t.Def.Name, Args: args, Eval: ectx, Progress: progress})
 		endAdapterSpan(span, err)
 		if err != nil {
+			if msg := t.limits.timedOut(ctx, t.Def.Name); msg != "" {
+				return toolError(msg)
+			}
 			if ctx.Err() != nil {
 				return toolError(fmt.Sprintf("tool %s: cancelled: %v", t.Def.Name, err))
 			}
@@ -542,4 +580,45 @@ func rawJSON(v map[string]any) json.RawMessage {
 		panic(fmt.Sprintf("encoding a schema: %v", err))
 	}
 	return b
+}
+
+// refuseCallerArgs refuses arguments that try to set a caller-bound param,
+// with a message naming it: the schema's additionalProperties: false would
+// refuse them too, but as an unknown argument, which does not tell the
+// model why.
+func (t *Tool) refuseCallerArgs(raw json.RawMessage) string {
+	if len(t.callerParams) == 0 || len(raw) == 0 {
+		return ""
+	}
+	var keys map[string]json.RawMessage
+	if json.Unmarshal(raw, &keys) != nil {
+		return "" // not an object: the validator says so
+	}
+	for _, cp := range t.callerParams {
+		if _, ok := keys[cp.Name]; ok {
+			return fmt.Sprintf("invalid arguments for tool %s: %s is set from the authenticated caller; do not pass it", t.Def.Name, cp.Name)
+		}
+	}
+	return ""
+}
+
+// bindCaller sets the caller-bound params in args from p, checked against
+// their declared rules; it returns the tool error text when p (nil for the
+// local user) lacks what a param needs.
+func (t *Tool) bindCaller(args map[string]any, p *principal.Principal) string {
+	for _, cp := range t.callerParams {
+		v, ok := p.Lookup(cp.Path)
+		if !ok || v == nil {
+			if cp.Path == "name" {
+				return fmt.Sprintf("tool %s needs an authenticated caller", t.Def.Name)
+			}
+			return fmt.Sprintf("tool %s needs an authenticated caller with %s", t.Def.Name, cp.What())
+		}
+		x, err := cp.Bind(v)
+		if err != nil {
+			return fmt.Sprintf("tool %s: %v", t.Def.Name, err)
+		}
+		args[cp.Name] = x
+	}
+	return ""
 }
