@@ -278,3 +278,38 @@ func TestTLS(t *testing.T) {
 	}
 	check(second)
 }
+
+// The principal the auth layer verifies is the one the engine's scope
+// checks see: an API key's scopes decide which tools it finds.
+func TestAuthScopesReachTheEngine(t *testing.T) {
+	cfg := cliConfig + authConfig + `
+tool "secret" {
+  description = "Needs the write scope."
+  scopes      = ["write"]
+  result {
+    content "text" {
+      text = "secret"
+    }
+  }
+}
+`
+	cmd := mcpdCommand("serve", "--http", "127.0.0.1:0", "-c", writeConfig(t, cfg))
+	cmd.Env = append(cmd.Env, "MCPD_TEST_KEY=scoped-key")
+	endpoint := startHTTP(t, cmd)
+	cs, err := connectWith(t, endpoint, &http.Client{Transport: keyTransport{"Authorization", "Bearer scoped-key", http.DefaultTransport}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range res.Tools {
+		if tool.Name == "secret" {
+			t.Fatal("a caller without the write scope sees the secret tool")
+		}
+	}
+	if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "secret"}); err == nil {
+		t.Fatal("a caller without the write scope called the secret tool")
+	}
+}
