@@ -84,6 +84,10 @@ func (h *handler) Call(ctx context.Context, req *adapter.Request) (*adapter.Outp
 		}
 	}
 
+	if h.logStderr != "" && req.Log != nil {
+		stderr.logs = newLineLogger(h.logStderr, req.Log)
+	}
+
 	sio := stdio{stdout: stdout, stderr: stderr}
 	if sio.stdin, err = h.stdinValue(req.Eval); err != nil {
 		return nil, err
@@ -99,6 +103,9 @@ func (h *handler) Call(ctx context.Context, req *adapter.Request) (*adapter.Outp
 	}
 	if prog != nil {
 		prog.flush()
+	}
+	if stderr.logs != nil {
+		stderr.logs.flush()
 	}
 
 	switch {

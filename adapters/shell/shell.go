@@ -86,6 +86,7 @@ var blockSchema = &hcl.BodySchema{
 		{Name: "allow_dash_args"},
 		{Name: "max_concurrency"},
 		{Name: "queue_timeout"},
+		{Name: "log_stderr"},
 	},
 	Blocks: []hcl.BlockHeaderSchema{{Type: "progress"}},
 }
@@ -150,6 +151,7 @@ type handler struct {
 	okCodes   []int
 	output    string
 	progress  *progressSpec
+	logStderr string // MCP log level of stderr lines sent to the client; "": none
 	vars      []string
 
 	// slots holds one token per running process: its capacity is
@@ -218,6 +220,15 @@ func (a *Adapter) CompileTool(b *adapter.ToolBlock) (adapter.Handler, hcl.Diagno
 				h.output = s
 			default:
 				c.errorf(at.Expr.Range(), "Invalid output mode", "output must be %q, %q or %q, not %q.", outputText, outputJSON, outputLines, s)
+			}
+		}
+	}
+	if at := attrs["log_stderr"]; at != nil {
+		if s, ok := c.staticString(at); ok {
+			if adapter.ValidLogLevel(s) {
+				h.logStderr = s
+			} else {
+				c.errorf(at.Expr.Range(), "Invalid log_stderr", "log_stderr is the log level of the stderr lines sent to the client: one of %s, not %q.", strings.Join(adapter.LogLevels, ", "), s)
 			}
 		}
 	}

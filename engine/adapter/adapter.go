@@ -102,6 +102,11 @@ type Request struct {
 	// Progress reports progress to the client when it asked for it (the
 	// request carried a progress token); otherwise it does nothing. Never nil.
 	Progress func(progress, total float64, message string)
+	// Log sends a log record (notifications/message) to the client, with
+	// the tool's name as the logger; level is one of LogLevels. Records
+	// below the level the client asked for, or all of them when it asked
+	// for none, are dropped. Never nil.
+	Log func(level, message string)
 }
 
 // Output is what a Handler produced. The engine turns it into a tool result:

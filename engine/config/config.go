@@ -58,6 +58,7 @@ type Tool struct {
 	OutputSchema *hcl.Attribute `hcl:"output_schema,optional"`
 	Result       *Result        `hcl:"result,block"`
 	Progress     *Progress      `hcl:"progress,block"`
+	Logs         []*Log         `hcl:"log,block"`
 	Remain       hcl.Body       `hcl:",remain"`
 	DeclRange    hcl.Range      `hcl:",def_range"`
 
@@ -173,6 +174,15 @@ type Progress struct {
 	Total     *hcl.Attribute `hcl:"total,optional"`
 	Interval  *hcl.Attribute `hcl:"interval,optional"`
 	Message   *hcl.Attribute `hcl:"message,optional"`
+	DeclRange hcl.Range      `hcl:",def_range"`
+}
+
+// Log declares a log record (notifications/message) a tool sends to the
+// client on each call, before or after its adapter runs.
+type Log struct {
+	Level     *hcl.Attribute `hcl:"level,optional"`
+	Message   *hcl.Attribute `hcl:"message"`
+	When      *hcl.Attribute `hcl:"when,optional"`
 	DeclRange hcl.Range      `hcl:",def_range"`
 }
 

@@ -266,7 +266,22 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest, caller 
 			}
 		}
 	}
-	return markCall(req.Session, t.Call(ctx, req.Params.Arguments, progress)), nil
+	return markCall(req.Session, t.CallLogged(ctx, req.Params.Arguments, progress, s.toolLog(ctx, req))), nil
+}
+
+// toolLog sends a tool's log records to the client of req as
+// notifications/message, with the tool's name as the logger. The SDK drops
+// the records below the level the client set (logging/setLevel in a
+// 2025-11-25 session, _meta logLevel on a 2026-07-28 request), and all of
+// them when it set none.
+func (s *Server) toolLog(ctx context.Context, req *mcp.CallToolRequest) snapshot.LogFunc {
+	name := req.Params.Name
+	return func(level, msg string) {
+		err := req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: mcp.LoggingLevel(level), Logger: name, Data: msg})
+		if err != nil {
+			s.opts.Logger.Debug("sending log record", "tool", name, "err", err)
+		}
+	}
 }
 
 func (s *Server) cacheable() mcp.Cacheable {

@@ -477,7 +477,7 @@ func (s *source) read(ctx context.Context, uri, mimeType string, args map[string
 			rc.Blob = data
 		}
 	case s.handler != nil:
-		out, err := s.handler.Call(ctx, &adapter.Request{Tool: s.name, Args: args, Eval: s.scope.CallContext(args), Progress: func(float64, float64, string) {}})
+		out, err := s.handler.Call(ctx, &adapter.Request{Tool: s.name, Args: args, Eval: s.scope.CallContext(args), Progress: func(float64, float64, string) {}, Log: func(string, string) {}})
 		if err != nil {
 			return nil, fmt.Errorf("reading %s: %w", uri, err)
 		}

@@ -36,6 +36,7 @@ type Tool struct {
 	handler   adapter.Handler // nil: a declarative tool
 	result    *result
 	progress  *progressSpec
+	logs      []*logSpec
 	// needsEval is false when nothing evaluated per call references args,
 	// which saves building the HCL evaluation context.
 	needsEval bool
@@ -163,6 +164,17 @@ func compileTool(tc *config.Tool, reg *adapter.Registry, backend func(string, st
 			for _, c := range r.contents {
 				t.needsEval = t.needsEval || c.static == nil
 			}
+		}
+	}
+	if len(tc.Logs) > 0 {
+		params := make([]string, 0, len(scope.Params))
+		for p := range scope.Params {
+			params = append(params, p)
+		}
+		for _, lc := range tc.Logs {
+			l, d := compileLog(lc, params, vars)
+			diags = append(diags, d...)
+			t.logs = append(t.logs, l)
 		}
 	}
 	if tc.Progress != nil {
@@ -333,7 +345,15 @@ func attrDiag(a *hcl.Attribute, detail string) *hcl.Diagnostic {
 // redact. Every failure, including a panic, comes back as a tool error the
 // model can read; Call itself never fails. Secrets (see recordSecrets) are
 // replaced in the result's text, structured content and error text.
-func (t *Tool) Call(ctx context.Context, raw json.RawMessage, progress ProgressFunc) (res *mcp.CallToolResult) {
+func (t *Tool) Call(ctx context.Context, raw json.RawMessage, progress ProgressFunc) *mcp.CallToolResult {
+	return t.CallLogged(ctx, raw, progress, nil)
+}
+
+// CallLogged is Call that also sends log records to the client through log
+// (nil: none): those of the tool's `log` blocks and those its adapter sends
+// (a shell tool's stderr lines with log_stderr). They are redacted like the
+// result.
+func (t *Tool) CallLogged(ctx context.Context, raw json.RawMessage, progress ProgressFunc, log LogFunc) (res *mcp.CallToolResult) {
 	// Registered first, so it runs last: over every result, errors and the
 	// panic message included.
 	defer func() { res = redactResult(t.redact, t.scrubSensitive(raw, res)) }()
@@ -355,6 +375,11 @@ func (t *Tool) Call(ctx context.Context, raw json.RawMessage, progress ProgressF
 	if msg := t.refuseCallerArgs(raw); msg != "" {
 		return toolError(msg)
 	}
+	if log == nil {
+		log = func(string, string) {}
+	} else {
+		log = t.redactLog(raw, log)
+	}
 	args, err := t.validator.Validate(raw)
 	if err != nil {
 		return toolError(fmt.Sprintf("invalid arguments for tool %s: %v", t.Def.Name, err))
@@ -369,6 +394,9 @@ func (t *Tool) Call(ctx context.Context, raw json.RawMessage, progress ProgressF
 	defer release()
 	ctx, cancel := t.limits.withTimeout(ctx)
 	defer cancel()
+	if t.logs != nil {
+		t.sendLogs(true, map[string]any{"args": args}, log)
+	}
 	if t.progress != nil {
 		if err := t.progress.run(ctx, progress); err != nil {
 			if msg := t.limits.timedOut(ctx, t.Def.Name); msg != "" {
@@ -384,7 +412,7 @@ func (t *Tool) Call(ctx context.Context, raw json.RawMessage, progress ProgressF
 	var out *adapter.Output
 	if t.handler != nil {
 		actx, span := t.adapterSpan(ctx)
-		out, err = t.handler.Call(actx, &adapter.Request{Tool: t.Def.Name, Args: args, Eval: ectx, Progress: progress})
+		out, err = t.handler.Call(actx, &adapter.Request{Tool: t.Def.Name, Args: args, Eval: ectx, Progress: progress, Log: log})
 		endAdapterSpan(span, err)
 		if err != nil {
 			if msg := t.limits.timedOut(ctx, t.Def.Name); msg != "" {
@@ -398,6 +426,15 @@ func (t *Tool) Call(ctx context.Context, raw json.RawMessage, progress ProgressF
 		if out == nil {
 			out = &adapter.Output{}
 		}
+	}
+	if t.logs != nil {
+		env := map[string]any{"args": args}
+		if out != nil {
+			for k, v := range out.Vars {
+				env[k] = v
+			}
+		}
+		t.sendLogs(false, env, log)
 	}
 	res, err = t.shape(args, out, ectx)
 	if err != nil {
