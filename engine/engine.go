@@ -7,6 +7,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/auth"
 	"github.com/mcpd/mcpd/engine/config"
 	"github.com/mcpd/mcpd/engine/snapshot"
 )
@@ -39,6 +40,16 @@ func Load(paths []string, reg *adapter.Registry, prev *snapshot.Snapshot, versio
 	// problem it can; the result is only kept when there were none.
 	snap, d := snapshot.Build(cfg, reg, prev, version)
 	out.Diagnostics = append(out.Diagnostics, d...)
+	var prevAuth *auth.Config
+	if prev != nil {
+		prevAuth = prev.Auth
+	}
+	authCfg, d := auth.Compile(cfg.Auth, prevAuth, auth.Options{})
+	diags = append(diags, d...)
+	out.Diagnostics = append(out.Diagnostics, d...)
+	if snap != nil {
+		snap.Auth = authCfg
+	}
 	if snap != nil && diags.HasErrors() {
 		snap.Discard(prev)
 		snap = nil

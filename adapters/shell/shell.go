@@ -306,6 +306,10 @@ func (a *Adapter) CompileTool(b *adapter.ToolBlock) (adapter.Handler, hcl.Diagno
 // Vars names the variables of Output.Vars.
 func (h *handler) Vars() []string { return append([]string(nil), h.vars...) }
 
+// MaxOutputBytes is the cap of stdout plus that of stderr
+// (adapter.OutputBounder).
+func (h *handler) MaxOutputBytes() int64 { return 2 * int64(h.maxOutput) }
+
 // compiler accumulates the diagnostics of one block.
 type compiler struct {
 	scope *adapter.Scope

@@ -69,6 +69,16 @@ type Handler interface {
 	Vars() []string
 }
 
+// An OutputBounder is a Handler that knows the most output one call can
+// hold in memory: its output caps (a program's two streams, a response
+// body, a result's bytes). The engine counts the calls in flight against a
+// server-wide budget with it, so that raising one tool's cap cannot make
+// concurrent calls hold more than the server can afford. A Handler that
+// does not implement it counts as nothing.
+type OutputBounder interface {
+	MaxOutputBytes() int64
+}
+
 // ToolBlock is the adapter block of one tool, handed to CompileTool.
 type ToolBlock struct {
 	Tool  string    // the tool's name, for messages

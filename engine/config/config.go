@@ -24,6 +24,8 @@ type Config struct {
 	Referenced []string
 	// Sources maps each file to its text, for printing diagnostics.
 	Sources map[string][]byte
+	// Auth is the auth block, if any.
+	Auth *Auth
 	// Tests are the test blocks declared in the config files (see
 	// LoadTests for those of *_test.hcl files). They are never served.
 	Tests []*Test
@@ -297,6 +299,55 @@ type Message struct {
 	Text      *hcl.Attribute `hcl:"text,optional"`
 	Contents  []*Content     `hcl:"content,block"`
 	DeclRange hcl.Range      `hcl:",def_range"`
+}
+
+// Auth is the top-level `auth { ... }` block: how HTTP callers prove who
+// they are. Attributes are kept as attributes so that engine/auth can
+// evaluate them (env(), file()) and blame their ranges when it compiles
+// them; see docs/security.md.
+type Auth struct {
+	// Header is an extra header that carries an API key, besides
+	// Authorization: Bearer.
+	Header *hcl.Attribute `hcl:"header,optional"`
+	// Resource is this server's resource URI (RFC 9728), e.g.
+	// https://mcp.example.com/mcp: the audience tokens must carry and the
+	// subject of the Protected Resource Metadata.
+	Resource *hcl.Attribute `hcl:"resource,optional"`
+	// Scopes are required of every caller to reach the server at all.
+	Scopes    *hcl.Attribute `hcl:"scopes,optional"`
+	APIKeys   []*APIKey      `hcl:"api_key,block"`
+	OAuth     *OAuth         `hcl:"oauth,block"`
+	DeclRange hcl.Range      `hcl:",def_range"`
+
+	// Dir is the directory of the file the block is declared in.
+	Dir string
+}
+
+// APIKey is one `api_key "name" { ... }` block: a static bearer token whose
+// name is the principal it authenticates.
+type APIKey struct {
+	Name       string         `hcl:"name,label"`
+	NameRange  hcl.Range      `hcl:"name,label_range"`
+	Value      *hcl.Attribute `hcl:"value,optional"`
+	SHA256     *hcl.Attribute `hcl:"sha256,optional"`
+	Scopes     *hcl.Attribute `hcl:"scopes,optional"`
+	Attributes *hcl.Attribute `hcl:"attributes,optional"`
+	DeclRange  hcl.Range      `hcl:",def_range"`
+}
+
+// OAuth is the `oauth { ... }` block of auth: mcpd as an OAuth 2.1
+// resource server that accepts JWT access tokens from one issuer.
+type OAuth struct {
+	Issuer           *hcl.Attribute `hcl:"issuer"`
+	Audience         *hcl.Attribute `hcl:"audience,optional"`
+	JWKSURL          *hcl.Attribute `hcl:"jwks_url,optional"`
+	Algorithms       *hcl.Attribute `hcl:"algorithms,optional"`
+	Leeway           *hcl.Attribute `hcl:"leeway,optional"`
+	ScopesClaim      *hcl.Attribute `hcl:"scopes_claim,optional"`
+	IntrospectionURL *hcl.Attribute `hcl:"introspection_url,optional"`
+	ClientID         *hcl.Attribute `hcl:"client_id,optional"`
+	ClientSecret     *hcl.Attribute `hcl:"client_secret,optional"`
+	DeclRange        hcl.Range      `hcl:",def_range"`
 }
 
 // Ask is one `ask "name" { ... }` block of a tool or prompt: one question

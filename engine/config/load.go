@@ -62,6 +62,7 @@ type fileContent struct {
 	Resources         []*Resource         `hcl:"resource,block"`
 	ResourceTemplates []*ResourceTemplate `hcl:"resource_template,block"`
 	Prompts           []*Prompt           `hcl:"prompt,block"`
+	Auths             []*Auth             `hcl:"auth,block"`
 	Tests             []*Test             `hcl:"test,block"`
 	Remain            hcl.Body            `hcl:",remain"`
 }
@@ -184,6 +185,7 @@ func decodeFile(cfg *Config, body hcl.Body, dir string, blocks Blocks) hcl.Diagn
 		}
 		cfg.Server = s
 	}
+	diags = append(diags, mergeAuth(cfg, fc.Auths, dir)...)
 	for _, t := range fc.Tools {
 		t.Dir = dir
 		if !validToolName(t.Name) {
@@ -591,4 +593,23 @@ func referencedFiles(body hcl.Body, dir string) []string {
 		return nil
 	})
 	return out
+}
+
+// mergeAuth keeps the one auth block a config may have, in any file.
+func mergeAuth(cfg *Config, blocks []*Auth, dir string) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	for _, a := range blocks {
+		if cfg.Auth != nil {
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Duplicate auth block",
+				Detail:   fmt.Sprintf("Only one auth block is allowed; the first is at %s.", Pos(cfg.Auth.DeclRange)),
+				Subject:  &a.DeclRange,
+			})
+			continue
+		}
+		a.Dir = dir
+		cfg.Auth = a
+	}
+	return diags
 }

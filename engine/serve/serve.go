@@ -19,6 +19,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/sync/semaphore"
 
 	"go.opentelemetry.io/otel/trace"
 
@@ -67,6 +68,11 @@ type Options struct {
 	// 503; this cap also counts calls whose HTTP client has gone, which
 	// the SDK lets run on in a 2025-11-25 session.)
 	MaxInflight int
+	// OutputBudget bounds the output caps of the calls in flight, summed
+	// (see budget.go); 0: no bound. OutputBudgetWait is how long a call
+	// waits for budget before it is refused (default 5s).
+	OutputBudget     int64
+	OutputBudgetWait time.Duration
 }
 
 // Server serves the current snapshot over MCP.
@@ -76,10 +82,11 @@ type Server struct {
 	opts      Options
 	notes     *notifier
 	drain     *drain
-	tracer    trace.Tracer  // nil: tracing off
-	sdkLogger *slog.Logger  // opts.Logger with the SDK's info lines at debug
-	running   chan struct{} // a slot per call or read running; nil: no cap
-	sealer    *ask.Sealer   // signs requestState when the config sets no key
+	tracer    trace.Tracer        // nil: tracing off
+	sdkLogger *slog.Logger        // opts.Logger with the SDK's info lines at debug
+	running   chan struct{}       // a slot per call or read running; nil: no cap
+	budget    *semaphore.Weighted // Options.OutputBudget; nil: no bound
+	sealer    *ask.Sealer         // signs requestState when the config sets no key
 }
 
 // The SDK fans list_changed out to every legacy session and every modern
@@ -111,6 +118,7 @@ func New(current *snapshot.Current, opts Options) *Server {
 	if opts.MaxInflight > 0 {
 		s.running = make(chan struct{}, opts.MaxInflight)
 	}
+	s.budget = newBudget(opts.OutputBudget)
 	info := current.Load().Server
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: info.Name, Version: info.Version, Title: info.Title, WebsiteURL: info.WebsiteURL}, &mcp.ServerOptions{
 		Instructions: info.Instructions,
@@ -260,6 +268,11 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest, caller 
 	if !ok {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", req.Params.Name)}
 	}
+	release, refused := s.reserveOutput(ctx, t)
+	if refused != nil {
+		return markCall(req.Session, refused), nil
+	}
+	defer release()
 	var progress snapshot.ProgressFunc
 	if token := req.Params.GetProgressToken(); token != nil {
 		progress = func(p, total float64, msg string) {

@@ -6,6 +6,8 @@
 package snapshot
 
 import (
+	"github.com/mcpd/mcpd/engine/auth"
+
 	"context"
 	"fmt"
 	"log/slog"
@@ -48,6 +50,9 @@ type Snapshot struct {
 	inflight int
 	retired  bool
 	drained  chan struct{}
+
+	// Auth is the compiled auth block (nil: no auth), set by engine.Load.
+	Auth *auth.Config
 }
 
 // ServerInfo is the server block, with defaults filled in.

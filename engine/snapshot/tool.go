@@ -353,6 +353,16 @@ func attrDiag(a *hcl.Attribute, detail string) *hcl.Diagnostic {
 	return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid " + a.Name, Detail: detail, Subject: &rng}
 }
 
+// MaxOutputBytes is the most output one call of the tool can hold, from
+// its adapter's caps; 0 when the adapter does not say (a declarative tool
+// builds its result from the config).
+func (t *Tool) MaxOutputBytes() int64 {
+	if b, ok := t.handler.(adapter.OutputBounder); ok {
+		return b.MaxOutputBytes()
+	}
+	return 0
+}
+
 // Call runs one call of the tool: validate, bind, call the adapter, shape,
 // redact. Every failure, including a panic, comes back as a tool error the
 // model can read; Call itself never fails. Secrets (see recordSecrets) are
