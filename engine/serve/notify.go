@@ -257,8 +257,10 @@ func (n *notifier) drain(ss *mcp.ServerSession, q *sessionQueue) {
 // disconnect closes a session whose client stopped reading, and counts it.
 // ss may be nil when only the session ID is known.
 func (n *notifier) disconnect(ss *mcp.ServerSession, id, reason string) {
-	n.slow.Add(1)
 	n.logger.Warn("closing the session of a client that stopped reading its event stream", "session", id, "reason", reason)
+	// Counted after it is logged, so that whoever sees the count sees the
+	// log line too.
+	n.slow.Add(1)
 	if ss == nil && id != "" {
 		for s := range n.srv.Sessions() {
 			if s.ID() == id {
