@@ -117,6 +117,10 @@ func (*Adapter) DecodeBackend(b *adapter.BackendBlock) (adapter.BackendConfig, h
 	}
 
 	dsnAttr := attrs["dsn"]
+	if cfg.dsnUnknown = unknownAtLoad(dsnAttr, b.Scope); cfg.dsnUnknown {
+		cfg.redact = strings.NewReplacer()
+		return cfg, diags // nothing to check without the value
+	}
 	cfg.dsn, d = staticString(dsnAttr, b.Scope)
 	diags = append(diags, d...)
 	if !d.HasErrors() && cfg.dialect != 0 {
@@ -126,6 +130,17 @@ func (*Adapter) DecodeBackend(b *adapter.BackendBlock) (adapter.BackendConfig, h
 		return nil, diags
 	}
 	return cfg, diags
+}
+
+// unknownAtLoad reports whether attr is a valid load-time expression whose
+// value is unknown: it reads an unset environment variable in a load that
+// allows that (funcs.Options.UnsetEnvUnknown).
+func unknownAtLoad(attr *hcl.Attribute, scope *adapter.Scope) bool {
+	if len(attr.Expr.Variables()) > 0 {
+		return false
+	}
+	v, d := attr.Expr.Value(scope.EvalContext())
+	return !d.HasErrors() && !v.IsWhollyKnown()
 }
 
 // checkDSN validates the DSN for its driver, notes its password for

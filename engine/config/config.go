@@ -6,7 +6,11 @@
 // snapshot package's job.
 package config
 
-import "github.com/hashicorp/hcl/v2"
+import (
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/mcpd/mcpd/engine/funcs"
+)
 
 // Config is one whole configuration, merged from every file it was loaded from.
 type Config struct {
@@ -24,6 +28,20 @@ type Config struct {
 	Referenced []string
 	// Sources maps each file to its text, for printing diagnostics.
 	Sources map[string][]byte
+	// UnsetEnvUnknown is Options.UnsetEnvUnknown of the load: function
+	// tables built from this config must use it too.
+	UnsetEnvUnknown bool
+	// UnsetEnv are the env() calls without a default whose variable is not
+	// set, in load order, whatever the options: the caller reports them.
+	UnsetEnv []funcs.UnsetEnvCall
+}
+
+// Options change how a config is loaded.
+type Options struct {
+	// UnsetEnvUnknown makes env() of an unset variable an unknown value
+	// instead of an error (funcs.Options.UnsetEnvUnknown), for validating a
+	// config without its secrets.
+	UnsetEnvUnknown bool
 }
 
 // Server describes the server itself to clients.

@@ -70,11 +70,16 @@ type fileContent struct {
 // diagnostics it finds, not just the first; the Config is nil only when
 // nothing could be read.
 func Load(paths []string, blocks Blocks) (*Config, hcl.Diagnostics) {
+	return LoadWith(paths, blocks, Options{})
+}
+
+// LoadWith is Load with options.
+func LoadWith(paths []string, blocks Blocks, opts Options) (*Config, hcl.Diagnostics) {
 	files, diags := ExpandPaths(paths)
 	if diags.HasErrors() {
 		return nil, diags
 	}
-	cfg := &Config{Files: files, Sources: map[string][]byte{}}
+	cfg := &Config{Files: files, Sources: map[string][]byte{}, UnsetEnvUnknown: opts.UnsetEnvUnknown}
 	for _, name := range files {
 		body, src, d := parseFile(name)
 		if src != nil {
@@ -84,6 +89,7 @@ func Load(paths []string, blocks Blocks) (*Config, hcl.Diagnostics) {
 		if body == nil || d.HasErrors() {
 			continue
 		}
+		cfg.UnsetEnv = append(cfg.UnsetEnv, funcs.UnsetEnv(body)...)
 		diags = append(diags, decodeFile(cfg, body, filepath.Dir(name), blocks)...)
 		cfg.Referenced = append(cfg.Referenced, referencedFiles(body, filepath.Dir(name))...)
 	}
@@ -147,7 +153,7 @@ func ExpandPaths(paths []string) ([]string, hcl.Diagnostics) {
 func decodeFile(cfg *Config, body hcl.Body, dir string, blocks Blocks) hcl.Diagnostics {
 	// Attributes that must be known at load time (descriptions, URIs) may
 	// still call functions, e.g. description = file("docs/tool.md").
-	ectx := &hcl.EvalContext{Functions: funcs.Table(dir)}
+	ectx := &hcl.EvalContext{Functions: funcs.TableWith(dir, funcs.Options{UnsetEnvUnknown: cfg.UnsetEnvUnknown})}
 	var fc fileContent
 	diags := decodeBody(body, ectx, &fc)
 

@@ -80,7 +80,7 @@ func Build(cfg *config.Config, reg *adapter.Registry, prev *Snapshot, defaultVer
 	}
 
 	secrets := recordSecrets(cfg)
-	ft := funcTables{}
+	ft := funcTables{opts: funcs.Options{UnsetEnvUnknown: cfg.UnsetEnvUnknown}, tables: map[string]map[string]function.Function{}}
 	diags := s.openBackends(cfg, reg, prev, ft)
 	backend := func(blockType, name string) (adapter.Backend, bool) {
 		lb, ok := s.backends[blockType+" "+name]
@@ -183,13 +183,16 @@ func (s *Snapshot) openBackends(cfg *config.Config, reg *adapter.Registry, prev 
 
 // funcTables hands every block of one Build the same function table per
 // directory instead of a fresh one per block. Tables are never modified.
-type funcTables map[string]map[string]function.Function
+type funcTables struct {
+	opts   funcs.Options
+	tables map[string]map[string]function.Function
+}
 
 func (ft funcTables) get(dir string) map[string]function.Function {
-	t, ok := ft[dir]
+	t, ok := ft.tables[dir]
 	if !ok {
-		t = funcs.Table(dir)
-		ft[dir] = t
+		t = funcs.TableWith(dir, ft.opts)
+		ft.tables[dir] = t
 	}
 	return t
 }
