@@ -57,7 +57,7 @@ func LoadWith(paths []string, reg *adapter.Registry, prev *snapshot.Snapshot, ve
 	// Compile even when loading found errors, so that one run reports every
 	// problem it can; the result is only kept when there were none.
 	snap, d := snapshot.Build(cfg, reg, prev, version)
-	out.Diagnostics = append(out.Diagnostics, d...)
+	out.Diagnostics = append(out.Diagnostics, notRepeated(d, diags)...)
 	if snap != nil && (diags.HasErrors() || (len(cfg.UnsetEnv) > 0 && !opts.UnsetEnvWarning)) {
 		snap.Discard(prev)
 		snap = nil
@@ -119,4 +119,28 @@ func containsCall(r hcl.Range, calls []funcs.UnsetEnvCall) bool {
 		}
 	}
 	return false
+}
+
+// notRepeated drops the errors of compiling that blame exactly what an error
+// of loading already blames: compiling checks some things again on its own
+// terms (a param's type, when its schema is built), and one mistake is one
+// diagnostic.
+func notRepeated(compiled, loaded hcl.Diagnostics) hcl.Diagnostics {
+	blamed := map[hcl.Range]bool{}
+	for _, d := range loaded {
+		if d.Severity == hcl.DiagError && d.Subject != nil {
+			blamed[*d.Subject] = true
+		}
+	}
+	if len(blamed) == 0 {
+		return compiled
+	}
+	var out hcl.Diagnostics
+	for _, d := range compiled {
+		if d.Severity == hcl.DiagError && d.Subject != nil && blamed[*d.Subject] {
+			continue
+		}
+		out = append(out, d)
+	}
+	return out
 }

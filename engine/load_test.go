@@ -67,6 +67,16 @@ func TestLoadBroken(t *testing.T) {
 			if !hasDiag(l.Diagnostics, wantPos, tc.want) {
 				t.Errorf("want an error at %s containing %q; got:\n%s", wantPos, tc.want, render(l.Diagnostics))
 			}
+			// One mistake, one diagnostic: nothing else repeats it.
+			errs := 0
+			for _, d := range l.Diagnostics {
+				if d.Severity == hcl.DiagError {
+					errs++
+				}
+			}
+			if errs != 1 {
+				t.Errorf("want exactly one error, got %d:\n%s", errs, render(l.Diagnostics))
+			}
 		})
 	}
 }
