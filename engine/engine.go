@@ -5,6 +5,7 @@ package engine
 
 import (
 	"fmt"
+	"regexp"
 
 	"github.com/hashicorp/hcl/v2"
 
@@ -52,7 +53,9 @@ func LoadWith(paths []string, reg *adapter.Registry, prev *snapshot.Snapshot, ve
 	if cfg == nil {
 		return out
 	}
-	defer func() { out.Diagnostics = unsetEnvDiagnostics(out.Diagnostics, cfg.UnsetEnv, opts.UnsetEnvWarning) }()
+	defer func() {
+		out.Diagnostics = unsetEnvDiagnostics(misspeltNotMissing(out.Diagnostics), cfg.UnsetEnv, opts.UnsetEnvWarning)
+	}()
 	out.Sources, out.Files, out.Referenced = cfg.Sources, cfg.Files, cfg.Referenced
 	// Compile even when loading found errors, so that one run reports every
 	// problem it can; the result is only kept when there were none.
@@ -141,6 +144,55 @@ func notRepeated(compiled, loaded hcl.Diagnostics) hcl.Diagnostics {
 			continue
 		}
 		out = append(out, d)
+	}
+	return out
+}
+
+var (
+	missingArgument = regexp.MustCompile(`^The argument "([^"]+)" is required`)
+	didYouMean      = regexp.MustCompile(`Did you mean "([^"]+)"\?`)
+)
+
+// misspeltNotMissing drops "Missing required argument X" when the same body
+// has an unsupported argument that looks like a misspelling of X: `comand =`
+// is one mistake, reported once, where it is (with its "Did you mean"). The
+// body is the one whose missing-item range (its opening brace) is the
+// closest before the misspelling.
+func misspeltNotMissing(diags hcl.Diagnostics) hcl.Diagnostics {
+	drop := map[*hcl.Diagnostic]bool{}
+	for _, u := range diags {
+		if u.Summary != "Unsupported argument" || u.Subject == nil {
+			continue
+		}
+		m := didYouMean.FindStringSubmatch(u.Detail)
+		if m == nil {
+			continue
+		}
+		var best *hcl.Diagnostic
+		for _, d := range diags {
+			if d.Summary != "Missing required argument" || d.Subject == nil || d.Subject.Filename != u.Subject.Filename ||
+				d.Subject.Start.Byte > u.Subject.Start.Byte {
+				continue
+			}
+			if mm := missingArgument.FindStringSubmatch(d.Detail); mm == nil || mm[1] != m[1] {
+				continue
+			}
+			if best == nil || d.Subject.Start.Byte > best.Subject.Start.Byte {
+				best = d
+			}
+		}
+		if best != nil {
+			drop[best] = true
+		}
+	}
+	if len(drop) == 0 {
+		return diags
+	}
+	var out hcl.Diagnostics
+	for _, d := range diags {
+		if !drop[d] {
+			out = append(out, d)
+		}
 	}
 	return out
 }

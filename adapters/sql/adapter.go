@@ -132,6 +132,15 @@ func (*Adapter) DecodeBackend(b *adapter.BackendBlock) (adapter.BackendConfig, h
 	return cfg, diags
 }
 
+// noDatabase is the detail of a reference to an undeclared database: the
+// closest declared name when there is one, else how to declare it.
+func noDatabase(name, didYouMean string) string {
+	if didYouMean != "" {
+		return fmt.Sprintf("No database block named %q is declared.%s", name, didYouMean)
+	}
+	return fmt.Sprintf("No database block named %q is declared. Declare it at the top level: database %q { driver = \"sqlite\", dsn = \"...\" }.", name, name)
+}
+
 // unknownAtLoad reports whether attr is a valid load-time expression whose
 // value is unknown: it reads an unset environment variable in a load that
 // allows that (funcs.Options.UnsetEnvUnknown).
@@ -225,7 +234,7 @@ func (*Adapter) CompileTool(b *adapter.ToolBlock) (adapter.Handler, hcl.Diagnost
 		live, ok := b.Backend("database", dbName)
 		if !ok {
 			diags = append(diags, attrError(dbAttr, "Unknown database",
-				fmt.Sprintf("No database block named %q is declared. Declare it at the top level: database %q { driver = \"sqlite\", dsn = \"...\" }.", dbName, dbName)))
+				noDatabase(dbName, b.BackendSuggestion("database", dbName))))
 		} else if be, isOurs := live.(*backend); !isOurs {
 			diags = append(diags, attrError(dbAttr, "Unknown database", fmt.Sprintf("%q is not a database of the sql adapter.", dbName)))
 		} else {

@@ -163,7 +163,7 @@ func decodeFile(cfg *Config, body hcl.Body, dir string, blocks Blocks) hcl.Diagn
 	}
 	if fc.Remain != nil {
 		content, d := fc.Remain.Content(backendSchema)
-		diags = append(diags, d...)
+		diags = append(diags, withSuggestions(d, schemaNames(&fileContent{}, blocks.Backends))...)
 		if content != nil {
 			for _, b := range content.Blocks {
 				be := &Backend{Type: b.Type, Name: b.Labels[0], Body: b.Body, DeclRange: b.DefRange, Dir: dir}
@@ -200,7 +200,7 @@ func decodeFile(cfg *Config, body hcl.Body, dir string, blocks Blocks) hcl.Diagn
 		}
 		var d hcl.Diagnostics
 		t.Adapter, d = adapterBlock(t.Remain, blocks.Adapters, "tool")
-		diags = append(diags, d...)
+		diags = append(diags, withSuggestions(d, schemaNames(&Tool{}, blocks.Adapters))...)
 		diags = append(diags, checkParams(t)...)
 		if t.Result != nil {
 			for _, c := range t.Result.Contents {
@@ -213,14 +213,14 @@ func decodeFile(cfg *Config, body hcl.Body, dir string, blocks Blocks) hcl.Diagn
 		r.Dir = dir
 		var d hcl.Diagnostics
 		r.Adapter, d = adapterBlock(r.Remain, blocks.Adapters, "resource")
-		diags = append(diags, d...)
+		diags = append(diags, withSuggestions(d, schemaNames(&Resource{}, blocks.Adapters))...)
 		cfg.Resources = append(cfg.Resources, r)
 	}
 	for _, r := range fc.ResourceTemplates {
 		r.Dir = dir
 		var d hcl.Diagnostics
 		r.Adapter, d = adapterBlock(r.Remain, blocks.Adapters, "resource_template")
-		diags = append(diags, d...)
+		diags = append(diags, withSuggestions(d, schemaNames(&ResourceTemplate{}, blocks.Adapters))...)
 		diags = append(diags, checkTemplateParams(r)...)
 		cfg.ResourceTemplates = append(cfg.ResourceTemplates, r)
 	}

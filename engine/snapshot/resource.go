@@ -55,7 +55,7 @@ type Template struct {
 	validator   *schema.Validator
 }
 
-func compileSource(owner, name string, text, blob, file *hcl.Attribute, ab *config.AdapterBlock, scope *adapter.Scope, reg *adapter.Registry, backend func(string, string) (adapter.Backend, bool), declRange hcl.Range) (*source, hcl.Diagnostics) {
+func compileSource(owner, name string, text, blob, file *hcl.Attribute, ab *config.AdapterBlock, scope *adapter.Scope, reg *adapter.Registry, backend *backendSet, declRange hcl.Range) (*source, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
 	src := &source{name: name, scope: scope}
 	n := 0
@@ -91,7 +91,7 @@ func compileSource(owner, name string, text, blob, file *hcl.Attribute, ab *conf
 		if !ok {
 			panic("unregistered adapter block " + ab.Type)
 		}
-		h, d := a.CompileTool(&adapter.ToolBlock{Tool: name, Type: ab.Type, Body: ab.Body, Range: ab.DeclRange, Scope: scope, Backend: backend})
+		h, d := a.CompileTool(&adapter.ToolBlock{Tool: name, Type: ab.Type, Body: ab.Body, Range: ab.DeclRange, Scope: scope, Backend: backend.get, BackendNames: backend.names})
 		diags = append(diags, d...)
 		src.handler = h
 	}
@@ -106,7 +106,7 @@ func compileSource(owner, name string, text, blob, file *hcl.Attribute, ab *conf
 	return src, diags
 }
 
-func compileResource(rc *config.Resource, reg *adapter.Registry, backend func(string, string) (adapter.Backend, bool), ft funcTables) (*Resource, hcl.Diagnostics) {
+func compileResource(rc *config.Resource, reg *adapter.Registry, backend *backendSet, ft funcTables) (*Resource, hcl.Diagnostics) {
 	scope := &adapter.Scope{Dir: rc.Dir, Functions: ft.get(rc.Dir), Params: map[string]string{}}
 	owner := fmt.Sprintf("resource %q", rc.Name)
 	src, diags := compileSource(owner, rc.Name, rc.Text, rc.Blob, rc.File, rc.Adapter, scope, reg, backend, rc.DeclRange)
@@ -127,7 +127,7 @@ func compileResource(rc *config.Resource, reg *adapter.Registry, backend func(st
 	}, diags
 }
 
-func compileTemplate(rc *config.ResourceTemplate, reg *adapter.Registry, backend func(string, string) (adapter.Backend, bool), ft funcTables) (*Template, hcl.Diagnostics) {
+func compileTemplate(rc *config.ResourceTemplate, reg *adapter.Registry, backend *backendSet, ft funcTables) (*Template, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
 	tmpl, err := uritemplate.New(rc.URITemplate)
 	if err != nil {
