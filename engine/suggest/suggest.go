@@ -9,17 +9,18 @@ import (
 )
 
 // Closest returns the candidate closest to name when it is close enough to
-// be a likely misspelling (at most a third of the longer name's letters,
-// and at most 3, changed), or "". Ties go to the earlier candidate.
+// be a likely misspelling (about a third of the longer name's letters, at
+// most 3, changed: a swap of two letters counts 2), or "". Ties go to the earlier candidate.
 func Closest(name string, candidates []string) string {
 	best, bestDist := "", 0
 	for _, c := range candidates {
 		if c == name {
 			continue
 		}
+		longer := max(len(name), len(c))
 		d := levenshtein.Distance(name, c, nil)
-		limit := min(3, max(len(name), len(c))/3)
-		if d <= limit && (best == "" || d < bestDist) {
+		limit := min(3, (longer+2)/3)
+		if d <= limit && d < longer && (best == "" || d < bestDist) {
 			best, bestDist = c, d
 		}
 	}

@@ -10,6 +10,8 @@ func TestClosest(t *testing.T) {
 	}{
 		{"descriptoin", []string{"title", "description", "param"}, "description"},
 		{"txt", []string{"text", "count"}, "text"},
+		{"nmae", []string{"address", "name"}, "name"},
+		{"ab", []string{"xy"}, ""},
 		{"dbb", []string{"db", "main"}, "db"},
 		{"apii", []string{"api"}, "api"},
 		{"reslt", []string{"result", "progress"}, "result"},
