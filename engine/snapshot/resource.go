@@ -469,7 +469,9 @@ func (s *source) read(ctx context.Context, uri, mimeType string, args map[string
 		if err != nil {
 			return nil, fmt.Errorf("reading %s: %v", uri, err)
 		}
-		if isText(mimeType) || (mimeType == "" && utf8.Valid(data)) {
+		// Text only when it is valid UTF-8: a file that is not, whatever
+		// its declared type, cannot travel as a JSON string.
+		if (isText(mimeType) || mimeType == "") && utf8.Valid(data) {
 			rc.Text = string(data)
 		} else {
 			rc.Blob = data
@@ -482,9 +484,13 @@ func (s *source) read(ctx context.Context, uri, mimeType string, args map[string
 		switch {
 		case out == nil:
 		case len(out.Media) > 0:
-			rc.Blob = out.Media[0].Data
 			if rc.MIMEType == "" {
 				rc.MIMEType = out.Media[0].MIMEType
+			}
+			if isText(rc.MIMEType) && utf8.Valid(out.Media[0].Data) {
+				rc.Text = string(out.Media[0].Data)
+			} else {
+				rc.Blob = out.Media[0].Data
 			}
 		case out.Text != "":
 			rc.Text = out.Text
@@ -499,6 +505,3 @@ func (s *source) read(ctx context.Context, uri, mimeType string, args map[string
 	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{rc}}, nil
 }
 
-func isText(mt string) bool {
-	return strings.HasPrefix(mt, "text/") || strings.HasSuffix(mt, "json") || strings.HasSuffix(mt, "xml") || strings.HasSuffix(mt, "yaml")
-}
