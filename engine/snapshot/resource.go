@@ -504,4 +504,3 @@ func (s *source) read(ctx context.Context, uri, mimeType string, args map[string
 	}
 	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{rc}}, nil
 }
-
