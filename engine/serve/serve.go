@@ -196,21 +196,21 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			defer s.release()
 			return s.callTool(ctx, r)
 		case *mcp.ListToolsRequest:
-			return s.listTools(r)
+			return eraResult(r.Session)(s.listTools(r))
 		case *mcp.ListPromptsRequest:
-			return s.listPrompts(r)
+			return eraResult(r.Session)(s.listPrompts(r))
 		case *mcp.GetPromptRequest:
 			return s.getPrompt(r)
 		case *mcp.ListResourcesRequest:
-			return s.listResources(r)
+			return eraResult(r.Session)(s.listResources(r))
 		case *mcp.ListResourceTemplatesRequest:
-			return s.listTemplates(r)
+			return eraResult(r.Session)(s.listTemplates(r))
 		case *mcp.ReadResourceRequest:
 			if !s.acquire() {
 				return nil, s.busy()
 			}
 			defer s.release()
-			return s.readResource(ctx, r)
+			return eraResult(r.Session)(s.readResource(ctx, r))
 		case *mcp.InitializeRequest:
 			res, err := next(ctx, method, req)
 			if ir, ok := res.(*mcp.InitializeResult); ok && err == nil {
