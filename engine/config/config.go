@@ -192,6 +192,9 @@ type Resource struct {
 
 	Adapter *AdapterBlock
 	Dir     string
+	// URIRange is the range of the uri attribute's value, for diagnostics
+	// about the URI (a zero range when unknown: use DeclRange).
+	URIRange hcl.Range
 }
 
 // ResourceTemplate is one `resource_template "name" { ... }` block. The
@@ -212,6 +215,9 @@ type ResourceTemplate struct {
 
 	Adapter *AdapterBlock
 	Dir     string
+	// URIRange is the range of the uri_template attribute's value, for
+	// diagnostics about the template (zero when unknown: use DeclRange).
+	URIRange hcl.Range
 }
 
 // Prompt is one `prompt "name" { ... }` block.

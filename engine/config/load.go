@@ -209,8 +209,10 @@ func decodeFile(cfg *Config, body hcl.Body, dir string, blocks Blocks) hcl.Diagn
 		}
 		cfg.Tools = append(cfg.Tools, t)
 	}
+	uriRanges := attrRanges(body, map[string]string{"resource": "uri", "resource_template": "uri_template"})
 	for _, r := range fc.Resources {
 		r.Dir = dir
+		r.URIRange = uriRanges[r.DeclRange]
 		var d hcl.Diagnostics
 		r.Adapter, d = adapterBlock(r.Remain, blocks.Adapters, "resource")
 		diags = append(diags, withSuggestions(d, schemaNames(&Resource{}, blocks.Adapters))...)
@@ -218,6 +220,7 @@ func decodeFile(cfg *Config, body hcl.Body, dir string, blocks Blocks) hcl.Diagn
 	}
 	for _, r := range fc.ResourceTemplates {
 		r.Dir = dir
+		r.URIRange = uriRanges[r.DeclRange]
 		var d hcl.Diagnostics
 		r.Adapter, d = adapterBlock(r.Remain, blocks.Adapters, "resource_template")
 		diags = append(diags, withSuggestions(d, schemaNames(&ResourceTemplate{}, blocks.Adapters))...)
@@ -429,9 +432,9 @@ func checkUnique(cfg *Config) hcl.Diagnostics {
 			resNames[r.Name] = r.DeclRange
 		}
 		if prev, dup := resURIs[r.URI]; dup {
-			diags = append(diags, duplicate("resource URI", r.URI, r.DeclRange, prev))
+			diags = append(diags, duplicate("resource URI", r.URI, SubjectOr(r.URIRange, r.DeclRange), prev))
 		} else {
-			resURIs[r.URI] = r.DeclRange
+			resURIs[r.URI] = SubjectOr(r.URIRange, r.DeclRange)
 		}
 	}
 	tmpl := map[string]hcl.Range{}
@@ -508,4 +511,34 @@ func referencedFiles(body hcl.Body, dir string) []string {
 		return nil
 	})
 	return out
+}
+
+// attrRanges maps the definition range of each top-level block of the given
+// types to the range of one of its attributes' value (attrs: block type to
+// attribute name), for diagnostics that blame the attribute, not the block,
+// about a value gohcl decoded into a plain string.
+func attrRanges(body hcl.Body, attrs map[string]string) map[hcl.Range]hcl.Range {
+	out := map[hcl.Range]hcl.Range{}
+	sb, ok := body.(*hclsyntax.Body)
+	if !ok {
+		return out
+	}
+	for _, b := range sb.Blocks {
+		name, ok := attrs[b.Type]
+		if !ok {
+			continue
+		}
+		if a, ok := b.Body.Attributes[name]; ok {
+			out[b.DefRange()] = a.Expr.Range()
+		}
+	}
+	return out
+}
+
+// SubjectOr returns r, or fallback when r is the zero range (unknown).
+func SubjectOr(r, fallback hcl.Range) hcl.Range {
+	if r == (hcl.Range{}) {
+		return fallback
+	}
+	return r
 }

@@ -115,7 +115,7 @@ func compileResource(rc *config.Resource, reg *adapter.Registry, backend *backen
 		mt = mime.TypeByExtension(filepath.Ext(src.file))
 	}
 	if !strings.Contains(rc.URI, ":") {
-		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid resource URI", Detail: fmt.Sprintf("%q has no scheme; use e.g. file:///path or myapp://thing.", rc.URI), Subject: rc.DeclRange.Ptr()})
+		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid resource URI", Detail: fmt.Sprintf("%q has no scheme; use e.g. file:///path or myapp://thing.", rc.URI), Subject: config.SubjectOr(rc.URIRange, rc.DeclRange).Ptr()})
 	}
 	if diags.HasErrors() {
 		return nil, diags
@@ -131,7 +131,7 @@ func compileTemplate(rc *config.ResourceTemplate, reg *adapter.Registry, backend
 	var diags hcl.Diagnostics
 	tmpl, err := uritemplate.New(rc.URITemplate)
 	if err != nil {
-		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid URI template", Detail: err.Error(), Subject: rc.DeclRange.Ptr()}}
+		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid URI template", Detail: err.Error(), Subject: config.SubjectOr(rc.URIRange, rc.DeclRange).Ptr()}}
 	}
 	owner := fmt.Sprintf("resource_template %q", rc.Name)
 	ectx := &hcl.EvalContext{Functions: ft.get(rc.Dir)}
