@@ -15,8 +15,8 @@ server {
 database "demo" {
   driver = "sqlite"
   # In the container image, MCPD_DATA_DIR=/var/lib/mcpd (a volume).
-  dsn    = "file:${env("MCPD_DATA_DIR", ".mcpd")}/demo.db"
-  seed   = file("demo/seed.sql")
+  dsn  = "file:${env("MCPD_DATA_DIR", ".mcpd")}/demo.db"
+  seed = file("demo/seed.sql")
 }
 
 tool "list_books" {
@@ -31,15 +31,17 @@ tool "list_books" {
     required    = false
   }
   param "sort_by" {
-    type    = "string"
-    enum    = ["title", "year", "price"]
-    default = "title"
+    description = "The column to sort by"
+    type        = "string"
+    enum        = ["title", "year", "price"]
+    default     = "title"
   }
   param "limit" {
-    type    = "integer"
-    minimum = 1
-    maximum = 100
-    default = 20
+    description = "How many books to return at most"
+    type        = "integer"
+    minimum     = 1
+    maximum     = 100
+    default     = 20
   }
   sql {
     database    = "demo"
@@ -61,9 +63,10 @@ tool "search_books" {
     read_only = true
   }
   param "text" {
-    type       = "string"
-    min_length = 2
-    max_length = 100
+    description = "Text the title or author name contains"
+    type        = "string"
+    min_length  = 2
+    max_length  = 100
   }
   sql {
     database = "demo"
@@ -84,8 +87,9 @@ tool "get_book" {
     read_only = true
   }
   param "id" {
-    type    = "integer"
-    minimum = 1
+    description = "The book's id, as list_books returns it"
+    type        = "integer"
+    minimum     = 1
   }
   sql {
     database = "demo"
@@ -110,10 +114,11 @@ tool "top_authors" {
     read_only = true
   }
   param "limit" {
-    type    = "integer"
-    minimum = 1
-    maximum = 50
-    default = 5
+    description = "How many authors to return"
+    type        = "integer"
+    minimum     = 1
+    maximum     = 50
+    default     = 5
   }
   sql {
     database = "demo"
@@ -133,9 +138,10 @@ tool "sales_summary" {
     read_only = true
   }
   param "group_by" {
-    type    = "string"
-    enum    = ["genre", "month", "city", "author"]
-    default = "genre"
+    description = "What to total the sales by"
+    type        = "string"
+    enum        = ["genre", "month", "city", "author"]
+    default     = "genre"
   }
   sql {
     database    = "demo"
@@ -157,13 +163,15 @@ tool "restock" {
     idempotent  = false
   }
   param "id" {
-    type    = "integer"
-    minimum = 1
+    description = "The book's id"
+    type        = "integer"
+    minimum     = 1
   }
   param "copies" {
-    type    = "integer"
-    minimum = 1
-    maximum = 100
+    description = "How many copies to add to the stock"
+    type        = "integer"
+    minimum     = 1
+    maximum     = 100
   }
   sql {
     database  = "demo"

@@ -16,7 +16,7 @@
 # Defaults: TAG localhost/mcpd:VERSION (also tagged localhost/mcpd:latest);
 # the engine is podman if installed, else docker. CONTAINERS_CONF is passed
 # through, so a containers.conf for restricted hosts applies (see
-# docs/deploy.md). The image's name is printed on the last line.
+# docs/operations.md). The image's name is printed on the last line.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."

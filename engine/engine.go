@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/auth"
 	"github.com/mcpd/mcpd/engine/config"
 	"github.com/mcpd/mcpd/engine/funcs"
 	"github.com/mcpd/mcpd/engine/snapshot"
@@ -24,6 +25,9 @@ type Loaded struct {
 	// Files are the config files read; Referenced the files they read
 	// through file() and friends. Together, what a reload watches.
 	Files, Referenced []string
+	// Config is the loaded config (nil when nothing could be read), for
+	// what reads it beside the snapshot: `mcpd test`'s test blocks.
+	Config *config.Config
 }
 
 // Load reads the config at paths and compiles it. prev, when not nil, is the
@@ -57,10 +61,21 @@ func LoadWith(paths []string, reg *adapter.Registry, prev *snapshot.Snapshot, ve
 		out.Diagnostics = unsetEnvDiagnostics(misspeltNotMissing(out.Diagnostics), cfg.UnsetEnv, opts.UnsetEnvWarning)
 	}()
 	out.Sources, out.Files, out.Referenced = cfg.Sources, cfg.Files, cfg.Referenced
+	out.Config = cfg
 	// Compile even when loading found errors, so that one run reports every
 	// problem it can; the result is only kept when there were none.
 	snap, d := snapshot.Build(cfg, reg, prev, version)
 	out.Diagnostics = append(out.Diagnostics, notRepeated(d, diags)...)
+	var prevAuth *auth.Config
+	if prev != nil {
+		prevAuth = prev.Auth
+	}
+	authCfg, d := auth.Compile(cfg.Auth, prevAuth, auth.Options{})
+	diags = append(diags, d...)
+	out.Diagnostics = append(out.Diagnostics, d...)
+	if snap != nil {
+		snap.Auth = authCfg
+	}
 	if snap != nil && (diags.HasErrors() || (len(cfg.UnsetEnv) > 0 && !opts.UnsetEnvWarning)) {
 		snap.Discard(prev)
 		snap = nil

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/mcpd/mcpd/adapters/shell"
 	"github.com/mcpd/mcpd/engine"
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/config"
@@ -54,6 +55,9 @@ func TestLoadBroken(t *testing.T) {
 		{"template_param_array.hcl", "template_param_array.hcl:3:3", `Invalid param type: param "name": a URI template variable is text; its type can be string, integer, number or boolean, not array.`},
 		{"template_allow_dots_not_bool.hcl", "template_allow_dots_not_bool.hcl:4:26", "must be true or false"},
 		{"template_bad_pattern.hcl", "template_bad_pattern.hcl:4:15", `Invalid pattern: param "name": error parsing regexp: missing closing ]`},
+		{"log_level.hcl", "log_level.hcl:4:15", `Invalid level: level must be one of debug, info, notice, warning, error, critical, alert, emergency, not "verbose"`},
+		{"log_when.hcl", "log_when.hcl:4:15", `Invalid when: when must be "before" or "after", not "during"`},
+		{"log_unknown_name.hcl", "log_unknown_name.hcl:8:", "unknown name status (available: args)"},
 		{"tool_param_allow_slash.hcl", "tool_param_allow_slash.hcl:4:5", `Unsupported argument: param "p": allow_slash applies to the variables of a resource_template, not to a tool's params.`},
 	}
 	for _, tc := range tests {
@@ -135,23 +139,28 @@ func TestLoadReportsEveryError(t *testing.T) {
 // A valid config yields a snapshot, warnings only, and every file listed.
 func TestLoadConformanceExample(t *testing.T) {
 	dir := filepath.Join("..", "examples", "conformance")
-	l := engine.Load([]string{dir}, adapter.NewRegistry(), nil, "9.9.9")
+	reg := adapter.NewRegistry()
+	reg.Register("shell", shell.New()) // the hook fixtures of hooks.hcl
+	l := engine.Load([]string{dir}, reg, nil, "9.9.9")
 	if l.Diagnostics.HasErrors() || l.Snapshot == nil {
 		t.Fatalf("the conformance example does not load:\n%s", render(l.Diagnostics))
 	}
 	defer l.Snapshot.Close()
 	s := l.Snapshot
-	if len(l.Files) != 1 || filepath.Base(l.Files[0]) != "conformance.hcl" {
+	if len(l.Files) < 2 || filepath.Base(l.Files[0]) != "conformance.hcl" {
 		t.Errorf("Files = %v", l.Files)
 	}
-	if l.Sources[l.Files[0]] == nil {
-		t.Errorf("Sources has no text for %s", l.Files[0])
+	var src string // every file, in load order
+	for _, f := range l.Files {
+		if l.Sources[f] == nil {
+			t.Errorf("Sources has no text for %s", f)
+		}
+		src += string(l.Sources[f]) + "\n"
 	}
 	if s.Server.Name != "mcpd-conformance" || s.Server.Version != "1.0.0" {
 		t.Errorf("Server = %+v", s.Server)
 	}
 	// Everything declared is there, tools in declaration order.
-	src := string(l.Sources[l.Files[0]])
 	decl := func(kind string) []string {
 		var names []string
 		for _, m := range regexp.MustCompile(`(?m)^`+kind+` "([^"]+)"`).FindAllStringSubmatch(src, -1) {

@@ -90,6 +90,9 @@ type handler struct {
 // Vars are the variables result expressions see.
 func (h *handler) Vars() []string { return []string{"status", "headers", "body", "truncated"} }
 
+// MaxOutputBytes is the response body cap (adapter.OutputBounder).
+func (h *handler) MaxOutputBytes() int64 { return h.maxBytes }
+
 // CompileTool decodes and checks a tool's http block.
 func (a *Adapter) CompileTool(b *adapter.ToolBlock) (adapter.Handler, hcl.Diagnostics) {
 	d := &decoder{scope: b.Scope}

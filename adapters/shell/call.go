@@ -45,7 +45,22 @@ func (h *handler) Call(ctx context.Context, req *adapter.Request) (*adapter.Outp
 	if h.inherit && dir != "" {
 		env = setPWD(env, h.env, dir)
 	}
+	if record := adapter.DryRun(ctx); record != nil {
+		// `mcpd test` with expect_argv: say what would run, run nothing.
+		stdin, err := h.stdinValue(req.Eval)
+		if err != nil {
+			return nil, err
+		}
+		record(adapter.Invocation{Argv: argv, Stdin: stdin, Dir: dir})
+		return h.result(0, newCapture(h.maxOutput), newCapture(h.maxOutput))
+	}
 	path := h.exePath
+	if path == "" {
+		// Not installed at load: look again, in the load-time PATH only.
+		if path, err = lookPath(h.name, h.searchPath); err != nil {
+			return nil, fmt.Errorf("%s is not installed here: %q is not in PATH (%s)", req.Tool, h.name, h.searchPath)
+		}
+	}
 
 	release, err := h.acquire(ctx, req.Tool)
 	if err != nil {
@@ -69,6 +84,10 @@ func (h *handler) Call(ctx context.Context, req *adapter.Request) (*adapter.Outp
 		}
 	}
 
+	if h.logStderr != "" && req.Log != nil {
+		stderr.logs = newLineLogger(h.logStderr, req.Log)
+	}
+
 	sio := stdio{stdout: stdout, stderr: stderr}
 	if sio.stdin, err = h.stdinValue(req.Eval); err != nil {
 		return nil, err
@@ -84,6 +103,9 @@ func (h *handler) Call(ctx context.Context, req *adapter.Request) (*adapter.Outp
 	}
 	if prog != nil {
 		prog.flush()
+	}
+	if stderr.logs != nil {
+		stderr.logs.flush()
 	}
 
 	switch {

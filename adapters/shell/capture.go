@@ -23,6 +23,7 @@ type capture struct {
 	full  bool   // the limit was reached: head takes no more bytes
 	tail  []byte // the stream's last bytes: see keepTail
 	lines *progressScanner
+	logs  *lineLogger // log_stderr: each line becomes a log record
 }
 
 func newCapture(limit int) *capture {
@@ -43,6 +44,9 @@ func (c *capture) Write(p []byte) (int, error) {
 	c.keepTail(p)
 	if c.lines != nil {
 		c.lines.Write(p)
+	}
+	if c.logs != nil {
+		c.logs.Write(p)
 	}
 	return len(p), nil
 }

@@ -175,7 +175,7 @@ func TestHardeningLoadDiagnostics(t *testing.T) {
 		{"missing program", `shell {
   command = ["ls", "-l"]
   env     = { PATH = "/nonexistent/bin" }
-}`, hcl.DiagError, `"ls" is not in PATH (/nonexistent/bin)`, 2, 14},
+}`, hcl.DiagWarning, `"ls" is not in PATH (/nonexistent/bin)`, 2, 14},
 		{"allowed param before any --", `shell {
   command         = ["grep", "-e", args.x, "--", args.n]
   allow_dash_args = ["x", "n"]
@@ -347,19 +347,26 @@ func TestQueueTimeout(t *testing.T) {
 	}
 }
 
-// The executable is resolved when the block is compiled, which a reload
-// does again: a program installed after a failed load is found by the next.
+// A program missing at load is a warning, and the tool looks for it again
+// on each call, in the load-time PATH: installing it needs no reload.
 func TestExecutableResolvedOnEachCompile(t *testing.T) {
 	bin := t.TempDir()
 	src := fmt.Sprintf(`shell {
   command = ["mcpd-late-tool"]
   env     = { PATH = %q }
 }`, bin)
-	_, diags := adaptertest.Compile(t, shell.New(), "shell", adaptertest.Config{Src: src})
-	if !diags.HasErrors() || !strings.Contains(diags.Error(), `"mcpd-late-tool" is not in PATH (`+bin+`)`) {
+	missing, diags := adaptertest.Compile(t, shell.New(), "shell", adaptertest.Config{Src: src})
+	if diags.HasErrors() || len(diags) != 1 || !strings.Contains(diags.Error(), `"mcpd-late-tool" is not in PATH (`+bin+`)`) {
 		t.Fatalf("diags: %s", diags.Error())
 	}
+	_, err := call(context.Background(), missing, nil, nil, nil)
+	if err == nil || !strings.Contains(err.Error(), `is not installed here: "mcpd-late-tool" is not in PATH (`+bin+`)`) {
+		t.Fatalf("call before install: %v", err)
+	}
 	writeScript(t, bin, "mcpd-late-tool", `echo late`)
+	if out := mustCall(t, missing, nil, nil); out.Text != "late\n" {
+		t.Errorf("the handler compiled before the install: got %q", out.Text)
+	}
 	h := compile(t, "", src, nil)
 	if out := mustCall(t, h, nil, nil); out.Text != "late\n" {
 		t.Errorf("got %q", out.Text)

@@ -86,6 +86,7 @@ var blockSchema = &hcl.BodySchema{
 		{Name: "allow_dash_args"},
 		{Name: "max_concurrency"},
 		{Name: "queue_timeout"},
+		{Name: "log_stderr"},
 	},
 	Blocks: []hcl.BlockHeaderSchema{{Type: "progress"}},
 }
@@ -129,8 +130,11 @@ type envVar struct {
 // handler is safe for concurrent calls.
 type handler struct {
 	name    string // command[0] as written, for argv[0] and messages
-	exePath string // absolute path, resolved at load
-	args    []argElem
+	exePath string // absolute path, resolved at load; "" when not found then
+	// searchPath is the load-time PATH a bare command name is looked up in
+	// again on a call when it was not found at load.
+	searchPath string
+	args       []argElem
 
 	baseDir   string            // the config file's directory, absolute
 	dir       string            // resolved static working directory
@@ -147,6 +151,7 @@ type handler struct {
 	okCodes   []int
 	output    string
 	progress  *progressSpec
+	logStderr string // MCP log level of stderr lines sent to the client; "": none
 	vars      []string
 
 	// slots holds one token per running process: its capacity is
@@ -215,6 +220,15 @@ func (a *Adapter) CompileTool(b *adapter.ToolBlock) (adapter.Handler, hcl.Diagno
 				h.output = s
 			default:
 				c.errorf(at.Expr.Range(), "Invalid output mode", "output must be %q, %q or %q, not %q.", outputText, outputJSON, outputLines, s)
+			}
+		}
+	}
+	if at := attrs["log_stderr"]; at != nil {
+		if s, ok := c.staticString(at); ok {
+			if adapter.ValidLogLevel(s) {
+				h.logStderr = s
+			} else {
+				c.errorf(at.Expr.Range(), "Invalid log_stderr", "log_stderr is the log level of the stderr lines sent to the client: one of %s, not %q.", strings.Join(adapter.LogLevels, ", "), s)
 			}
 		}
 	}
@@ -291,6 +305,10 @@ func (a *Adapter) CompileTool(b *adapter.ToolBlock) (adapter.Handler, hcl.Diagno
 
 // Vars names the variables of Output.Vars.
 func (h *handler) Vars() []string { return append([]string(nil), h.vars...) }
+
+// MaxOutputBytes is the cap of stdout plus that of stderr
+// (adapter.OutputBounder).
+func (h *handler) MaxOutputBytes() int64 { return 2 * int64(h.maxOutput) }
 
 // compiler accumulates the diagnostics of one block.
 type compiler struct {
@@ -711,8 +729,12 @@ func (c *compiler) commandNotList(at *hcl.Attribute) {
 // resolveExecutable fixes the program at load time: a path with a slash is
 // made absolute (against the config file's directory), a bare name is
 // looked up in the PATH the process gets, which is static (see hijackVar).
-// A program that cannot be found is an error: serving a tool that cannot
-// run helps nobody, and a reload resolves it again once it is installed.
+// A program that cannot be found is a warning, not an error: the same
+// config is often shared by machines and images that have different
+// programs (a FROM scratch image has none), and one missing program must
+// not keep every other tool from being served. Such a tool looks the
+// program up again on each call, in the same load-time PATH (never one a
+// call chooses), and until it is installed answers with a tool error.
 func (c *compiler) resolveExecutable(h *handler, rng hcl.Range) {
 	if strings.ContainsRune(h.name, '/') {
 		p, err := filepath.Abs(funcs.Resolve(c.scope.Dir, h.name))
@@ -720,17 +742,17 @@ func (c *compiler) resolveExecutable(h *handler, rng hcl.Range) {
 			c.errorf(rng, "Invalid executable", "cannot make %s absolute: %v.", h.name, err)
 			return
 		}
-		if err := checkExecutable(p); err != nil {
-			c.errorf(rng, "Executable not found", "%s (%s): %v.", h.name, p, err)
-			return
-		}
 		h.exePath = p
+		if err := checkExecutable(p); err != nil {
+			c.warnf(rng, "Executable not found", "%s (%s): %v. Calls of this tool fail until it exists.", h.name, p, err)
+		}
 		return
 	}
 	path := effectivePath(h.env, h.inherit, os.Environ())
+	h.searchPath = path
 	p, err := lookPath(h.name, path)
 	if err != nil {
-		c.errorf(rng, "Executable not found", "%q is not in PATH (%s); relative PATH entries are not searched. Install it, declare env = { PATH = \"...\" }, or write an absolute path.", h.name, path)
+		c.warnf(rng, "Executable not found", "%q is not in PATH (%s); relative PATH entries are not searched. Calls of this tool fail until it is installed. Install it, declare env = { PATH = \"...\" }, or write an absolute path.", h.name, path)
 		return
 	}
 	h.exePath = p

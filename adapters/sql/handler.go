@@ -43,6 +43,9 @@ var vars = []string{"rows", "columns", "row_count", "truncated", "rows_affected"
 
 func (h *handler) Vars() []string { return slices.Clone(vars) }
 
+// MaxOutputBytes is the result's byte cap (adapter.OutputBounder).
+func (h *handler) MaxOutputBytes() int64 { return int64(h.maxBytes) }
+
 // querier is what runs a statement: a connection or a transaction on it.
 type querier interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)

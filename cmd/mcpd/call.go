@@ -15,10 +15,6 @@ func callCmd(args []string, stdout, stderr io.Writer) error {
 	fs, c := newFlagSet("call", stderr)
 	argsJSON := fs.String("args", "", "the arguments as one JSON object")
 	asJSON := fs.Bool("json", false, "print the whole result as JSON")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: mcpd call [-c PATH]... TOOL [--args JSON | name=value ...]")
-		fs.PrintDefaults()
-	}
 	// Flags may come before or after the tool name.
 	var positional []string
 	rest := args

@@ -376,7 +376,7 @@ func (b *lockedBuffer) String() string {
 	return b.buf.String()
 }
 
-var urlRE = regexp.MustCompile(`url=(http://\S+/mcp)`)
+var urlRE = regexp.MustCompile(`url=(https?://\S+/mcp)`)
 
 // startHTTP starts `mcpd serve` on a free loopback port and returns the
 // endpoint URL, read from its log.

@@ -43,12 +43,20 @@ Usage:
   mcpd validate [-c PATH]... [--format text|json] [--strict]  check a config; exit 1 on errors
   mcpd list     [-c PATH]... [--json]                  list tools, resources and prompts
   mcpd call     [-c PATH]... TOOL [--args JSON | k=v ...]  run one tool in-process
+  mcpd read     [-c PATH]... URI [--json]              read a resource in-process
+  mcpd prompt   [-c PATH]... NAME [k=v ...] [--json]   render a prompt in-process
+  mcpd test     [-c PATH]... [--run REGEX] [--json] [-v]  run the config's test blocks
+  mcpd lint     [-c PATH]... [--format text|json]      a reviewer's warnings about a config
+  mcpd fmt      [--check] [PATH... | -]                rewrite config files in canonical form
+  mcpd init     [DIR]                                  scaffold a new project
+  mcpd client-config --host HOST [--http URL]          print a host's config snippet
+  mcpd help     [COMMAND]                              print a command's help and flags
   mcpd version                                          print the version
 
 -c/--config takes a file or a directory of *.hcl files and may be repeated;
 the default is ./tools.hcl. Every flag can also be set as MCPD_<FLAG>, e.g.
 MCPD_HTTP=0.0.0.0:8080 or MCPD_CONFIG=/etc/mcpd (several paths separated by ':').
-Run 'mcpd COMMAND -h' for a command's flags.
+Run 'mcpd help COMMAND' (or 'mcpd COMMAND -h') for a command's flags.
 `
 
 func main() {
@@ -57,6 +65,11 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
+	return runIO(args, os.Stdin, stdout, stderr)
+}
+
+// runIO is run with stdin given, for commands that read it (fmt -).
+func runIO(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return 2
@@ -72,12 +85,25 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = listCmd(rest, stdout, stderr)
 	case "call":
 		err = callCmd(rest, stdout, stderr)
+	case "read":
+		err = readCmd(rest, stdout, stderr)
+	case "prompt":
+		err = promptCmd(rest, stdout, stderr)
+	case "lint":
+		err = lintCmd(rest, stdout, stderr)
+	case "fmt":
+		err = fmtCmd(rest, stdin, stdout, stderr)
+	case "init":
+		err = initCmd(rest, stdout, stderr)
+	case "client-config":
+		err = clientConfigCmd(rest, stdout, stderr)
+	case "test":
+		err = testCmd(rest, stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintf(stdout, "mcpd %s\n", mcpdVersion())
 		return 0
 	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
-		return 0
+		return helpCmd(rest, stdout, stderr)
 	default:
 		fmt.Fprintf(stderr, "mcpd: unknown command %q\n\n%s", cmd, usage)
 		return 2
@@ -132,6 +158,7 @@ type common struct {
 func newFlagSet(name string, stderr io.Writer) (*flag.FlagSet, *common) {
 	fs := flag.NewFlagSet("mcpd "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	setUsage(fs, name)
 	c := &common{}
 	fs.Var(&c.configs, "config", "config file or directory of *.hcl (repeatable; default ./tools.hcl)")
 	fs.Var(&c.configs, "c", "shorthand for --config")
@@ -209,6 +236,7 @@ func validateCmd(args []string, stdout, stderr io.Writer) error {
 	// Without --strict, a config checks without its secrets (in CI): an
 	// unset variable is a warning and the checks that need it are skipped.
 	l := engine.LoadWith(c.paths(), registry(), nil, mcpdVersion(), engine.Options{UnsetEnvWarning: !*strict})
+	checkTests(c.paths(), l)
 	if l.Snapshot != nil {
 		defer l.Snapshot.Close()
 	}

@@ -44,6 +44,8 @@ func serveCmd(args []string, stderr io.Writer) error {
 	noWatch := fs.Bool("no-watch", false, "do not reload when config files change (SIGHUP still reloads)")
 	poll := fs.Duration("poll", 0, "also check config files this often, for file systems without inotify (e.g. 2s)")
 	ops := addOpsFlags(fs)
+	auditFlags := addAuditFlags(fs)
+	guard := addAuthFlags(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -70,15 +72,22 @@ func serveCmd(args []string, stderr io.Writer) error {
 		return err
 	}
 	defer flushTraces()
-	srv := serve.New(&current, serve.Options{ListTTL: *listTTL, Logger: logger, MaxInflight: limits.maxInflight,
-		Metrics: metrics, Tracer: tracer, ShutdownGrace: ops.shutdownGrace, AnswerWait: answerWait})
+	auditLog, err := openAudit(auditFlags, logger, metrics)
+	if err != nil {
+		return err
+	}
+	defer closeAudit(auditLog, logger)
+	var reloader *reload.Reloader // set below, before any request is served
+	srv := serve.New(&current, serve.Options{ListTTL: *listTTL, Logger: logger, MaxInflight: limits.maxInflight, OutputBudget: int64(limits.maxOutputBudget),
+		Metrics: metrics, Tracer: tracer, ShutdownGrace: ops.shutdownGrace, AnswerWait: answerWait,
+		Audit: auditLog, Generation: func() int { return reloader.Status().Generation() }})
 
 	ctx, cancel := shutdownSignals(logger)
 	defer cancel()
 	s := l.Snapshot
 	logger.Info("config loaded", "files", strings.Join(l.Files, ","), "tools", len(s.Tools), "resources", len(s.Resources)+len(s.Templates), "prompts", len(s.Prompts))
 
-	reloader := &reload.Reloader{
+	reloader = &reload.Reloader{
 		Paths: c.paths(), Registry: reg, Current: &current, Notifier: srv,
 		Version: mcpdVersion(), Logger: logger, Poll: *poll,
 	}
@@ -104,6 +113,7 @@ func serveCmd(args []string, stderr io.Writer) error {
 		for range hup {
 			logger.Info("SIGHUP: reloading config")
 			reloader.Trigger()
+			auditLog.Reopen()
 		}
 	}()
 
@@ -118,15 +128,19 @@ func serveCmd(args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	ln, scheme, authRequired, err := guard.guardListener(ln, &current, logger)
+	if err != nil {
+		return err
+	}
 	mux := http.NewServeMux()
 	httpOpts := limits.httpOptions(serve.HTTPOptions{
 		AllowedHosts: hosts, AllowedOrigins: origins, JSONResponse: *jsonResp, SessionTimeout: *sessionTimeout,
 	})
-	mux.Handle("/mcp", srv.HTTPHandler(httpOpts))
+	guardMux(mux, srv.HTTPHandler(httpOpts), &current, authRequired, httpOpts, logger)
 	if ops.adminAddr == "" {
 		mux.Handle("/", serve.HostGuard(httpOpts, admin))
 	}
 	hs := limits.httpServer(metrics.HTTPMiddleware(mux))
-	logger.Info("serving MCP over Streamable HTTP", "url", fmt.Sprintf("http://%s/mcp", ln.Addr()))
+	logger.Info("serving MCP over Streamable HTTP", "url", fmt.Sprintf("%s://%s/mcp", scheme, ln.Addr()), "auth", current.Load().Auth != nil)
 	return runHTTP(ctx, hs, ln, srv, ops, logger)
 }

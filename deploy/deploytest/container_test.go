@@ -192,7 +192,7 @@ func TestImage(t *testing.T) {
 	if !slices.Equal(cfg.Entrypoint, []string{"/mcpd"}) || !slices.Equal(cfg.Cmd, []string{"serve"}) {
 		t.Errorf("Entrypoint %q Cmd %q, want [/mcpd] [serve]", cfg.Entrypoint, cfg.Cmd)
 	}
-	for _, kv := range []string{"MCPD_CONFIG=/etc/mcpd", "MCPD_HTTP=0.0.0.0:8080", "MCPD_DATA_DIR=/var/lib/mcpd"} {
+	for _, kv := range []string{"MCPD_CONFIG=/etc/mcpd", "MCPD_HTTP=0.0.0.0:8080", "MCPD_INSECURE_NO_AUTH=1", "MCPD_DATA_DIR=/var/lib/mcpd"} {
 		if !slices.Contains(cfg.Env, kv) {
 			t.Errorf("Env %q lacks %s", cfg.Env, kv)
 		}

@@ -6,5 +6,5 @@
 // The tests run only when MCPD_DEPLOY_TESTS=1, as .ci/run's deploy step
 // sets it; the container and Kubernetes tests also need MCPD_TEST_IMAGE, the
 // image to test. Each skips, saying what is missing, where podman, haproxy
-// or the image is not there. See docs/deploy.md.
+// or the image is not there. See docs/operations.md.
 package deploytest

@@ -69,6 +69,16 @@ type Handler interface {
 	Vars() []string
 }
 
+// An OutputBounder is a Handler that knows the most output one call can
+// hold in memory: its output caps (a program's two streams, a response
+// body, a result's bytes). The engine counts the calls in flight against a
+// server-wide budget with it, so that raising one tool's cap cannot make
+// concurrent calls hold more than the server can afford. A Handler that
+// does not implement it counts as nothing.
+type OutputBounder interface {
+	MaxOutputBytes() int64
+}
+
 // ToolBlock is the adapter block of one tool, handed to CompileTool.
 type ToolBlock struct {
 	Tool  string    // the tool's name, for messages
@@ -106,6 +116,11 @@ type Request struct {
 	// Progress reports progress to the client when it asked for it (the
 	// request carried a progress token); otherwise it does nothing. Never nil.
 	Progress func(progress, total float64, message string)
+	// Log sends a log record (notifications/message) to the client, with
+	// the tool's name as the logger; level is one of LogLevels. Records
+	// below the level the client asked for, or all of them when it asked
+	// for none, are dropped. Never nil.
+	Log func(level, message string)
 }
 
 // Output is what a Handler produced. The engine turns it into a tool result:

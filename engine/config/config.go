@@ -28,6 +28,11 @@ type Config struct {
 	Referenced []string
 	// Sources maps each file to its text, for printing diagnostics.
 	Sources map[string][]byte
+	// Auth is the auth block, if any.
+	Auth *Auth
+	// Tests are the test blocks declared in the config files (see
+	// LoadTests for those of *_test.hcl files). They are never served.
+	Tests []*Test
 	// UnsetEnvUnknown is Options.UnsetEnvUnknown of the load: function
 	// tables built from this config must use it too.
 	UnsetEnvUnknown bool
@@ -52,6 +57,11 @@ type Server struct {
 	Instructions string    `hcl:"instructions,optional"`
 	WebsiteURL   string    `hcl:"website_url,optional"`
 	DeclRange    hcl.Range `hcl:",def_range"`
+
+	// DefaultTimeout is the timeout of a tool that sets none; MaxTimeout
+	// caps every tool's timeout (docs/security.md, "Limits").
+	DefaultTimeout *hcl.Attribute `hcl:"default_timeout,optional"`
+	MaxTimeout     *hcl.Attribute `hcl:"max_timeout,optional"`
 }
 
 // Tool is one `tool "name" { ... }` block.
@@ -66,6 +76,7 @@ type Tool struct {
 	OutputSchema *hcl.Attribute `hcl:"output_schema,optional"`
 	Result       *Result        `hcl:"result,block"`
 	Progress     *Progress      `hcl:"progress,block"`
+	Logs         []*Log         `hcl:"log,block"`
 	Remain       hcl.Body       `hcl:",remain"`
 	DeclRange    hcl.Range      `hcl:",def_range"`
 
@@ -73,6 +84,25 @@ type Tool struct {
 	Adapter *AdapterBlock
 	// Dir is the directory of the file the tool is declared in.
 	Dir string
+
+	// Scopes are the scopes a caller needs to see and call the tool.
+	Scopes []string `hcl:"scopes,optional"`
+	// Timeout, MaxConcurrency, QueueTimeout and RateLimit limit the tool's
+	// calls (docs/security.md, "Limits").
+	Timeout        *hcl.Attribute `hcl:"timeout,optional"`
+	MaxConcurrency *hcl.Attribute `hcl:"max_concurrency,optional"`
+	QueueTimeout   *hcl.Attribute `hcl:"queue_timeout,optional"`
+	RateLimit      *RateLimit     `hcl:"rate_limit,block"`
+}
+
+// RateLimit is a tool's `rate_limit { ... }` block: token buckets for the
+// tool as a whole and for each caller. Rates are written "N/s", "N/m",
+// "N/h" or "N/<duration>".
+type RateLimit struct {
+	PerTool   *hcl.Attribute `hcl:"per_tool,optional"`
+	PerCaller *hcl.Attribute `hcl:"per_caller,optional"`
+	Burst     *hcl.Attribute `hcl:"burst,optional"`
+	DeclRange hcl.Range      `hcl:",def_range"`
 }
 
 // Annotations are the tool's behaviour hints for clients.
@@ -116,6 +146,13 @@ type Param struct {
 	AllowSlash       *hcl.Attribute `hcl:"allow_slash,optional"`
 	AllowDotSegments *hcl.Attribute `hcl:"allow_dot_segments,optional"`
 	DeclRange        hcl.Range      `hcl:",def_range"`
+	// Sensitive keeps the argument's value out of the audit log, mcpd's
+	// logs and error texts; its schema says "writeOnly": true.
+	Sensitive *hcl.Attribute `hcl:"sensitive,optional"`
+
+	// FromCaller binds the param to the verified caller ("claims.org_id"
+	// or "name"): the model neither sees nor sets it.
+	FromCaller *hcl.Attribute `hcl:"from_caller,optional"`
 }
 
 // Result is a tool's `result { ... }` block: how the output becomes content.
@@ -158,6 +195,15 @@ type Progress struct {
 	DeclRange hcl.Range      `hcl:",def_range"`
 }
 
+// Log declares a log record (notifications/message) a tool sends to the
+// client on each call, before or after its adapter runs.
+type Log struct {
+	Level     *hcl.Attribute `hcl:"level,optional"`
+	Message   *hcl.Attribute `hcl:"message"`
+	When      *hcl.Attribute `hcl:"when,optional"`
+	DeclRange hcl.Range      `hcl:",def_range"`
+}
+
 // AdapterBlock is the block inside a tool (or resource) that selects the
 // adapter doing the work, such as `http { ... }`. Its body belongs to the
 // adapter.
@@ -195,6 +241,9 @@ type Resource struct {
 	// URIRange is the range of the uri attribute's value, for diagnostics
 	// about the URI (a zero range when unknown: use DeclRange).
 	URIRange hcl.Range
+
+	// Scopes are the scopes a caller needs to see and read the resource.
+	Scopes []string `hcl:"scopes,optional"`
 }
 
 // ResourceTemplate is one `resource_template "name" { ... }` block. The
@@ -218,6 +267,9 @@ type ResourceTemplate struct {
 	// URIRange is the range of the uri_template attribute's value, for
 	// diagnostics about the template (zero when unknown: use DeclRange).
 	URIRange hcl.Range
+
+	// Scopes are the scopes a caller needs to see and read the template.
+	Scopes []string `hcl:"scopes,optional"`
 }
 
 // Prompt is one `prompt "name" { ... }` block.
@@ -230,6 +282,9 @@ type Prompt struct {
 	DeclRange   hcl.Range   `hcl:",def_range"`
 
 	Dir string
+
+	// Scopes are the scopes a caller needs to see and get the prompt.
+	Scopes []string `hcl:"scopes,optional"`
 }
 
 // Argument is one argument of a prompt.
@@ -249,4 +304,53 @@ type Message struct {
 	Text      *hcl.Attribute `hcl:"text,optional"`
 	Contents  []*Content     `hcl:"content,block"`
 	DeclRange hcl.Range      `hcl:",def_range"`
+}
+
+// Auth is the top-level `auth { ... }` block: how HTTP callers prove who
+// they are. Attributes are kept as attributes so that engine/auth can
+// evaluate them (env(), file()) and blame their ranges when it compiles
+// them; see docs/security.md.
+type Auth struct {
+	// Header is an extra header that carries an API key, besides
+	// Authorization: Bearer.
+	Header *hcl.Attribute `hcl:"header,optional"`
+	// Resource is this server's resource URI (RFC 9728), e.g.
+	// https://mcp.example.com/mcp: the audience tokens must carry and the
+	// subject of the Protected Resource Metadata.
+	Resource *hcl.Attribute `hcl:"resource,optional"`
+	// Scopes are required of every caller to reach the server at all.
+	Scopes    *hcl.Attribute `hcl:"scopes,optional"`
+	APIKeys   []*APIKey      `hcl:"api_key,block"`
+	OAuth     *OAuth         `hcl:"oauth,block"`
+	DeclRange hcl.Range      `hcl:",def_range"`
+
+	// Dir is the directory of the file the block is declared in.
+	Dir string
+}
+
+// APIKey is one `api_key "name" { ... }` block: a static bearer token whose
+// name is the principal it authenticates.
+type APIKey struct {
+	Name       string         `hcl:"name,label"`
+	NameRange  hcl.Range      `hcl:"name,label_range"`
+	Value      *hcl.Attribute `hcl:"value,optional"`
+	SHA256     *hcl.Attribute `hcl:"sha256,optional"`
+	Scopes     *hcl.Attribute `hcl:"scopes,optional"`
+	Attributes *hcl.Attribute `hcl:"attributes,optional"`
+	DeclRange  hcl.Range      `hcl:",def_range"`
+}
+
+// OAuth is the `oauth { ... }` block of auth: mcpd as an OAuth 2.1
+// resource server that accepts JWT access tokens from one issuer.
+type OAuth struct {
+	Issuer           *hcl.Attribute `hcl:"issuer"`
+	Audience         *hcl.Attribute `hcl:"audience,optional"`
+	JWKSURL          *hcl.Attribute `hcl:"jwks_url,optional"`
+	Algorithms       *hcl.Attribute `hcl:"algorithms,optional"`
+	Leeway           *hcl.Attribute `hcl:"leeway,optional"`
+	ScopesClaim      *hcl.Attribute `hcl:"scopes_claim,optional"`
+	IntrospectionURL *hcl.Attribute `hcl:"introspection_url,optional"`
+	ClientID         *hcl.Attribute `hcl:"client_id,optional"`
+	ClientSecret     *hcl.Attribute `hcl:"client_secret,optional"`
+	DeclRange        hcl.Range      `hcl:",def_range"`
 }

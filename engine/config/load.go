@@ -62,6 +62,8 @@ type fileContent struct {
 	Resources         []*Resource         `hcl:"resource,block"`
 	ResourceTemplates []*ResourceTemplate `hcl:"resource_template,block"`
 	Prompts           []*Prompt           `hcl:"prompt,block"`
+	Auths             []*Auth             `hcl:"auth,block"`
+	Tests             []*Test             `hcl:"test,block"`
 	Remain            hcl.Body            `hcl:",remain"`
 }
 
@@ -125,7 +127,8 @@ func ExpandPaths(paths []string) ([]string, hcl.Diagnostics) {
 			}
 			for _, e := range entries {
 				n := e.Name()
-				if strings.HasPrefix(n, ".") || !strings.HasSuffix(n, ".hcl") {
+				// Test files are read by LoadTests, never served.
+				if strings.HasPrefix(n, ".") || !strings.HasSuffix(n, ".hcl") || IsTestFile(n) {
 					continue
 				}
 				// Stat, not e.Type: ConfigMap files are symlinks.
@@ -188,6 +191,7 @@ func decodeFile(cfg *Config, body hcl.Body, dir string, blocks Blocks) hcl.Diagn
 		}
 		cfg.Server = s
 	}
+	diags = append(diags, mergeAuth(cfg, fc.Auths, dir)...)
 	for _, t := range fc.Tools {
 		t.Dir = dir
 		if !validToolName(t.Name) {
@@ -226,6 +230,10 @@ func decodeFile(cfg *Config, body hcl.Body, dir string, blocks Blocks) hcl.Diagn
 		diags = append(diags, withSuggestions(d, schemaNames(&ResourceTemplate{}, blocks.Adapters))...)
 		diags = append(diags, checkTemplateParams(r)...)
 		cfg.ResourceTemplates = append(cfg.ResourceTemplates, r)
+	}
+	for _, t := range fc.Tests {
+		t.Dir = dir
+		cfg.Tests = append(cfg.Tests, t)
 	}
 	for _, p := range fc.Prompts {
 		p.Dir = dir
@@ -279,6 +287,9 @@ func checkParams(t *Tool) hcl.Diagnostics {
 			}
 		}
 	}
+	for _, p := range t.Params {
+		diags = append(diags, checkFromCaller(p)...)
+	}
 	if t.InputSchema != nil && len(t.Params) > 0 {
 		diags = append(diags, &hcl.Diagnostic{
 			Severity: hcl.DiagError,
@@ -290,6 +301,70 @@ func checkParams(t *Tool) hcl.Diagnostics {
 	return diags
 }
 
+// checkFromCaller checks a caller-bound param: its path names something a
+// principal has ("name", or a claim as "claims.<name>[.<name>...]"), and it
+// has no default and no required, since the model never supplies it.
+func checkFromCaller(p *Param) hcl.Diagnostics {
+	a := p.FromCaller
+	if a == nil {
+		return nil
+	}
+	var diags hcl.Diagnostics
+	v, d := a.Expr.Value(nil)
+	if d.HasErrors() || v.IsNull() || !v.IsKnown() || v.Type() != cty.String {
+		return hcl.Diagnostics{{
+			Severity: hcl.DiagError,
+			Summary:  "Invalid from_caller",
+			Detail:   fmt.Sprintf("param %q: from_caller is a literal string such as \"claims.org_id\" or \"name\".", p.Name),
+			Subject:  a.Expr.Range().Ptr(),
+		}}
+	}
+	if path := v.AsString(); !ValidCallerPath(path) {
+		diags = append(diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Invalid from_caller",
+			Detail:   fmt.Sprintf("param %q: %q is not a caller attribute; write \"name\" (the caller's name) or \"claims.<claim>\" (a claim of its token or an attribute of its API key), e.g. \"claims.org_id\".", p.Name, path),
+			Subject:  a.Expr.Range().Ptr(),
+		})
+	}
+	if p.Default != nil {
+		diags = append(diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "from_caller with a default",
+			Detail:   fmt.Sprintf("param %q is set from the authenticated caller, so it cannot have a default: a call without the caller attribute is refused instead.", p.Name),
+			Subject:  &p.Default.NameRange,
+		})
+	}
+	if p.Required != nil {
+		rng := p.DeclRange
+		diags = append(diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "from_caller with required",
+			Detail:   fmt.Sprintf("param %q is set from the authenticated caller, never by the model: drop required.", p.Name),
+			Subject:  &rng,
+		})
+	}
+	return diags
+}
+
+// ValidCallerPath reports whether path is a from_caller path: "name" or
+// "claims." followed by one or more non-empty dotted segments.
+func ValidCallerPath(path string) bool {
+	if path == "name" {
+		return true
+	}
+	rest, ok := strings.CutPrefix(path, "claims.")
+	if !ok {
+		return false
+	}
+	for _, seg := range strings.Split(rest, ".") {
+		if seg == "" {
+			return false
+		}
+	}
+	return true
+}
+
 // checkTemplateParams checks the param blocks of a resource_template: as a
 // tool's, except that a URI variable is text, which can become a string, a
 // number or a boolean but not an array or an object. Whether each param is
@@ -297,12 +372,28 @@ func checkParams(t *Tool) hcl.Diagnostics {
 func checkTemplateParams(r *ResourceTemplate) hcl.Diagnostics {
 	diags := checkParamList(r.Params)
 	for _, p := range r.Params {
+		if a := p.FromCaller; a != nil {
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Unsupported argument",
+				Detail:   fmt.Sprintf("param %q: from_caller applies to a tool's params, not to the variables of a resource_template (they come from the URI).", p.Name),
+				Subject:  &a.NameRange,
+			})
+		}
 		if p.Type == "array" || p.Type == "object" {
 			diags = append(diags, &hcl.Diagnostic{
 				Severity: hcl.DiagError,
 				Summary:  "Invalid param type",
 				Detail:   fmt.Sprintf("param %q: a URI template variable is text; its type can be string, integer, number or boolean, not %s.", p.Name, p.Type),
 				Subject:  &p.DeclRange,
+			})
+		}
+		if p.Sensitive != nil {
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Unsupported argument",
+				Detail:   fmt.Sprintf("param %q: sensitive applies to a tool's params; a resource URI is logged and shown whole, so it must not carry secrets.", p.Name),
+				Subject:  &p.Sensitive.NameRange,
 			})
 		}
 	}
@@ -541,4 +632,23 @@ func SubjectOr(r, fallback hcl.Range) hcl.Range {
 		return fallback
 	}
 	return r
+}
+
+// mergeAuth keeps the one auth block a config may have, in any file.
+func mergeAuth(cfg *Config, blocks []*Auth, dir string) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	for _, a := range blocks {
+		if cfg.Auth != nil {
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Duplicate auth block",
+				Detail:   fmt.Sprintf("Only one auth block is allowed; the first is at %s.", Pos(cfg.Auth.DeclRange)),
+				Subject:  &a.DeclRange,
+			})
+			continue
+		}
+		a.Dir = dir
+		cfg.Auth = a
+	}
+	return diags
 }

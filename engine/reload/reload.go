@@ -445,7 +445,9 @@ func (ws watchSet) relevant(name string) bool {
 	if base == "..data" {
 		return true
 	}
-	if ws.configDirs[dir] && strings.HasSuffix(base, ".hcl") && !strings.HasPrefix(base, ".") {
+	// Test files (*_test.hcl) are not part of the config: editing one
+	// while tests are written must not reload the server.
+	if ws.configDirs[dir] && strings.HasSuffix(base, ".hcl") && !strings.HasPrefix(base, ".") && !config.IsTestFile(base) {
 		return true
 	}
 	return false
@@ -461,7 +463,7 @@ func (ws watchSet) names() []string {
 	for d := range ws.configDirs {
 		if entries, err := os.ReadDir(d); err == nil {
 			for _, e := range entries {
-				if strings.HasSuffix(e.Name(), ".hcl") && !strings.HasPrefix(e.Name(), ".") {
+				if strings.HasSuffix(e.Name(), ".hcl") && !strings.HasPrefix(e.Name(), ".") && !config.IsTestFile(e.Name()) {
 					names = append(names, filepath.Join(d, e.Name()))
 				}
 			}

@@ -20,6 +20,11 @@ func FromParams(params []*config.Param, ectx *hcl.EvalContext) (map[string]any, 
 	required := []any{}
 	var diags hcl.Diagnostics
 	for _, p := range params {
+		if p.FromCaller != nil {
+			// Bound from the caller (see CallerParams): not the model's to
+			// see or set.
+			continue
+		}
 		s, d := paramSchema(p, ectx)
 		diags = append(diags, d...)
 		if d.HasErrors() {
@@ -72,6 +77,18 @@ func paramSchema(p *config.Param, ectx *hcl.EvalContext) (map[string]any, hcl.Di
 	}
 	if p.UniqueItems {
 		s["uniqueItems"] = true
+	}
+	if p.Sensitive != nil {
+		// No JSON Schema keyword says "secret"; writeOnly ("sent, never
+		// returned", as OpenAPI marks passwords) is the closest, and it is
+		// what the validator and the snapshot read back.
+		v, d := exactValue(p.Sensitive, ectx)
+		diags = append(diags, d...)
+		if b, ok := v.(bool); ok && b {
+			s["writeOnly"] = true
+		} else if !ok && !d.HasErrors() {
+			diags = append(diags, attrError(p.Sensitive, "Invalid sensitive", "sensitive must be true or false"))
+		}
 	}
 	attrs := []struct {
 		attr *hcl.Attribute

@@ -60,6 +60,9 @@ type node struct {
 	addl      *node // additional properties schema; nil with noAddl false: allowed
 	noAddl    bool
 	defaults  map[string]any
+	// secret is set under "writeOnly": true (a sensitive param): its
+	// messages name the rule broken but never the value.
+	secret bool
 }
 
 // known are the keywords the compiled validator implements. Annotations
@@ -283,6 +286,9 @@ func compileNode(v any, path string) (*node, error) {
 			return nil, err
 		}
 	}
+	if wo, _ := s["writeOnly"].(bool); wo {
+		n.markSecret()
+	}
 	return n, nil
 }
 
@@ -381,6 +387,76 @@ func (v *Validator) ValidateArgs(args map[string]any) error {
 
 // check validates x against n; path is where x sits, for messages.
 func (n *node) check(x any, path string) error {
+	if n.secret {
+		return hideValue(n.checkValue(x, path), x, path)
+	}
+	return n.checkValue(x, path)
+}
+
+// notShown replaces a sensitive value in a message.
+const notShown = "a value not shown (the param is sensitive)"
+
+// hideValue rewrites the error of a sensitive value so that it says which
+// rule was broken without the value: messages put the value last, after
+// ", got " or, for formats, after ": ". Anything else that still holds
+// the value gets a message with no detail at all.
+func hideValue(err error, x any, path string) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	if strings.Contains(msg, notShown) {
+		return err // an inner sensitive node's message, already rewritten
+	}
+	if i := strings.Index(msg, ", got "); i >= 0 {
+		msg = msg[:i] + ", got " + notShown
+	} else if p := what(path) + " must be "; strings.HasPrefix(msg, p) {
+		if i := strings.Index(msg[len(p):], ": "); i >= 0 {
+			msg = msg[:len(p)+i]
+		}
+	}
+	if leaks(msg, x) {
+		msg = what(path) + " is not valid; its value is not shown (the param is sensitive)"
+	}
+	return errors.New(msg)
+}
+
+// leaks reports whether msg holds a string (of 3 bytes or more) or an
+// object key found in x.
+func leaks(msg string, x any) bool {
+	switch v := x.(type) {
+	case string:
+		return len(v) >= 3 && strings.Contains(msg, v)
+	case []any:
+		for _, e := range v {
+			if leaks(msg, e) {
+				return true
+			}
+		}
+	case map[string]any:
+		for k, e := range v {
+			if leaks(msg, k) || leaks(msg, e) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// markSecret marks n and everything below it sensitive.
+func (n *node) markSecret() {
+	if n == nil || n.secret {
+		return
+	}
+	n.secret = true
+	n.items.markSecret()
+	n.addl.markSecret()
+	for _, p := range n.props {
+		p.markSecret()
+	}
+}
+
+func (n *node) checkValue(x any, path string) error {
 	if len(n.types) > 0 && !n.typeOK(x) {
 		return fmt.Errorf("%s must be %s, got %s", what(path), typeList(n.types), describe(x))
 	}

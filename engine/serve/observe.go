@@ -48,6 +48,7 @@ func (s *Server) observe(next mcp.MethodHandler) mcp.MethodHandler {
 			ctx, span = s.startSpan(ctx, method, tool, req)
 		}
 		start := time.Now()
+		audited := s.auditBegin(req, start)
 
 		res, err := next(ctx, method, req)
 
@@ -79,6 +80,9 @@ func (s *Server) observe(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		if span != nil {
 			endSpan(span, errorType(outcome, err), err)
+		}
+		if audited != nil {
+			s.auditEnd(ctx, audited, res, err, outcome, took)
 		}
 		return res, err
 	}

@@ -2,6 +2,7 @@ package serve_test
 
 import (
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/mcpd/mcpd/engine"
+	"github.com/mcpd/mcpd/engine/audit"
 	"github.com/mcpd/mcpd/engine/serve"
 	"github.com/mcpd/mcpd/engine/snapshot"
 	"github.com/mcpd/mcpd/engine/telemetry"
@@ -44,6 +46,9 @@ func BenchmarkObserveCost(b *testing.B) {
 		{"bare", serve.Bare(serve.Options{Logger: quiet})},
 		{"metrics", serve.Options{Logger: quiet, Metrics: telemetry.NewMetrics("bench")}},
 		{"tracing", serve.Options{Logger: quiet, Metrics: telemetry.NewMetrics("bench"), Tracer: tp.Tracer("bench")}},
+		// The audit log's cost in the call's goroutine: building, redacting
+		// and encoding the line; the writing is another goroutine's.
+		{"audit", serve.Options{Logger: quiet, Metrics: telemetry.NewMetrics("bench"), Audit: audit.New(io.Discard, audit.Options{Logger: quiet})}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			srv := serve.New(cur, bc.opts)

@@ -19,9 +19,12 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/sync/semaphore"
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/mcpd/mcpd/engine/audit"
+	"github.com/mcpd/mcpd/engine/principal"
 	"github.com/mcpd/mcpd/engine/snapshot"
 	"github.com/mcpd/mcpd/engine/telemetry"
 )
@@ -50,6 +53,11 @@ type Options struct {
 	// waits for their answers to be written (default 5s). A stdio session
 	// whose input ends drains too.
 	ShutdownGrace, AnswerWait time.Duration
+	// Audit, when not nil, gets one entry per tools/call, resources/read
+	// and prompts/get (see audit.go); Generation, when not nil, tells the
+	// config generation for its entries.
+	Audit      *audit.Logger
+	Generation func() int
 
 	// bare leaves out the observe middleware, for benchmarking its cost.
 	bare bool
@@ -59,6 +67,11 @@ type Options struct {
 	// 503; this cap also counts calls whose HTTP client has gone, which
 	// the SDK lets run on in a 2025-11-25 session.)
 	MaxInflight int
+	// OutputBudget bounds the output caps of the calls in flight, summed
+	// (see budget.go); 0: no bound. OutputBudgetWait is how long a call
+	// waits for budget before it is refused (default 5s).
+	OutputBudget     int64
+	OutputBudgetWait time.Duration
 }
 
 // Server serves the current snapshot over MCP.
@@ -68,9 +81,10 @@ type Server struct {
 	opts      Options
 	notes     *notifier
 	drain     *drain
-	tracer    trace.Tracer  // nil: tracing off
-	sdkLogger *slog.Logger  // opts.Logger with the SDK's info lines at debug
-	running   chan struct{} // a slot per call or read running; nil: no cap
+	tracer    trace.Tracer        // nil: tracing off
+	sdkLogger *slog.Logger        // opts.Logger with the SDK's info lines at debug
+	running   chan struct{}       // a slot per call or read running; nil: no cap
+	budget    *semaphore.Weighted // Options.OutputBudget; nil: no bound
 }
 
 // The SDK fans list_changed out to every legacy session and every modern
@@ -101,6 +115,7 @@ func New(current *snapshot.Current, opts Options) *Server {
 	if opts.MaxInflight > 0 {
 		s.running = make(chan struct{}, opts.MaxInflight)
 	}
+	s.budget = newBudget(opts.OutputBudget)
 	info := current.Load().Server
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: info.Name, Version: info.Version, Title: info.Title, WebsiteURL: info.WebsiteURL}, &mcp.ServerOptions{
 		Instructions: info.Instructions,
@@ -188,23 +203,30 @@ func (s *Server) SessionCount() int {
 
 func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		// The verified caller, if the transport authenticated one: what it
+		// may see and call is decided here and below (snapshot, adapters,
+		// audit), which read it from ctx.
+		caller := callerOf(req)
+		if caller != nil {
+			ctx = principal.NewContext(ctx, caller)
+		}
 		switch r := req.(type) {
 		case *mcp.CallToolRequest:
 			if !s.acquire() {
 				return nil, s.busy()
 			}
 			defer s.release()
-			return s.callTool(ctx, r)
+			return s.callTool(ctx, r, caller)
 		case *mcp.ListToolsRequest:
-			return eraResult(r.Session)(s.listTools(r))
+			return eraResult(r.Session)(s.listTools(r, caller))
 		case *mcp.ListPromptsRequest:
-			return eraResult(r.Session)(s.listPrompts(r))
+			return eraResult(r.Session)(s.listPrompts(r, caller))
 		case *mcp.GetPromptRequest:
-			return s.getPrompt(r)
+			return s.getPrompt(r, caller)
 		case *mcp.ListResourcesRequest:
-			return eraResult(r.Session)(s.listResources(r))
+			return eraResult(r.Session)(s.listResources(r, caller))
 		case *mcp.ListResourceTemplatesRequest:
-			return eraResult(r.Session)(s.listTemplates(r))
+			return eraResult(r.Session)(s.listTemplates(r, caller))
 		case *mcp.ReadResourceRequest:
 			if !s.acquire() {
 				return nil, s.busy()
@@ -224,13 +246,30 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
-func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (mcp.Result, error) {
+// callerOf returns the principal the HTTP auth layer verified for req, nil
+// for the local user (stdio, or HTTP with authentication off).
+func callerOf(req mcp.Request) *principal.Principal {
+	extra := req.GetExtra()
+	if extra == nil {
+		return nil
+	}
+	return principal.FromTokenInfo(extra.TokenInfo)
+}
+
+func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest, caller *principal.Principal) (mcp.Result, error) {
 	snap := s.current.Acquire()
 	defer snap.Release()
-	t, ok := snap.Tool(req.Params.Name)
+	// A tool the caller lacks the scopes for is refused exactly as an
+	// unknown one, so that its existence does not leak.
+	t, ok := snap.ToolFor(req.Params.Name, caller)
 	if !ok {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", req.Params.Name)}
 	}
+	release, refused := s.reserveOutput(ctx, t)
+	if refused != nil {
+		return markCall(req.Session, refused), nil
+	}
+	defer release()
 	var progress snapshot.ProgressFunc
 	if token := req.Params.GetProgressToken(); token != nil {
 		progress = func(p, total float64, msg string) {
@@ -240,11 +279,37 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (mcp.Re
 			}
 		}
 	}
-	return markCall(req.Session, t.Call(ctx, req.Params.Arguments, progress)), nil
+	return markCall(req.Session, t.CallLogged(ctx, req.Params.Arguments, progress, s.toolLog(ctx, req))), nil
+}
+
+// toolLog sends a tool's log records to the client of req as
+// notifications/message, with the tool's name as the logger. The SDK drops
+// the records below the level the client set (logging/setLevel in a
+// 2025-11-25 session, _meta logLevel on a 2026-07-28 request), and all of
+// them when it set none.
+func (s *Server) toolLog(ctx context.Context, req *mcp.CallToolRequest) snapshot.LogFunc {
+	name := req.Params.Name
+	return func(level, msg string) {
+		err := req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: mcp.LoggingLevel(level), Logger: name, Data: msg})
+		if err != nil {
+			s.opts.Logger.Debug("sending log record", "tool", name, "err", err)
+		}
+	}
 }
 
 func (s *Server) cacheable() mcp.Cacheable {
 	return mcp.Cacheable{TTLMs: int(s.opts.ListTTL / time.Millisecond), CacheScope: "public"}
+}
+
+// cacheableFor is cacheable for an answer to caller: what an authenticated
+// caller sees depends on its scopes, so no shared cache may hand it to
+// another.
+func (s *Server) cacheableFor(caller *principal.Principal) mcp.Cacheable {
+	c := s.cacheable()
+	if caller != nil {
+		c.CacheScope = "private"
+	}
+	return c
 }
 
 // page cuts one page out of a list of n items. Cursors are offsets into the
@@ -271,34 +336,34 @@ func (s *Server) page(cursor string, n int) (start, end int, next string, err er
 	return start, end, next, nil
 }
 
-func (s *Server) listTools(req *mcp.ListToolsRequest) (mcp.Result, error) {
-	snap := s.current.Load()
+func (s *Server) listTools(req *mcp.ListToolsRequest, caller *principal.Principal) (mcp.Result, error) {
+	snap := s.current.Load().View(caller)
 	start, end, next, err := s.page(cursor(req.Params != nil, func() string { return req.Params.Cursor }), len(snap.Tools))
 	if err != nil {
 		return nil, err
 	}
-	res := &mcp.ListToolsResult{Cacheable: s.cacheable(), NextCursor: next, Tools: make([]*mcp.Tool, 0, end-start)}
+	res := &mcp.ListToolsResult{Cacheable: s.cacheableFor(caller), NextCursor: next, Tools: make([]*mcp.Tool, 0, end-start)}
 	for _, t := range snap.Tools[start:end] {
 		res.Tools = append(res.Tools, t.Def)
 	}
 	return res, nil
 }
 
-func (s *Server) listPrompts(req *mcp.ListPromptsRequest) (mcp.Result, error) {
-	snap := s.current.Load()
+func (s *Server) listPrompts(req *mcp.ListPromptsRequest, caller *principal.Principal) (mcp.Result, error) {
+	snap := s.current.Load().View(caller)
 	start, end, next, err := s.page(cursor(req.Params != nil, func() string { return req.Params.Cursor }), len(snap.Prompts))
 	if err != nil {
 		return nil, err
 	}
-	res := &mcp.ListPromptsResult{Cacheable: s.cacheable(), NextCursor: next, Prompts: make([]*mcp.Prompt, 0, end-start)}
+	res := &mcp.ListPromptsResult{Cacheable: s.cacheableFor(caller), NextCursor: next, Prompts: make([]*mcp.Prompt, 0, end-start)}
 	for _, p := range snap.Prompts[start:end] {
 		res.Prompts = append(res.Prompts, p.Def)
 	}
 	return res, nil
 }
 
-func (s *Server) getPrompt(req *mcp.GetPromptRequest) (mcp.Result, error) {
-	p, ok := s.current.Load().Prompt(req.Params.Name)
+func (s *Server) getPrompt(req *mcp.GetPromptRequest, caller *principal.Principal) (mcp.Result, error) {
+	p, ok := s.current.Load().PromptFor(req.Params.Name, caller)
 	if !ok {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %q", req.Params.Name)}
 	}
@@ -309,26 +374,26 @@ func (s *Server) getPrompt(req *mcp.GetPromptRequest) (mcp.Result, error) {
 	return markPrompt(req.Session, res), nil
 }
 
-func (s *Server) listResources(req *mcp.ListResourcesRequest) (mcp.Result, error) {
-	snap := s.current.Load()
+func (s *Server) listResources(req *mcp.ListResourcesRequest, caller *principal.Principal) (mcp.Result, error) {
+	snap := s.current.Load().View(caller)
 	start, end, next, err := s.page(cursor(req.Params != nil, func() string { return req.Params.Cursor }), len(snap.Resources))
 	if err != nil {
 		return nil, err
 	}
-	res := &mcp.ListResourcesResult{Cacheable: s.cacheable(), NextCursor: next, Resources: make([]*mcp.Resource, 0, end-start)}
+	res := &mcp.ListResourcesResult{Cacheable: s.cacheableFor(caller), NextCursor: next, Resources: make([]*mcp.Resource, 0, end-start)}
 	for _, r := range snap.Resources[start:end] {
 		res.Resources = append(res.Resources, r.Def)
 	}
 	return res, nil
 }
 
-func (s *Server) listTemplates(req *mcp.ListResourceTemplatesRequest) (mcp.Result, error) {
-	snap := s.current.Load()
+func (s *Server) listTemplates(req *mcp.ListResourceTemplatesRequest, caller *principal.Principal) (mcp.Result, error) {
+	snap := s.current.Load().View(caller)
 	start, end, next, err := s.page(cursor(req.Params != nil, func() string { return req.Params.Cursor }), len(snap.Templates))
 	if err != nil {
 		return nil, err
 	}
-	res := &mcp.ListResourceTemplatesResult{Cacheable: s.cacheable(), NextCursor: next, ResourceTemplates: make([]*mcp.ResourceTemplate, 0, end-start)}
+	res := &mcp.ListResourceTemplatesResult{Cacheable: s.cacheableFor(caller), NextCursor: next, ResourceTemplates: make([]*mcp.ResourceTemplate, 0, end-start)}
 	for _, t := range snap.Templates[start:end] {
 		res.ResourceTemplates = append(res.ResourceTemplates, t.Def)
 	}
@@ -349,16 +414,22 @@ func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest)
 		}
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
 	}
-	res.Cacheable = s.cacheable()
+	res.Cacheable = s.cacheableFor(principal.FromContext(ctx))
 	return markRead(req.Session, res), nil
 }
 
-func (s *Server) complete(_ context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+func (s *Server) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
 	p := req.Params
 	if p == nil || p.Ref == nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "completion needs a ref"}
 	}
-	return &mcp.CompleteResult{Completion: *s.current.Load().Complete(p.Ref, p.Argument.Name, p.Argument.Value)}, nil
+	snap := s.current.Load()
+	if !snap.Completable(p.Ref, principal.FromContext(ctx)) {
+		// What the caller may not see completes to nothing, as an
+		// unknown reference does.
+		return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{}}}, nil
+	}
+	return &mcp.CompleteResult{Completion: *snap.Complete(p.Ref, p.Argument.Name, p.Argument.Value)}, nil
 }
 
 // cursor reads a list request's cursor; the params of a list request are

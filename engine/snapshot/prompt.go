@@ -20,6 +20,7 @@ type Prompt struct {
 	messages    []promptMessage
 	completions map[string][]string
 	redact      *redact.Redactor // nil: no secrets
+	scopes      []string         // required to list and get it
 }
 
 type promptMessage struct {

@@ -85,6 +85,18 @@ resource "doc" {
   text = file("prompt.md")
 }
 
+# The same file read for a backend (as a database's seed is) and published
+# as a resource: the resource is the config's own content and stays whole.
+fake_backend "seeded" {
+  setting = file("seed.sql")
+}
+
+resource "seed" {
+  uri       = "docs://seed"
+  file      = "seed.sql"
+  mime_type = "text/plain"
+}
+
 prompt "p" {
   message {
     text = "Use ${env("SNAP_SECRET")}."
@@ -101,10 +113,11 @@ prompt "p" {
 func TestRedactSecrets(t *testing.T) {
 	const secret = "sn4p/s3cret+value"
 	const prompt = "Review the code carefully and say what is wrong with it."
+	const seed = "CREATE TABLE books (id INTEGER PRIMARY KEY, title TEXT);"
 	t.Setenv("SNAP_SECRET", secret)
 	t.Setenv("SNAP_BACKEND_SECRET", "backend-only-secret")
 	f := newFake()
-	s, _ := build(t, f.register(), nil, map[string]string{"t.hcl": secretsConfig, "prompt.md": prompt})
+	s, _ := build(t, f.register(), nil, map[string]string{"t.hcl": secretsConfig, "prompt.md": prompt, "seed.sql": seed})
 	ctx := context.Background()
 
 	leaks := func(v any) bool {
@@ -159,6 +172,10 @@ func TestRedactSecrets(t *testing.T) {
 	rr, _, err = s.ReadResource(ctx, "docs://prompt")
 	if err != nil || rr.Contents[0].Text != prompt {
 		t.Errorf("text resource from file(): %v %+v", err, rr)
+	}
+	rr, _, err = s.ReadResource(ctx, "docs://seed")
+	if err != nil || rr.Contents[0].Text != seed {
+		t.Errorf("a file resource the config declares is published whole, though a backend reads it too: %v %+v", err, rr)
 	}
 
 	p, _ := s.Prompt("p")

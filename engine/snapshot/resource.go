@@ -42,7 +42,8 @@ type source struct {
 type Resource struct {
 	Def     *mcp.Resource
 	src     *source
-	version string // see sourceVersion
+	version string   // see sourceVersion
+	scopes  []string // required to list and read it
 }
 
 // Template is one compiled resource template.
@@ -53,6 +54,7 @@ type Template struct {
 	completions map[string][]string
 	vars        map[string]varRule
 	validator   *schema.Validator
+	scopes      []string // required to list and read it
 }
 
 func compileSource(owner, name string, text, blob, file *hcl.Attribute, ab *config.AdapterBlock, scope *adapter.Scope, reg *adapter.Registry, backend *backendSet, declRange hcl.Range) (*source, hcl.Diagnostics) {
@@ -477,7 +479,7 @@ func (s *source) read(ctx context.Context, uri, mimeType string, args map[string
 			rc.Blob = data
 		}
 	case s.handler != nil:
-		out, err := s.handler.Call(ctx, &adapter.Request{Tool: s.name, Args: args, Eval: s.scope.CallContext(args), Progress: func(float64, float64, string) {}})
+		out, err := s.handler.Call(ctx, &adapter.Request{Tool: s.name, Args: args, Eval: s.scope.CallContext(args), Progress: func(float64, float64, string) {}, Log: func(string, string) {}})
 		if err != nil {
 			return nil, fmt.Errorf("reading %s: %w", uri, err)
 		}

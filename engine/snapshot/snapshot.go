@@ -6,6 +6,8 @@
 package snapshot
 
 import (
+	"github.com/mcpd/mcpd/engine/auth"
+
 	"context"
 	"fmt"
 	"log/slog"
@@ -19,6 +21,7 @@ import (
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/config"
 	"github.com/mcpd/mcpd/engine/funcs"
+	"github.com/mcpd/mcpd/engine/principal"
 	"github.com/mcpd/mcpd/engine/redact"
 )
 
@@ -38,11 +41,17 @@ type Snapshot struct {
 	resources map[string]*Resource
 	prompts   map[string]*Prompt
 	backends  map[string]*liveBackend
+	access    *access // see access.go
+
+	redactor *redact.Redactor // nil: no secrets
 
 	mu       sync.Mutex
 	inflight int
 	retired  bool
 	drained  chan struct{}
+
+	// Auth is the compiled auth block (nil: no auth), set by engine.Load.
+	Auth *auth.Config
 }
 
 // ServerInfo is the server block, with defaults filled in.
@@ -81,15 +90,21 @@ func Build(cfg *config.Config, reg *adapter.Registry, prev *Snapshot, defaultVer
 
 	secrets := recordSecrets(cfg)
 	ft := funcTables{opts: funcs.Options{UnsetEnvUnknown: cfg.UnsetEnvUnknown}, tables: map[string]map[string]function.Function{}}
-	diags := s.openBackends(cfg, reg, prev, ft)
+	sl, diags := compileServerLimits(cfg.Server)
+	diags = append(diags, s.openBackends(cfg, reg, prev, ft)...)
 	backend := &backendSet{live: s.backends, declared: map[string][]string{}}
 	for _, bc := range cfg.Backends {
 		backend.declared[bc.Type] = append(backend.declared[bc.Type], bc.Name)
 	}
 	for _, tc := range cfg.Tools {
-		t, d := compileTool(tc, reg, backend, ft)
+		t, d := compileTool(tc, reg, backend, ft, sl)
 		diags = append(diags, d...)
 		if t != nil {
+			if prev != nil {
+				if old, ok := prev.tools[t.Def.Name]; ok {
+					carryLimits(t.limits, old.limits)
+				}
+			}
 			s.Tools = append(s.Tools, t)
 			s.tools[t.Def.Name] = t
 		}
@@ -98,6 +113,7 @@ func Build(cfg *config.Config, reg *adapter.Registry, prev *Snapshot, defaultVer
 		r, d := compileResource(rc, reg, backend, ft)
 		diags = append(diags, d...)
 		if r != nil {
+			r.scopes = normScopes(rc.Scopes)
 			s.Resources = append(s.Resources, r)
 			s.resources[r.Def.URI] = r
 		}
@@ -106,6 +122,7 @@ func Build(cfg *config.Config, reg *adapter.Registry, prev *Snapshot, defaultVer
 		t, d := compileTemplate(rc, reg, backend, ft)
 		diags = append(diags, d...)
 		if t != nil {
+			t.scopes = normScopes(rc.Scopes)
 			s.Templates = append(s.Templates, t)
 		}
 	}
@@ -113,6 +130,7 @@ func Build(cfg *config.Config, reg *adapter.Registry, prev *Snapshot, defaultVer
 		p, d := compilePrompt(pc, ft)
 		diags = append(diags, d...)
 		if p != nil {
+			p.scopes = normScopes(pc.Scopes)
 			s.Prompts = append(s.Prompts, p)
 			s.prompts[p.Def.Name] = p
 		}
@@ -122,20 +140,30 @@ func Build(cfg *config.Config, reg *adapter.Registry, prev *Snapshot, defaultVer
 		return nil, diags
 	}
 	s.setRedactor(secrets.Redactor())
+	s.initAccess()
 	return s, diags
 }
 
 // setRedactor hands the snapshot's one redactor to everything that returns
 // output to the model.
 func (s *Snapshot) setRedactor(r *redact.Redactor) {
+	s.redactor = r
 	for _, t := range s.Tools {
 		t.redact = r
 	}
+	// A resource whose contents the config itself declares (text, blob,
+	// file) publishes them on purpose: the same file may also be read with
+	// file() elsewhere (a database's seed), and redacting it would blank
+	// the resource. Only what an adapter produces is redacted.
 	for _, res := range s.Resources {
-		res.src.redact = r
+		if res.src.handler != nil {
+			res.src.redact = r
+		}
 	}
 	for _, t := range s.Templates {
-		t.src.redact = r
+		if t.src.handler != nil {
+			t.src.redact = r
+		}
 	}
 	for _, p := range s.Prompts {
 		p.redact = r
@@ -249,11 +277,17 @@ func (s *Snapshot) Prompt(name string) (*Prompt, bool) {
 // ReadResource reads a static resource or an instance of a template.
 // Unknown URIs report found == false.
 func (s *Snapshot) ReadResource(ctx context.Context, uri string) (res *mcp.ReadResourceResult, found bool, err error) {
-	if r, ok := s.resources[uri]; ok {
+	// A resource the caller lacks the scopes for is not found, as an
+	// unknown one is (see ToolFor).
+	caller := principal.FromContext(ctx)
+	if r, ok := s.resources[uri]; ok && caller.HasScopes(r.scopes) {
 		res, err = r.Read(ctx)
 		return res, true, err
 	}
 	for _, t := range s.Templates {
+		if !caller.HasScopes(t.scopes) {
+			continue
+		}
 		if args, ok, err := t.Bind(uri); ok {
 			if err != nil {
 				return nil, true, err

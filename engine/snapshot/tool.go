@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/config"
+	"github.com/mcpd/mcpd/engine/principal"
 	"github.com/mcpd/mcpd/engine/redact"
 	"github.com/mcpd/mcpd/engine/schema"
 	"github.com/mcpd/mcpd/engine/shape"
@@ -35,6 +36,7 @@ type Tool struct {
 	handler   adapter.Handler // nil: a declarative tool
 	result    *result
 	progress  *progressSpec
+	logs      []*logSpec
 	// needsEval is false when nothing evaluated per call references args,
 	// which saves building the HCL evaluation context.
 	needsEval bool
@@ -42,6 +44,16 @@ type Tool struct {
 	// for spans.
 	adapterType string
 	redact      *redact.Redactor // nil: no secrets
+	// scopes are required to list and call the tool (see access.go).
+	scopes []string
+	// callerParams are bound from the verified caller, not the model.
+	callerParams []*schema.CallerParam
+	// limits are the tool's timeout, concurrency and rates (limits.go);
+	// never nil once built.
+	limits *limits
+	// sensitive are the arguments marked "writeOnly": true in the input
+	// schema (sensitive = true on a param); nil when none.
+	sensitive map[string]bool
 }
 
 type result struct {
@@ -59,7 +71,7 @@ type progressSpec struct {
 // ProgressFunc reports progress for the call being served.
 type ProgressFunc func(progress, total float64, message string)
 
-func compileTool(tc *config.Tool, reg *adapter.Registry, backend *backendSet, ft funcTables) (*Tool, hcl.Diagnostics) {
+func compileTool(tc *config.Tool, reg *adapter.Registry, backend *backendSet, ft funcTables, sl serverLimits) (*Tool, hcl.Diagnostics) {
 	scope := &adapter.Scope{Dir: tc.Dir, Functions: ft.get(tc.Dir)}
 	ectx := scope.EvalContext()
 	var diags hcl.Diagnostics
@@ -95,7 +107,17 @@ func compileTool(tc *config.Tool, reg *adapter.Registry, backend *backendSet, ft
 		}
 	}
 
-	t := &Tool{validator: validator, scope: scope, InputSchema: in}
+	t := &Tool{validator: validator, scope: scope, InputSchema: in, scopes: normScopes(tc.Scopes), sensitive: sensitiveArgs(in)}
+	if tc.InputSchema == nil {
+		var d hcl.Diagnostics
+		t.callerParams, d = schema.CallerParams(tc.Params, ectx)
+		diags = append(diags, d...)
+	}
+	{
+		var d hcl.Diagnostics
+		t.limits, d = compileLimits(tc, sl)
+		diags = append(diags, d...)
+	}
 	t.Def = &mcp.Tool{
 		Name:        tc.Name,
 		Title:       tc.Title,
@@ -142,6 +164,17 @@ func compileTool(tc *config.Tool, reg *adapter.Registry, backend *backendSet, ft
 			for _, c := range r.contents {
 				t.needsEval = t.needsEval || c.static == nil
 			}
+		}
+	}
+	if len(tc.Logs) > 0 {
+		params := make([]string, 0, len(scope.Params))
+		for p := range scope.Params {
+			params = append(params, p)
+		}
+		for _, lc := range tc.Logs {
+			l, d := compileLog(lc, params, vars)
+			diags = append(diags, d...)
+			t.logs = append(t.logs, l)
 		}
 	}
 	if tc.Progress != nil {
@@ -308,14 +341,32 @@ func attrDiag(a *hcl.Attribute, detail string) *hcl.Diagnostic {
 	return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid " + a.Name, Detail: detail, Subject: &rng}
 }
 
+// MaxOutputBytes is the most output one call of the tool can hold, from
+// its adapter's caps; 0 when the adapter does not say (a declarative tool
+// builds its result from the config).
+func (t *Tool) MaxOutputBytes() int64 {
+	if b, ok := t.handler.(adapter.OutputBounder); ok {
+		return b.MaxOutputBytes()
+	}
+	return 0
+}
+
 // Call runs one call of the tool: validate, bind, call the adapter, shape,
 // redact. Every failure, including a panic, comes back as a tool error the
 // model can read; Call itself never fails. Secrets (see recordSecrets) are
 // replaced in the result's text, structured content and error text.
-func (t *Tool) Call(ctx context.Context, raw json.RawMessage, progress ProgressFunc) (res *mcp.CallToolResult) {
+func (t *Tool) Call(ctx context.Context, raw json.RawMessage, progress ProgressFunc) *mcp.CallToolResult {
+	return t.CallLogged(ctx, raw, progress, nil)
+}
+
+// CallLogged is Call that also sends log records to the client through log
+// (nil: none): those of the tool's `log` blocks and those its adapter sends
+// (a shell tool's stderr lines with log_stderr). They are redacted like the
+// result.
+func (t *Tool) CallLogged(ctx context.Context, raw json.RawMessage, progress ProgressFunc, log LogFunc) (res *mcp.CallToolResult) {
 	// Registered first, so it runs last: over every result, errors and the
 	// panic message included.
-	defer func() { res = redactResult(t.redact, res) }()
+	defer func() { res = redactResult(t.redact, t.scrubSensitive(raw, res)) }()
 	defer func() {
 		if r := recover(); r != nil {
 			slog.Error("panic in tool call", "tool", t.Def.Name, "panic", t.redact.String(fmt.Sprint(r)), "stack", string(debug.Stack()))
@@ -330,12 +381,37 @@ func (t *Tool) Call(ctx context.Context, raw json.RawMessage, progress ProgressF
 		report := progress
 		progress = func(p, total float64, msg string) { report(p, total, r.String(msg)) }
 	}
+	caller := principal.FromContext(ctx)
+	if msg := t.refuseCallerArgs(raw); msg != "" {
+		return toolError(msg)
+	}
+	if log == nil {
+		log = func(string, string) {}
+	} else {
+		log = t.redactLog(raw, log)
+	}
 	args, err := t.validator.Validate(raw)
 	if err != nil {
 		return toolError(fmt.Sprintf("invalid arguments for tool %s: %v", t.Def.Name, err))
 	}
+	if msg := t.bindCaller(args, caller); msg != "" {
+		return toolError(msg)
+	}
+	release, refusal := t.limits.admit(ctx, t.Def.Name, caller)
+	if refusal != "" {
+		return toolError(refusal)
+	}
+	defer release()
+	ctx, cancel := t.limits.withTimeout(ctx)
+	defer cancel()
+	if t.logs != nil {
+		t.sendLogs(true, map[string]any{"args": args}, log)
+	}
 	if t.progress != nil {
 		if err := t.progress.run(ctx, progress); err != nil {
+			if msg := t.limits.timedOut(ctx, t.Def.Name); msg != "" {
+				return toolError(msg)
+			}
 			return toolError(fmt.Sprintf("tool %s: %v", t.Def.Name, err))
 		}
 	}
@@ -346,9 +422,12 @@ func (t *Tool) Call(ctx context.Context, raw json.RawMessage, progress ProgressF
 	var out *adapter.Output
 	if t.handler != nil {
 		actx, span := t.adapterSpan(ctx)
-		out, err = t.handler.Call(actx, &adapter.Request{Tool: t.Def.Name, Args: args, Eval: ectx, Progress: progress})
+		out, err = t.handler.Call(actx, &adapter.Request{Tool: t.Def.Name, Args: args, Eval: ectx, Progress: progress, Log: log})
 		endAdapterSpan(span, err)
 		if err != nil {
+			if msg := t.limits.timedOut(ctx, t.Def.Name); msg != "" {
+				return toolError(msg)
+			}
 			if ctx.Err() != nil {
 				return toolError(fmt.Sprintf("tool %s: cancelled: %v", t.Def.Name, err))
 			}
@@ -357,6 +436,15 @@ func (t *Tool) Call(ctx context.Context, raw json.RawMessage, progress ProgressF
 		if out == nil {
 			out = &adapter.Output{}
 		}
+	}
+	if t.logs != nil {
+		env := map[string]any{"args": args}
+		if out != nil {
+			for k, v := range out.Vars {
+				env[k] = v
+			}
+		}
+		t.sendLogs(false, env, log)
 	}
 	res, err = t.shape(args, out, ectx)
 	if err != nil {
@@ -539,4 +627,45 @@ func rawJSON(v map[string]any) json.RawMessage {
 		panic(fmt.Sprintf("encoding a schema: %v", err))
 	}
 	return b
+}
+
+// refuseCallerArgs refuses arguments that try to set a caller-bound param,
+// with a message naming it: the schema's additionalProperties: false would
+// refuse them too, but as an unknown argument, which does not tell the
+// model why.
+func (t *Tool) refuseCallerArgs(raw json.RawMessage) string {
+	if len(t.callerParams) == 0 || len(raw) == 0 {
+		return ""
+	}
+	var keys map[string]json.RawMessage
+	if json.Unmarshal(raw, &keys) != nil {
+		return "" // not an object: the validator says so
+	}
+	for _, cp := range t.callerParams {
+		if _, ok := keys[cp.Name]; ok {
+			return fmt.Sprintf("invalid arguments for tool %s: %s is set from the authenticated caller; do not pass it", t.Def.Name, cp.Name)
+		}
+	}
+	return ""
+}
+
+// bindCaller sets the caller-bound params in args from p, checked against
+// their declared rules; it returns the tool error text when p (nil for the
+// local user) lacks what a param needs.
+func (t *Tool) bindCaller(args map[string]any, p *principal.Principal) string {
+	for _, cp := range t.callerParams {
+		v, ok := p.Lookup(cp.Path)
+		if !ok || v == nil {
+			if cp.Path == "name" {
+				return fmt.Sprintf("tool %s needs an authenticated caller", t.Def.Name)
+			}
+			return fmt.Sprintf("tool %s needs an authenticated caller with %s", t.Def.Name, cp.What())
+		}
+		x, err := cp.Bind(v)
+		if err != nil {
+			return fmt.Sprintf("tool %s: %v", t.Def.Name, err)
+		}
+		args[cp.Name] = x
+	}
+	return ""
 }

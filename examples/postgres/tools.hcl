@@ -14,9 +14,10 @@ tool "list_tickets" {
     read_only = true
   }
   param "status" {
-    type     = "string"
-    enum     = ["open", "pending", "closed"]
-    required = false
+    description = "Only tickets in this status"
+    type        = "string"
+    enum        = ["open", "pending", "closed"]
+    required    = false
   }
   param "sort_by" {
     type        = "string"
@@ -25,10 +26,11 @@ tool "list_tickets" {
     default     = "opened_at"
   }
   param "limit" {
-    type    = "integer"
-    minimum = 1
-    maximum = 200
-    default = 20
+    description = "How many tickets to return at most"
+    type        = "integer"
+    minimum     = 1
+    maximum     = 200
+    default     = 20
   }
   sql {
     database    = "support"
@@ -50,8 +52,9 @@ tool "get_ticket" {
     read_only = true
   }
   param "id" {
-    type    = "integer"
-    minimum = 1
+    description = "The ticket's id, as list_tickets returns it"
+    type        = "integer"
+    minimum     = 1
   }
   sql {
     database = "support"
@@ -104,8 +107,9 @@ tool "add_comment" {
     idempotent  = false
   }
   param "ticket_id" {
-    type    = "integer"
-    minimum = 1
+    description = "The id of the ticket to comment on"
+    type        = "integer"
+    minimum     = 1
   }
   param "author" {
     type        = "string"
@@ -114,9 +118,10 @@ tool "add_comment" {
     max_length  = 200
   }
   param "body" {
-    type       = "string"
-    min_length = 1
-    max_length = 5000
+    description = "The comment's text"
+    type        = "string"
+    min_length  = 1
+    max_length  = 5000
   }
   sql {
     database  = "support"

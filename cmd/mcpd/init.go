@@ -1,0 +1,308 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	iofs "io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+const initUsage = `usage: mcpd init [DIR]
+
+Scaffolds a project in DIR (default: the current directory, created when
+missing): tools.hcl with one tool per adapter (sql on a seeded SQLite file,
+shell, http) and one declared in HCL alone, a resource and a prompt;
+tools_test.hcl with a test for each tool (the http one against a mock, so
+every test runs offline); seed.sql; a README; a .gitignore. It refuses to
+overwrite any existing file.
+`
+
+// initCmd writes the scaffold. Every file is checked first and then created
+// with O_EXCL, so that init never overwrites anything, even a file that
+// appears while it runs.
+func initCmd(args []string, stdout, stderr io.Writer) error {
+	fs := newBareFlagSet("init", stderr)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 1 {
+		return fmt.Errorf("unexpected arguments %q: give at most one directory", fs.Args()[1:])
+	}
+	dir := "."
+	if fs.NArg() == 1 {
+		dir = fs.Arg(0)
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	name := projectName(filepath.Base(abs))
+	files := scaffold(name)
+	var exists []string
+	for _, f := range files {
+		if _, err := os.Lstat(filepath.Join(dir, f.name)); err == nil {
+			exists = append(exists, filepath.Join(dir, f.name))
+		} else if !errors.Is(err, iofs.ErrNotExist) {
+			return err
+		}
+	}
+	if len(exists) > 0 {
+		return fmt.Errorf("not overwriting %s: run init in an empty directory (or move them away)", strings.Join(exists, ", "))
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("creating %s: %w", dir, err)
+	}
+	for _, f := range files {
+		path := filepath.Join(dir, f.name)
+		w, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if err != nil {
+			return fmt.Errorf("creating %s: %w", path, err)
+		}
+		_, err = io.WriteString(w, f.content)
+		if cerr := w.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("writing %s: %w", path, err)
+		}
+		fmt.Fprintf(stdout, "created %s\n", path)
+	}
+	cd := ""
+	if dir != "." {
+		cd = fmt.Sprintf("cd %s && ", shellQuote(dir))
+	}
+	fmt.Fprintf(stdout, "\nNext: %smcpd validate && mcpd test && mcpd serve\n", cd)
+	return nil
+}
+
+// projectName makes a server name out of a directory name.
+func projectName(base string) string {
+	var b strings.Builder
+	for _, c := range base {
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' {
+			b.WriteRune(c)
+		} else {
+			b.WriteByte('-')
+		}
+	}
+	if s := strings.Trim(b.String(), "-"); s != "" {
+		return s
+	}
+	return "my-tools"
+}
+
+type scaffoldFile struct{ name, content string }
+
+func scaffold(name string) []scaffoldFile {
+	return []scaffoldFile{
+		{"tools.hcl", strings.ReplaceAll(initTools, "NAME", name)},
+		{"tools_test.hcl", initTests},
+		{"seed.sql", strings.ReplaceAll(initSeed, "NAME", name)},
+		{"README.md", strings.ReplaceAll(initReadme, "NAME", name)},
+		{".gitignore", ".mcpd/\n"},
+	}
+}
+
+const initTools = `# NAME: tools served over MCP by mcpd. The language is documented in
+# https://github.com/mcpd/mcpd/blob/main/docs/config.md (docs/config.md in
+# mcpd's repository). mcpd reloads this file when it changes.
+
+server {
+  name         = "NAME"
+  instructions = "Notes in a small database (search_notes), a word counter (count_words), a GitHub repository lookup (github_repo) and a greeting (greet)."
+}
+
+# A SQLite database in .mcpd/notes.db, created and filled from seed.sql the
+# first time a tool uses it. Delete the file to start over.
+database "notes" {
+  driver = "sqlite"
+  dsn    = "file:.mcpd/notes.db"
+  seed   = file("seed.sql")
+}
+
+tool "search_notes" {
+  description = "Search the notes by text in their title or body; newest first."
+  annotations {
+    read_only = true
+  }
+  param "text" {
+    type        = "string"
+    description = "Text the title or body contains, case-insensitive"
+    min_length  = 1
+    max_length  = 100
+  }
+  sql {
+    database = "notes"
+    max_rows = 20
+    query    = <<-SQL
+      SELECT id, title, body, created
+      FROM notes
+      WHERE title LIKE '%' || :text || '%' OR body LIKE '%' || :text || '%'
+      ORDER BY created DESC, id
+    SQL
+  }
+}
+
+# A local program: the argument goes to its stdin, never through a shell.
+tool "count_words" {
+  description = "Count the words of a text."
+  annotations {
+    read_only  = true
+    idempotent = true
+  }
+  param "text" {
+    type        = "string"
+    description = "The text whose words to count"
+    max_length  = 100000
+  }
+  shell {
+    command = ["wc", "-w"]
+    stdin   = args.text
+    timeout = "5s"
+  }
+  result {
+    structured = "{words: int(trim(stdout))}"
+  }
+}
+
+# An HTTP API. Calling it needs the network; its test in tools_test.hcl
+# answers from a mock, so ` + "`mcpd test`" + ` runs offline.
+http_backend "github" {
+  base_url = "https://api.github.com"
+  headers = {
+    Accept = "application/vnd.github+json"
+  }
+  timeout = "10s"
+}
+
+tool "github_repo" {
+  description = "Look up a public GitHub repository: its description, stars and main language."
+  annotations {
+    read_only  = true
+    open_world = true
+  }
+  param "owner" {
+    type        = "string"
+    description = "The user or organization, e.g. golang"
+    pattern     = "^[A-Za-z0-9-]{1,39}$"
+  }
+  param "repo" {
+    type        = "string"
+    description = "The repository name, e.g. go"
+    pattern     = "^[A-Za-z0-9._-]{1,100}$"
+  }
+  http {
+    backend = "github"
+    method  = "GET"
+    path    = "/repos/${args.owner}/${args.repo}"
+  }
+  result {
+    structured = "{name: body.full_name, description: body.description, stars: body.stargazers_count, language: body.language}"
+  }
+}
+
+# A tool with no backend at all: its result is declared here.
+tool "greet" {
+  description = "Greet someone by name."
+  param "name" {
+    type        = "string"
+    description = "Who to greet"
+    min_length  = 1
+    max_length  = 100
+  }
+  result {
+    content "text" {
+      text = "Hello, ${args.name}!"
+    }
+  }
+}
+
+resource "readme" {
+  uri         = "notes://readme"
+  description = "What this project's tools are and how to run them"
+  mime_type   = "text/markdown"
+  file        = "README.md"
+}
+
+prompt "summarize_notes" {
+  description = "Ask for a summary of the notes, optionally about one topic."
+  argument "topic" {
+    description = "Only notes about this topic"
+  }
+  message {
+    role = "user"
+    text = "Use search_notes to find the notes about ${coalesce(args.topic, "anything")} and summarize them in three bullet points."
+  }
+}
+`
+
+const initTests = `# Tests of tools.hcl, run with ` + "`mcpd test`" + `. This file is never served.
+
+test "search_notes finds a seeded note" {
+  tool          = "search_notes"
+  args          = { text = "welcome" }
+  text_contains = "This note comes from seed.sql"
+}
+
+test "count_words counts words" {
+  tool   = "count_words"
+  args   = { text = "one two three" }
+  assert = "structured.words == 3"
+}
+
+test "github_repo shapes the API's answer" {
+  tool = "github_repo"
+  args = { owner = "golang", repo = "go" }
+  mock "github" {
+    json = {
+      full_name        = "golang/go"
+      description      = "The Go programming language"
+      stargazers_count = 120000
+      language         = "Go"
+    }
+  }
+  text_contains = "golang/go"
+}
+
+test "greet greets" {
+  tool          = "greet"
+  args          = { name = "Ada" }
+  text_contains = "Hello, Ada!"
+}
+`
+
+const initSeed = `-- The notes database. mcpd runs this script once, when the SQLite file has
+-- no tables yet. Delete .mcpd/notes.db to start over.
+
+CREATE TABLE notes (
+  id      INTEGER PRIMARY KEY,
+  title   TEXT    NOT NULL,
+  body    TEXT    NOT NULL,
+  created TEXT    NOT NULL
+);
+
+INSERT INTO notes (title, body, created) VALUES
+  ('Welcome to NAME', 'This note comes from seed.sql. Edit it, or point the database block at your own data.', '2026-01-01'),
+  ('Tools', 'Each tool in tools.hcl is one block: params, an adapter (sql, shell, http) or a declared result.', '2026-01-02'),
+  ('Tests', 'tools_test.hcl calls each tool and checks its answer: run mcpd test.', '2026-01-03');
+`
+
+const initReadme = "# NAME\n\n" +
+	"MCP tools declared in `tools.hcl` and served by [mcpd](https://github.com/mcpd/mcpd).\n\n" +
+	"| File | What it is |\n|---|---|\n" +
+	"| `tools.hcl` | the tools (`search_notes` on SQLite, `count_words` running `wc`, `github_repo` over HTTP, `greet`), a resource (this README) and a prompt |\n" +
+	"| `tools_test.hcl` | a test per tool; the HTTP one answers from a mock |\n" +
+	"| `seed.sql` | what fills the SQLite database `.mcpd/notes.db` on first use |\n\n" +
+	"```sh\n" +
+	"mcpd validate                      # check the config\n" +
+	"mcpd lint                          # a reviewer's advice\n" +
+	"mcpd test                          # run tools_test.hcl\n" +
+	"mcpd call greet name=Ada           # run one tool\n" +
+	"mcpd read notes://readme           # read a resource\n" +
+	"mcpd prompt summarize_notes topic=tests\n" +
+	"mcpd serve                         # serve on http://127.0.0.1:8080/mcp (holds the terminal)\n" +
+	"mcpd client-config --host claude-code   # how to add it to a host\n" +
+	"```\n"

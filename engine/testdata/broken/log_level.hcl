@@ -1,0 +1,7 @@
+tool "t" {
+  description = "Logs."
+  log {
+    level   = "verbose"
+    message = "'x'"
+  }
+}

@@ -1,0 +1,7 @@
+tool "t" {
+  description = "Logs."
+  log {
+    when    = "during"
+    message = "'x'"
+  }
+}
