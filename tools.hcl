@@ -203,7 +203,7 @@ tool "word_count" {
     stdin   = args.text
     # UTF-8, so that -m counts characters rather than bytes and a word of
     # non-ASCII letters is a word.
-    env = { LC_ALL = "C.UTF-8" }
+    env     = { LC_ALL = "C.UTF-8" }
     timeout = "5s"
   }
   result {

@@ -113,7 +113,7 @@ tool "git_diff" {
     # the model's path a path, not a glob or more magic.
     command = ["git", "diff", "--no-color", "--stat", "--patch", args.staged ? ["--cached"] : [], "--",
     contains([".", "./", ""], args.path) ? ":(top)" : ":(top,literal)${trimprefix(args.path, "./")}"]
-    dir     = env("GIT_REPO", ".")
+    dir = env("GIT_REPO", ".")
     env = {
       HOME                = env("HOME", "/tmp")
       GIT_TERMINAL_PROMPT = "0"
