@@ -30,7 +30,7 @@ func TestHTTPLimitFlags(t *testing.T) {
 	}
 	want := httpLimits{
 		readHeaderTimeout: 10 * time.Second, readTimeout: 30 * time.Second, writeTimeout: 30 * time.Second,
-		idleTimeout: 60 * time.Second, maxHeaderBytes: 64 << 10, maxBody: 4 << 20, maxInflightBytes: 64 << 20,
+		idleTimeout: 60 * time.Second, maxHeaderBytes: 64 << 10, maxBody: 4 << 20, maxInflightBytes: 64 << 20, maxOutputBudget: 256 << 20,
 		maxConns: 1024, maxInflight: 64, maxSessions: 1000,
 	}
 	if *l != want {
