@@ -203,10 +203,15 @@ tool "word_count" {
   shell {
     command = ["wc", "-l", "-w", "-m"]
     stdin   = args.text
+    # UTF-8, so that -m counts characters rather than bytes and a word of
+    # non-ASCII letters is a word.
+    env     = { LC_ALL = "C.UTF-8" }
     timeout = "5s"
   }
   result {
-    structured = "let n = filter(split(trim(stdout), ' '), # != ''); {lines: int(n[0]), words: int(n[1]), characters: int(n[2])}"
+    # wc -l counts newlines, so a last line without one would not count:
+    # lines are counted from the text itself.
+    structured = "let n = filter(split(trim(stdout), ' '), # != ''); let t = args.text; {lines: t == '' ? 0 : len(split(t, '\\n')) - (t endsWith '\\n' ? 1 : 0), words: int(n[1]), characters: int(n[2])}"
   }
 }
 

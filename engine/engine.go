@@ -4,11 +4,15 @@
 package engine
 
 import (
+	"fmt"
+	"regexp"
+
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/auth"
 	"github.com/mcpd/mcpd/engine/config"
+	"github.com/mcpd/mcpd/engine/funcs"
 	"github.com/mcpd/mcpd/engine/snapshot"
 )
 
@@ -29,17 +33,39 @@ type Loaded struct {
 // Load reads the config at paths and compiles it. prev, when not nil, is the
 // snapshot being served, whose unchanged backends are carried over.
 func Load(paths []string, reg *adapter.Registry, prev *snapshot.Snapshot, version string) *Loaded {
-	cfg, diags := config.Load(paths, config.Blocks{Adapters: reg.ToolBlocks(), Backends: reg.BackendBlocks()})
+	return LoadWith(paths, reg, prev, version, Options{})
+}
+
+// Options change how a config is loaded.
+type Options struct {
+	// UnsetEnvWarning is for checking a config without its secrets (`mcpd
+	// validate`): an unset variable is a warning instead of an error, and
+	// the snapshot is kept. It must not be served: env() of an unset
+	// variable is an unknown value there, and the checks that need it were
+	// skipped.
+	UnsetEnvWarning bool
+}
+
+// LoadWith is Load with options. Either way, a variable that env() reads
+// without a default and that is not set is one diagnostic naming it, at its
+// first use: env() returns an unknown value for it, the checks that need the
+// value are skipped, and errors that only repeat it are dropped.
+func LoadWith(paths []string, reg *adapter.Registry, prev *snapshot.Snapshot, version string, opts Options) *Loaded {
+	cfg, diags := config.LoadWith(paths, config.Blocks{Adapters: reg.ToolBlocks(), Backends: reg.BackendBlocks()},
+		config.Options{UnsetEnvUnknown: true})
 	out := &Loaded{Diagnostics: diags}
 	if cfg == nil {
 		return out
 	}
+	defer func() {
+		out.Diagnostics = unsetEnvDiagnostics(misspeltNotMissing(out.Diagnostics), cfg.UnsetEnv, opts.UnsetEnvWarning)
+	}()
 	out.Sources, out.Files, out.Referenced = cfg.Sources, cfg.Files, cfg.Referenced
 	out.Config = cfg
 	// Compile even when loading found errors, so that one run reports every
 	// problem it can; the result is only kept when there were none.
 	snap, d := snapshot.Build(cfg, reg, prev, version)
-	out.Diagnostics = append(out.Diagnostics, d...)
+	out.Diagnostics = append(out.Diagnostics, notRepeated(d, diags)...)
 	var prevAuth *auth.Config
 	if prev != nil {
 		prevAuth = prev.Auth
@@ -50,10 +76,138 @@ func Load(paths []string, reg *adapter.Registry, prev *snapshot.Snapshot, versio
 	if snap != nil {
 		snap.Auth = authCfg
 	}
-	if snap != nil && diags.HasErrors() {
+	if snap != nil && (diags.HasErrors() || (len(cfg.UnsetEnv) > 0 && !opts.UnsetEnvWarning)) {
 		snap.Discard(prev)
 		snap = nil
 	}
 	out.Snapshot = snap
+	return out
+}
+
+// unsetEnvDiagnostics replaces what the unset variables caused with one
+// diagnostic per variable, at its first env() call: an error, or a warning
+// when warn. Errors whose subject contains one of the calls (the failed call
+// itself, or an attribute that needed its value) are the same mistake again.
+func unsetEnvDiagnostics(diags hcl.Diagnostics, calls []funcs.UnsetEnvCall, warn bool) hcl.Diagnostics {
+	if len(calls) == 0 {
+		return diags
+	}
+	var out hcl.Diagnostics
+	for _, d := range diags {
+		if d.Severity == hcl.DiagError && d.Subject != nil && containsCall(*d.Subject, calls) {
+			continue
+		}
+		out = append(out, d)
+	}
+	uses := map[string]int{}
+	for _, c := range calls {
+		uses[c.Name]++
+	}
+	severity, consequence := hcl.DiagError, "It must be set to serve this config."
+	if warn {
+		severity, consequence = hcl.DiagWarning, "The checks that need its value were skipped; it must be set to serve this config (--strict makes this an error)."
+	}
+	var unset hcl.Diagnostics
+	for _, c := range calls {
+		n, ok := uses[c.Name]
+		if !ok {
+			continue
+		}
+		delete(uses, c.Name)
+		more := ""
+		if n > 1 {
+			more = fmt.Sprintf(" It is read in %d places; this is the first.", n)
+		}
+		rng := c.Range
+		unset = append(unset, &hcl.Diagnostic{
+			Severity: severity,
+			Summary:  "Environment variable not set",
+			Detail: fmt.Sprintf("env(%q) has no default and %s is not set. %s%s Set it, or give a default: env(%q, \"...\").",
+				c.Name, c.Name, consequence, more, c.Name),
+			Subject: &rng,
+		})
+	}
+	return append(unset, out...)
+}
+
+func containsCall(r hcl.Range, calls []funcs.UnsetEnvCall) bool {
+	for _, c := range calls {
+		if c.Range.Filename == r.Filename && r.Start.Byte < c.Range.End.Byte && c.Range.Start.Byte < r.End.Byte {
+			return true
+		}
+	}
+	return false
+}
+
+// notRepeated drops the errors of compiling that blame exactly what an error
+// of loading already blames: compiling checks some things again on its own
+// terms (a param's type, when its schema is built), and one mistake is one
+// diagnostic.
+func notRepeated(compiled, loaded hcl.Diagnostics) hcl.Diagnostics {
+	blamed := map[hcl.Range]bool{}
+	for _, d := range loaded {
+		if d.Severity == hcl.DiagError && d.Subject != nil {
+			blamed[*d.Subject] = true
+		}
+	}
+	if len(blamed) == 0 {
+		return compiled
+	}
+	var out hcl.Diagnostics
+	for _, d := range compiled {
+		if d.Severity == hcl.DiagError && d.Subject != nil && blamed[*d.Subject] {
+			continue
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+var (
+	missingArgument = regexp.MustCompile(`^The argument "([^"]+)" is required`)
+	didYouMean      = regexp.MustCompile(`Did you mean "([^"]+)"\?`)
+)
+
+// misspeltNotMissing drops "Missing required argument X" when the same body
+// has an unsupported argument that looks like a misspelling of X: `comand =`
+// is one mistake, reported once, where it is (with its "Did you mean"). The
+// body is the one whose missing-item range (its opening brace) is the
+// closest before the misspelling.
+func misspeltNotMissing(diags hcl.Diagnostics) hcl.Diagnostics {
+	drop := map[*hcl.Diagnostic]bool{}
+	for _, u := range diags {
+		if u.Summary != "Unsupported argument" || u.Subject == nil {
+			continue
+		}
+		m := didYouMean.FindStringSubmatch(u.Detail)
+		if m == nil {
+			continue
+		}
+		var best *hcl.Diagnostic
+		for _, d := range diags {
+			if d.Summary != "Missing required argument" || d.Subject == nil || d.Subject.Filename != u.Subject.Filename ||
+				d.Subject.Start.Byte > u.Subject.Start.Byte {
+				continue
+			}
+			if mm := missingArgument.FindStringSubmatch(d.Detail); mm == nil || mm[1] != m[1] {
+				continue
+			}
+			if best == nil || d.Subject.Start.Byte > best.Subject.Start.Byte {
+				best = d
+			}
+		}
+		if best != nil {
+			drop[best] = true
+		}
+	}
+	if len(drop) == 0 {
+		return diags
+	}
+	var out hcl.Diagnostics
+	for _, d := range diags {
+		if !drop[d] {
+			out = append(out, d)
+		}
+	}
 	return out
 }

@@ -44,8 +44,8 @@ func TestLoadBroken(t *testing.T) {
 		{"two_servers.hcl", "two_servers.hcl:5:1", "Duplicate server block: Only one server block is allowed; the first is at testdata/broken/two_servers.hcl:1:1."},
 		{"resource_no_source.hcl", "resource_no_source.hcl:1:1", `A resource needs exactly one source: resource "readme" has 0`},
 		{"resource_two_sources.hcl", "resource_two_sources.hcl:1:1", `A resource needs exactly one source: resource "readme" has 2`},
-		{"resource_uri_no_scheme.hcl", "resource_uri_no_scheme.hcl:1:1", `Invalid resource URI: "readme.txt" has no scheme`},
-		{"bad_uri_template.hcl", "bad_uri_template.hcl:1:1", "Invalid URI template"},
+		{"resource_uri_no_scheme.hcl", "resource_uri_no_scheme.hcl:2:10", `Invalid resource URI: "readme.txt" has no scheme`},
+		{"bad_uri_template.hcl", "bad_uri_template.hcl:2:18", "Invalid URI template"},
 		{"prompt_no_content.hcl", "prompt_no_content.hcl:2:3", "A message needs exactly one content: This message has 0"},
 		{"prompt_two_contents.hcl", "prompt_two_contents.hcl:2:3", "A message needs exactly one content: This message has 2"},
 		{"unknown_content_type.hcl", "unknown_content_type.hcl:4:13", `Unknown content type: "video" is not a content type`},
@@ -77,6 +77,16 @@ func TestLoadBroken(t *testing.T) {
 			wantPos := filepath.Join("testdata", "broken", tc.pos)
 			if !hasDiag(l.Diagnostics, wantPos, tc.want) {
 				t.Errorf("want an error at %s containing %q; got:\n%s", wantPos, tc.want, render(l.Diagnostics))
+			}
+			// One mistake, one diagnostic: nothing else repeats it.
+			errs := 0
+			for _, d := range l.Diagnostics {
+				if d.Severity == hcl.DiagError {
+					errs++
+				}
+			}
+			if errs != 1 {
+				t.Errorf("want exactly one error, got %d:\n%s", errs, render(l.Diagnostics))
 			}
 		})
 	}

@@ -123,8 +123,12 @@ func (a *Adapter) CompileTool(b *adapter.ToolBlock) (adapter.Handler, hcl.Diagno
 			lb, isHTTP := found.(*liveBackend)
 			switch {
 			case !exists:
-				d.errorf(attr.Expr.Range(), "Unknown http_backend",
-					`There is no http_backend named %q; declare it with http_backend %q { base_url = "https://..." }.`, name, name)
+				if dym := b.BackendSuggestion("http_backend", name); dym != "" {
+					d.errorf(attr.Expr.Range(), "Unknown http_backend", "There is no http_backend named %q.%s", name, dym)
+				} else {
+					d.errorf(attr.Expr.Range(), "Unknown http_backend",
+						`There is no http_backend named %q; declare it with http_backend %q { base_url = "https://..." }.`, name, name)
+				}
 			case !isHTTP:
 				d.errorf(attr.Expr.Range(), "Unknown http_backend", "The backend %q is not an http_backend.", name)
 			default:

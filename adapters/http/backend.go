@@ -53,6 +53,14 @@ func (a *Adapter) DecodeBackend(b *adapter.BackendBlock) (adapter.BackendConfig,
 	}
 	c := &backendConfig{name: b.Name, timeout: defaultTimeout, retry: noRetry}
 
+	// An attribute that reads an unset environment variable, in a load that
+	// allows it (validation without secrets), is skipped: the loader
+	// reports the variable, and the backend stays declared for its tools.
+	for _, name := range []string{"base_url", "headers", "query"} {
+		if attr := content.Attributes[name]; attr != nil && unknownAtLoad(attr, b.Scope) {
+			delete(content.Attributes, name)
+		}
+	}
 	if attr := content.Attributes["base_url"]; attr != nil {
 		if s, ok := d.staticString(attr, "base_url"); ok {
 			o, msg := parseBase(s)
@@ -335,3 +343,14 @@ type nopLogger struct{}
 func (nopLogger) Errorf(string, ...any) {}
 func (nopLogger) Warnf(string, ...any)  {}
 func (nopLogger) Debugf(string, ...any) {}
+
+// unknownAtLoad reports whether attr is a valid load-time expression whose
+// value is not wholly known: it reads an unset environment variable in a
+// load that allows that (funcs.Options.UnsetEnvUnknown).
+func unknownAtLoad(attr *hcl.Attribute, scope *adapter.Scope) bool {
+	if len(attr.Expr.Variables()) > 0 {
+		return false
+	}
+	v, d := attr.Expr.Value(scope.EvalContext())
+	return !d.HasErrors() && !v.IsWhollyKnown()
+}

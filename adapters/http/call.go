@@ -18,6 +18,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -282,9 +283,16 @@ func (h *handler) classify(err error, parent, actx context.Context, prefix strin
 		return &attemptError{kindTimeout, prefix + fmt.Sprintf("timed out after %s", h.timeout)}
 	}
 	inner := unwrapURLError(err)
+	// Name resolution first: a DNS timeout is a resolution failure, and
+	// the resolver's own error names the resolver's address, which is the
+	// host's business, not the model's.
+	var dnsErr *net.DNSError
+	if errors.As(inner, &dnsErr) {
+		return &attemptError{kindConnection, prefix + dnsMessage(dnsErr)}
+	}
 	var ne net.Error
 	if errors.As(inner, &ne) && ne.Timeout() {
-		return &attemptError{kindTimeout, prefix + "timed out: " + inner.Error()}
+		return &attemptError{kindTimeout, prefix + "timed out connecting"}
 	}
 	var (
 		verr  *tls.CertificateVerificationError
@@ -296,7 +304,42 @@ func (h *handler) classify(err error, parent, actx context.Context, prefix strin
 	if errors.As(inner, &verr) || errors.As(inner, &uaerr) || errors.As(inner, &herr) || errors.As(inner, &cierr) || errors.As(inner, &rherr) {
 		return &attemptError{kindTLS, prefix + "TLS failed: " + inner.Error()}
 	}
+	if msg := connMessage(inner); msg != "" {
+		return &attemptError{kindConnection, prefix + msg}
+	}
 	return &attemptError{kindConnection, prefix + "request failed: " + inner.Error()}
+}
+
+// dnsMessage says that a host name did not resolve, without the resolver's
+// address that net.DNSError carries ("lookup api.github.com on
+// 10.0.0.2:53: ...").
+func dnsMessage(e *net.DNSError) string {
+	switch {
+	case e.IsNotFound:
+		return fmt.Sprintf("cannot resolve host %s: no such host", e.Name)
+	case e.IsTimeout:
+		return fmt.Sprintf("cannot resolve host %s: the DNS lookup timed out", e.Name)
+	}
+	return fmt.Sprintf("cannot resolve host %s", e.Name)
+}
+
+// connMessage names the common ways a connection fails in a few words,
+// without the local and remote socket addresses that net.OpError prints;
+// "" for anything else.
+func connMessage(err error) string {
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case errors.Is(err, syscall.ECONNRESET):
+		return "connection reset by the server"
+	case errors.Is(err, syscall.ENETUNREACH):
+		return "network unreachable"
+	case errors.Is(err, syscall.EHOSTUNREACH):
+		return "host unreachable"
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "the server closed the connection"
+	}
+	return ""
 }
 
 // unwrapURLError drops the *url.Error layers, whose text repeats the full

@@ -428,7 +428,7 @@ func TestRetryOnTimeoutAndConnection(t *testing.T) {
   }
 }`, u, nil)
 		_, err := call(h, nil, nil)
-		if err == nil || !strings.Contains(err.Error(), "GET "+u+"/x: request failed: ") || !strings.Contains(err.Error(), "(after 2 attempts)") {
+		if err == nil || !strings.Contains(err.Error(), "GET "+u+"/x: connection refused (after 2 attempts)") {
 			t.Errorf("error = %v", err)
 		}
 	})

@@ -343,6 +343,12 @@ func (c *compiler) staticExpr(expr hcl.Expression, name string, want cty.Type) (
 		return cty.NilVal, false
 	}
 	v, _ = v.UnmarkDeep()
+	if !v.IsWhollyKnown() {
+		// An unset environment variable in a load that allows it: the
+		// loader reports the variable in place of this error.
+		c.errorf(expr.Range(), "Value must be known at load time", "%s must be known at load time.", name)
+		return cty.NilVal, false
+	}
 	if v.IsNull() {
 		c.errorf(expr.Range(), "Invalid value", "%s must not be null.", name)
 		return cty.NilVal, false
@@ -488,7 +494,12 @@ func (c *compiler) env(at *hcl.Attribute) (map[string]string, []envVar) {
 		if d.HasErrors() {
 			continue
 		}
-		if v, _ = v.UnmarkDeep(); v.IsNull() {
+		if v, _ = v.UnmarkDeep(); !v.IsWhollyKnown() {
+			// An unset environment variable (see static).
+			c.errorf(item.ValueExpr.Range(), "Value must be known at load time", "env %s must be known at load time.", name)
+			continue
+		}
+		if v.IsNull() {
 			continue
 		}
 		s, err := adapter.ValueString(v)

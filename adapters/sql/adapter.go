@@ -117,6 +117,10 @@ func (*Adapter) DecodeBackend(b *adapter.BackendBlock) (adapter.BackendConfig, h
 	}
 
 	dsnAttr := attrs["dsn"]
+	if cfg.dsnUnknown = unknownAtLoad(dsnAttr, b.Scope); cfg.dsnUnknown {
+		cfg.redact = strings.NewReplacer()
+		return cfg, diags // nothing to check without the value
+	}
 	cfg.dsn, d = staticString(dsnAttr, b.Scope)
 	diags = append(diags, d...)
 	if !d.HasErrors() && cfg.dialect != 0 {
@@ -126,6 +130,26 @@ func (*Adapter) DecodeBackend(b *adapter.BackendBlock) (adapter.BackendConfig, h
 		return nil, diags
 	}
 	return cfg, diags
+}
+
+// noDatabase is the detail of a reference to an undeclared database: the
+// closest declared name when there is one, else how to declare it.
+func noDatabase(name, didYouMean string) string {
+	if didYouMean != "" {
+		return fmt.Sprintf("No database block named %q is declared.%s", name, didYouMean)
+	}
+	return fmt.Sprintf("No database block named %q is declared. Declare it at the top level: database %q { driver = \"sqlite\", dsn = \"...\" }.", name, name)
+}
+
+// unknownAtLoad reports whether attr is a valid load-time expression whose
+// value is unknown: it reads an unset environment variable in a load that
+// allows that (funcs.Options.UnsetEnvUnknown).
+func unknownAtLoad(attr *hcl.Attribute, scope *adapter.Scope) bool {
+	if len(attr.Expr.Variables()) > 0 {
+		return false
+	}
+	v, d := attr.Expr.Value(scope.EvalContext())
+	return !d.HasErrors() && !v.IsWhollyKnown()
 }
 
 // checkDSN validates the DSN for its driver, notes its password for
@@ -211,7 +235,7 @@ func (*Adapter) CompileTool(b *adapter.ToolBlock) (adapter.Handler, hcl.Diagnost
 		live, ok := b.Backend("database", dbName)
 		if !ok {
 			diags = append(diags, attrError(dbAttr, "Unknown database",
-				fmt.Sprintf("No database block named %q is declared. Declare it at the top level: database %q { driver = \"sqlite\", dsn = \"...\" }.", dbName, dbName)))
+				noDatabase(dbName, b.BackendSuggestion("database", dbName))))
 		} else if be, isOurs := live.(*backend); !isOurs {
 			diags = append(diags, attrError(dbAttr, "Unknown database", fmt.Sprintf("%q is not a database of the sql adapter.", dbName)))
 		} else {

@@ -51,6 +51,10 @@ type dbConfig struct {
 	seed         string // sqlite: the script that fills a new database
 	sqliteFile   string // sqlite: the database file, for creating its directory
 	redact       *strings.Replacer
+	// dsnUnknown: the dsn reads an unset environment variable, which a load
+	// for validation allows (and reports). Such a backend declares the
+	// database, so that its tools are still checked, but has no pool.
+	dsnUnknown bool
 }
 
 // Fingerprint hashes every setting, so that a reload that changes nothing
@@ -66,6 +70,9 @@ func (c *dbConfig) Fingerprint() string {
 // touches the network or the database file.
 func (c *dbConfig) Open() (adapter.Backend, error) {
 	b := &backend{cfg: c, prepareLock: make(chan struct{}, 1)}
+	if c.dsnUnknown {
+		return b, nil
+	}
 	switch c.dialect {
 	case postgres:
 		pc, err := pgx.ParseConfig(c.dsn)
@@ -150,7 +157,15 @@ type backend struct {
 	prepareLock chan struct{} // a mutex that a context can give up on
 }
 
+// errNoDSN is what a backend without a pool answers (dbConfig.dsnUnknown).
+func (b *backend) errNoDSN() error {
+	return fmt.Errorf("database %q has no dsn: an environment variable it reads is not set", b.cfg.name)
+}
+
 func (b *backend) Close() error {
+	if b.db == nil {
+		return nil
+	}
 	err := b.db.Close()
 	if b.ro != nil {
 		if e := b.ro.Close(); err == nil {
@@ -164,6 +179,9 @@ func (b *backend) Close() error {
 // for a read-only tool on SQLite and MySQL, from the main pool otherwise. Failing to
 // get one is an unavailableError: the database is down or unreachable.
 func (b *backend) conn(ctx context.Context, readOnly bool) (*sql.Conn, error) {
+	if b.db == nil {
+		return nil, b.errNoDSN()
+	}
 	if err := b.prepare(ctx); err != nil {
 		return nil, err
 	}

@@ -29,6 +29,12 @@ func staticValue(attr *hcl.Attribute, scope *adapter.Scope, want cty.Type) (cty.
 	if d.HasErrors() {
 		return cty.NilVal, diags
 	}
+	if !v.IsWhollyKnown() {
+		// An unset environment variable, in a load that allows it: the
+		// subject contains the env() call, so the loader reports the
+		// variable instead of this.
+		return cty.NilVal, append(diags, attrError(attr, "Value must be known at load time", fmt.Sprintf("%q must be known at load time.", attr.Name)))
+	}
 	if v.IsNull() {
 		return cty.NilVal, append(diags, attrError(attr, "Missing value", fmt.Sprintf("%q must not be null.", attr.Name)))
 	}

@@ -16,6 +16,9 @@ func (b *backend) DatabaseName() string { return b.cfg.name }
 // PoolStats returns the statistics of the backend's pools: "rw", and "ro"
 // for the read-only pool of SQLite and MySQL.
 func (b *backend) PoolStats() map[string]sql.DBStats {
+	if b.db == nil {
+		return map[string]sql.DBStats{}
+	}
 	out := map[string]sql.DBStats{"rw": b.db.Stats()}
 	if b.ro != nil {
 		out["ro"] = b.ro.Stats()
@@ -26,6 +29,9 @@ func (b *backend) PoolStats() map[string]sql.DBStats {
 // Ping checks that the database answers, for readiness checks. Its error
 // never contains the DSN's secrets.
 func (b *backend) Ping(ctx context.Context) error {
+	if b.db == nil {
+		return b.errNoDSN()
+	}
 	if err := b.db.PingContext(ctx); err != nil {
 		return fmt.Errorf("database %q: %s", b.cfg.name, b.cfg.redact.Replace(err.Error()))
 	}

@@ -89,6 +89,10 @@ type ToolBlock struct {
 	// Backend returns the live backend declared by a top-level block of the
 	// given type and name (e.g. "database", "main").
 	Backend func(blockType, name string) (Backend, bool)
+	// BackendNames, when not nil, lists the names declared by top-level
+	// blocks of a type, so that an unknown name can be answered with the
+	// closest one (see DidYouMean).
+	BackendNames func(blockType string) []string
 }
 
 // BackendBlock is one top-level backend block, handed to DecodeBackend.

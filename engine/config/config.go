@@ -6,7 +6,11 @@
 // snapshot package's job.
 package config
 
-import "github.com/hashicorp/hcl/v2"
+import (
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/mcpd/mcpd/engine/funcs"
+)
 
 // Config is one whole configuration, merged from every file it was loaded from.
 type Config struct {
@@ -29,6 +33,20 @@ type Config struct {
 	// Tests are the test blocks declared in the config files (see
 	// LoadTests for those of *_test.hcl files). They are never served.
 	Tests []*Test
+	// UnsetEnvUnknown is Options.UnsetEnvUnknown of the load: function
+	// tables built from this config must use it too.
+	UnsetEnvUnknown bool
+	// UnsetEnv are the env() calls without a default whose variable is not
+	// set, in load order, whatever the options: the caller reports them.
+	UnsetEnv []funcs.UnsetEnvCall
+}
+
+// Options change how a config is loaded.
+type Options struct {
+	// UnsetEnvUnknown makes env() of an unset variable an unknown value
+	// instead of an error (funcs.Options.UnsetEnvUnknown), for validating a
+	// config without its secrets.
+	UnsetEnvUnknown bool
 }
 
 // Server describes the server itself to clients.
@@ -238,6 +256,9 @@ type Resource struct {
 
 	Adapter *AdapterBlock
 	Dir     string
+	// URIRange is the range of the uri attribute's value, for diagnostics
+	// about the URI (a zero range when unknown: use DeclRange).
+	URIRange hcl.Range
 
 	// Scopes are the scopes a caller needs to see and read the resource.
 	Scopes []string `hcl:"scopes,optional"`
@@ -261,6 +282,9 @@ type ResourceTemplate struct {
 
 	Adapter *AdapterBlock
 	Dir     string
+	// URIRange is the range of the uri_template attribute's value, for
+	// diagnostics about the template (zero when unknown: use DeclRange).
+	URIRange hcl.Range
 
 	// Scopes are the scopes a caller needs to see and read the template.
 	Scopes []string `hcl:"scopes,optional"`

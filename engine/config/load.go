@@ -72,11 +72,16 @@ type fileContent struct {
 // diagnostics it finds, not just the first; the Config is nil only when
 // nothing could be read.
 func Load(paths []string, blocks Blocks) (*Config, hcl.Diagnostics) {
+	return LoadWith(paths, blocks, Options{})
+}
+
+// LoadWith is Load with options.
+func LoadWith(paths []string, blocks Blocks, opts Options) (*Config, hcl.Diagnostics) {
 	files, diags := ExpandPaths(paths)
 	if diags.HasErrors() {
 		return nil, diags
 	}
-	cfg := &Config{Files: files, Sources: map[string][]byte{}}
+	cfg := &Config{Files: files, Sources: map[string][]byte{}, UnsetEnvUnknown: opts.UnsetEnvUnknown}
 	for _, name := range files {
 		body, src, d := parseFile(name)
 		if src != nil {
@@ -86,6 +91,7 @@ func Load(paths []string, blocks Blocks) (*Config, hcl.Diagnostics) {
 		if body == nil || d.HasErrors() {
 			continue
 		}
+		cfg.UnsetEnv = append(cfg.UnsetEnv, funcs.UnsetEnv(body)...)
 		diags = append(diags, decodeFile(cfg, body, filepath.Dir(name), blocks)...)
 		cfg.Referenced = append(cfg.Referenced, referencedFiles(body, filepath.Dir(name))...)
 	}
@@ -150,7 +156,7 @@ func ExpandPaths(paths []string) ([]string, hcl.Diagnostics) {
 func decodeFile(cfg *Config, body hcl.Body, dir string, blocks Blocks) hcl.Diagnostics {
 	// Attributes that must be known at load time (descriptions, URIs) may
 	// still call functions, e.g. description = file("docs/tool.md").
-	ectx := &hcl.EvalContext{Functions: funcs.Table(dir)}
+	ectx := &hcl.EvalContext{Functions: funcs.TableWith(dir, funcs.Options{UnsetEnvUnknown: cfg.UnsetEnvUnknown})}
 	var fc fileContent
 	diags := decodeBody(body, ectx, &fc)
 
@@ -160,7 +166,7 @@ func decodeFile(cfg *Config, body hcl.Body, dir string, blocks Blocks) hcl.Diagn
 	}
 	if fc.Remain != nil {
 		content, d := fc.Remain.Content(backendSchema)
-		diags = append(diags, d...)
+		diags = append(diags, withSuggestions(d, schemaNames(&fileContent{}, blocks.Backends))...)
 		if content != nil {
 			for _, b := range content.Blocks {
 				be := &Backend{Type: b.Type, Name: b.Labels[0], Body: b.Body, DeclRange: b.DefRange, Dir: dir}
@@ -198,7 +204,7 @@ func decodeFile(cfg *Config, body hcl.Body, dir string, blocks Blocks) hcl.Diagn
 		}
 		var d hcl.Diagnostics
 		t.Adapter, d = adapterBlock(t.Remain, blocks.Adapters, "tool")
-		diags = append(diags, d...)
+		diags = append(diags, withSuggestions(d, schemaNames(&Tool{}, blocks.Adapters))...)
 		diags = append(diags, checkParams(t)...)
 		if t.Result != nil {
 			for _, c := range t.Result.Contents {
@@ -207,18 +213,21 @@ func decodeFile(cfg *Config, body hcl.Body, dir string, blocks Blocks) hcl.Diagn
 		}
 		cfg.Tools = append(cfg.Tools, t)
 	}
+	uriRanges := attrRanges(body, map[string]string{"resource": "uri", "resource_template": "uri_template"})
 	for _, r := range fc.Resources {
 		r.Dir = dir
+		r.URIRange = uriRanges[r.DeclRange]
 		var d hcl.Diagnostics
 		r.Adapter, d = adapterBlock(r.Remain, blocks.Adapters, "resource")
-		diags = append(diags, d...)
+		diags = append(diags, withSuggestions(d, schemaNames(&Resource{}, blocks.Adapters))...)
 		cfg.Resources = append(cfg.Resources, r)
 	}
 	for _, r := range fc.ResourceTemplates {
 		r.Dir = dir
+		r.URIRange = uriRanges[r.DeclRange]
 		var d hcl.Diagnostics
 		r.Adapter, d = adapterBlock(r.Remain, blocks.Adapters, "resource_template")
-		diags = append(diags, d...)
+		diags = append(diags, withSuggestions(d, schemaNames(&ResourceTemplate{}, blocks.Adapters))...)
 		diags = append(diags, checkTemplateParams(r)...)
 		cfg.ResourceTemplates = append(cfg.ResourceTemplates, r)
 	}
@@ -514,9 +523,9 @@ func checkUnique(cfg *Config) hcl.Diagnostics {
 			resNames[r.Name] = r.DeclRange
 		}
 		if prev, dup := resURIs[r.URI]; dup {
-			diags = append(diags, duplicate("resource URI", r.URI, r.DeclRange, prev))
+			diags = append(diags, duplicate("resource URI", r.URI, SubjectOr(r.URIRange, r.DeclRange), prev))
 		} else {
-			resURIs[r.URI] = r.DeclRange
+			resURIs[r.URI] = SubjectOr(r.URIRange, r.DeclRange)
 		}
 	}
 	tmpl := map[string]hcl.Range{}
@@ -593,6 +602,36 @@ func referencedFiles(body hcl.Body, dir string) []string {
 		return nil
 	})
 	return out
+}
+
+// attrRanges maps the definition range of each top-level block of the given
+// types to the range of one of its attributes' value (attrs: block type to
+// attribute name), for diagnostics that blame the attribute, not the block,
+// about a value gohcl decoded into a plain string.
+func attrRanges(body hcl.Body, attrs map[string]string) map[hcl.Range]hcl.Range {
+	out := map[hcl.Range]hcl.Range{}
+	sb, ok := body.(*hclsyntax.Body)
+	if !ok {
+		return out
+	}
+	for _, b := range sb.Blocks {
+		name, ok := attrs[b.Type]
+		if !ok {
+			continue
+		}
+		if a, ok := b.Body.Attributes[name]; ok {
+			out[b.DefRange()] = a.Expr.Range()
+		}
+	}
+	return out
+}
+
+// SubjectOr returns r, or fallback when r is the zero range (unknown).
+func SubjectOr(r, fallback hcl.Range) hcl.Range {
+	if r == (hcl.Range{}) {
+		return fallback
+	}
+	return r
 }
 
 // mergeAuth keeps the one auth block a config may have, in any file.

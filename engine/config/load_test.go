@@ -234,7 +234,7 @@ tool "t" {
 	_, diags := config.Load([]string{dir}, config.Blocks{})
 	want := map[string]string{
 		`Duplicate prompt "p"`:             b + ":1:1 " + a + ":1:1",
-		`Duplicate resource URI "x://one"`: b + ":6:1 " + a + ":6:1",
+		`Duplicate resource URI "x://one"`: b + ":7:10 " + a + ":7:10",
 		`Duplicate param "x"`:              b + ":15:3 " + b + ":12:3",
 	}
 	for summary, places := range want {

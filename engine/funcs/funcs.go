@@ -30,8 +30,26 @@ func Table(dir string) map[string]function.Function {
 // model sees. A default given to env() is not recorded: it is written in the
 // config, not read. A nil secrets records nothing.
 func RecordingTable(dir string, secrets *redact.Set) map[string]function.Function {
+	return TableWith(dir, Options{Secrets: secrets})
+}
+
+// Options select the variants of the table's host-reading functions.
+type Options struct {
+	// Secrets, when not nil, records every value env(), file() and
+	// filebase64() read (see RecordingTable).
+	Secrets *redact.Set
+	// UnsetEnvUnknown makes env() of an unset variable without a default an
+	// unknown string instead of an error, so that `mcpd validate` can check
+	// a config without its secrets: consumers skip the checks that need the
+	// value, and the caller reports the variable once (see UnsetEnv).
+	UnsetEnvUnknown bool
+}
+
+// TableWith is Table with the variants o selects.
+func TableWith(dir string, o Options) map[string]function.Function {
+	secrets := o.Secrets
 	return map[string]function.Function{
-		"env":           envFunc(secrets),
+		"env":           envFunc(secrets, o.UnsetEnvUnknown),
 		"file":          fileFunc(dir, false, secrets),
 		"filebase64":    fileFunc(dir, true, secrets),
 		"base64encode":  base64EncodeFunc,
@@ -75,7 +93,7 @@ func RecordingTable(dir string, secrets *redact.Set) map[string]function.Functio
 // env("NAME") returns the variable's value and fails when it is not set;
 // env("NAME", "default") returns the default instead. The error never
 // contains a value, only the name.
-func envFunc(secrets *redact.Set) function.Function {
+func envFunc(secrets *redact.Set, unsetUnknown bool) function.Function {
 	return function.New(&function.Spec{
 		Params:   []function.Parameter{{Name: "name", Type: cty.String}},
 		VarParam: &function.Parameter{Name: "default", Type: cty.String},
@@ -94,6 +112,9 @@ func envFunc(secrets *redact.Set) function.Function {
 			}
 			if len(args) == 2 {
 				return args[1], nil
+			}
+			if unsetUnknown {
+				return cty.UnknownVal(cty.String).RefineNotNull(), nil
 			}
 			return cty.NilVal, fmt.Errorf("environment variable %s is not set", name)
 		},

@@ -1,8 +1,12 @@
 package funcs
 
 import (
+	"os"
+	"sort"
+
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
 )
 
 // IsSecretFunc reports whether the function name reads the host (its
@@ -36,4 +40,40 @@ func EvalSecretCalls(body any, ectx *hcl.EvalContext) {
 		_, _ = call.Value(ectx) // evaluated for what it records
 		return nil
 	})
+}
+
+// UnsetEnvCall is one env("NAME") call, without a default, of a variable
+// that is not set.
+type UnsetEnvCall struct {
+	Name  string
+	Range hcl.Range
+}
+
+// UnsetEnv lists the env() calls in body (a file's body or an expression)
+// that have no default and name a variable that is not set, in source
+// order. Only calls whose name is a constant count: a name computed from
+// args is refused elsewhere.
+func UnsetEnv(body any) []UnsetEnvCall {
+	node, ok := body.(hclsyntax.Node)
+	if !ok {
+		return nil
+	}
+	var out []UnsetEnvCall
+	hclsyntax.VisitAll(node, func(n hclsyntax.Node) hcl.Diagnostics {
+		call, ok := n.(*hclsyntax.FunctionCallExpr)
+		if !ok || call.Name != "env" || len(call.Args) != 1 || len(call.Args[0].Variables()) > 0 {
+			return nil
+		}
+		v, diags := call.Args[0].Value(nil)
+		if diags.HasErrors() || !v.IsKnown() || v.IsNull() || v.Type() != cty.String {
+			return nil
+		}
+		if _, set := os.LookupEnv(v.AsString()); !set {
+			out = append(out, UnsetEnvCall{Name: v.AsString(), Range: call.Range()})
+		}
+		return nil
+	})
+	// A body's attributes are a map: put the calls in source order.
+	sort.Slice(out, func(i, j int) bool { return out[i].Range.Start.Byte < out[j].Range.Start.Byte })
+	return out
 }

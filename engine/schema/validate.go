@@ -24,6 +24,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/mcpd/mcpd/engine/suggest"
 )
 
 // Validator checks one tool's arguments. It is immutable and safe for
@@ -655,27 +657,10 @@ func (n *node) checkObject(v map[string]any, path string) error {
 			v[name] = deepCopy(d)
 		}
 	}
-	var missing []string
-	for _, r := range n.required {
-		if _, ok := v[r]; !ok {
-			missing = append(missing, r)
-		}
-	}
-	if len(missing) > 0 {
-		if path == "" {
-			return fmt.Errorf("missing required argument%s %s", plural(len(missing)), quoteList(missing))
-		}
-		return fmt.Errorf("%s is missing required propert%s %s", what(path), pluralY(len(missing)), quoteList(missing))
-	}
-	// Check properties in a fixed order so that the first error reported
-	// is the same on every call.
-	for _, name := range n.propOrder {
-		if x, ok := v[name]; ok {
-			if err := n.props[name].check(x, join(path, name)); err != nil {
-				return err
-			}
-		}
-	}
+	// Every problem is reported, not only the first: a model that wrote
+	// txt= for text must hear about both the unknown txt and the missing
+	// text, or it fixes one and fails again.
+	var problems []string
 	if n.noAddl || n.addl != nil {
 		var extra []string
 		for name := range v {
@@ -686,17 +671,56 @@ func (n *node) checkObject(v map[string]any, path string) error {
 		sort.Strings(extra)
 		for _, name := range extra {
 			if n.noAddl {
-				if path == "" {
-					return fmt.Errorf("unknown argument %q; this tool takes %s", name, quoteListOr(n.propOrder))
-				}
-				return fmt.Errorf("%s has an unknown property %q; allowed: %s", what(path), name, quoteListOr(n.propOrder))
+				problems = append(problems, n.unknownProperty(name, path))
+				continue
 			}
 			if err := n.addl.check(v[name], join(path, name)); err != nil {
-				return err
+				problems = append(problems, err.Error())
 			}
 		}
 	}
-	return nil
+	var missing []string
+	for _, r := range n.required {
+		if _, ok := v[r]; !ok {
+			missing = append(missing, r)
+		}
+	}
+	if len(missing) > 0 {
+		if path == "" {
+			problems = append(problems, fmt.Sprintf("missing required argument%s %s", plural(len(missing)), quoteList(missing)))
+		} else {
+			problems = append(problems, fmt.Sprintf("%s is missing required propert%s %s", what(path), pluralY(len(missing)), quoteList(missing)))
+		}
+	}
+	// Properties in a fixed order, so that the message is the same on
+	// every call.
+	for _, name := range n.propOrder {
+		if x, ok := v[name]; ok {
+			if err := n.props[name].check(x, join(path, name)); err != nil {
+				problems = append(problems, err.Error())
+			}
+		}
+	}
+	switch len(problems) {
+	case 0:
+		return nil
+	case 1:
+		return errors.New(problems[0])
+	}
+	return errors.New(strings.Join(problems, "; and "))
+}
+
+// unknownProperty is the message for a property the schema does not allow,
+// naming the closest allowed one when it looks like a misspelling.
+func (n *node) unknownProperty(name, path string) string {
+	dym := ""
+	if s := suggest.Closest(name, n.propOrder); s != "" {
+		dym = fmt.Sprintf(" (did you mean %q?)", s)
+	}
+	if path == "" {
+		return fmt.Sprintf("unknown argument %q%s; this tool takes %s", name, dym, quoteListOr(n.propOrder))
+	}
+	return fmt.Sprintf("%s has an unknown property %q%s; allowed: %s", what(path), name, dym, quoteListOr(n.propOrder))
 }
 
 func deepCopy(x any) any {

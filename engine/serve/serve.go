@@ -221,21 +221,21 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			defer s.release()
 			return s.callTool(ctx, r, caller)
 		case *mcp.ListToolsRequest:
-			return s.listTools(r, caller)
+			return eraResult(r.Session)(s.listTools(r, caller))
 		case *mcp.ListPromptsRequest:
-			return s.listPrompts(r, caller)
+			return eraResult(r.Session)(s.listPrompts(r, caller))
 		case *mcp.GetPromptRequest:
 			return s.getPrompt(ctx, r, caller)
 		case *mcp.ListResourcesRequest:
-			return s.listResources(r, caller)
+			return eraResult(r.Session)(s.listResources(r, caller))
 		case *mcp.ListResourceTemplatesRequest:
-			return s.listTemplates(r, caller)
+			return eraResult(r.Session)(s.listTemplates(r, caller))
 		case *mcp.ReadResourceRequest:
 			if !s.acquire() {
 				return nil, s.busy()
 			}
 			defer s.release()
-			return s.readResource(ctx, r)
+			return eraResult(r.Session)(s.readResource(ctx, r))
 		case *mcp.InitializeRequest:
 			res, err := next(ctx, method, req)
 			if ir, ok := res.(*mcp.InitializeResult); ok && err == nil {

@@ -328,7 +328,7 @@ func TestServe(t *testing.T) {
 					{map[string]any{}, `invalid arguments for tool zeta_greet: missing required argument "name"`},
 					{map[string]any{"name": "Ada", "times": 0}, `invalid arguments for tool zeta_greet: argument "times" must be at least 1, got 0`},
 					{map[string]any{"name": 5}, `invalid arguments for tool zeta_greet: argument "name" must be a string, got integer 5`},
-					{map[string]any{"name": "Ada", "tiems": 2}, `invalid arguments for tool zeta_greet: unknown argument "tiems"; this tool takes "name", "times"`},
+					{map[string]any{"name": "Ada", "tiems": 2}, `invalid arguments for tool zeta_greet: unknown argument "tiems" (did you mean "times"?); this tool takes "name", "times"`},
 				} {
 					res, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "zeta_greet", Arguments: tc.args})
 					if err != nil {

@@ -32,7 +32,12 @@ var contentAttrs = map[string]struct{ required, optional []string }{
 }
 
 func compileContent(c *config.Content, scope *adapter.Scope) (*contentTmpl, hcl.Diagnostics) {
-	spec := contentAttrs[c.Type]
+	spec, known := contentAttrs[c.Type]
+	if !known {
+		// config.Load reported the type; its attributes cannot be judged
+		// against a type that does not exist (one mistake, one diagnostic).
+		return &contentTmpl{typ: c.Type, exprs: map[string]hcl.Expression{}}, nil
+	}
 	given := map[string]*hcl.Attribute{
 		"text": c.Text, "data": c.Data, "blob": c.Blob, "uri": c.URI, "mime_type": c.MIMEType,
 		"name": c.Name, "title": c.Title, "description": c.Description,

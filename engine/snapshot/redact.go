@@ -30,7 +30,7 @@ func recordSecrets(cfg *config.Config) *redact.Set {
 	eval := func(dir string, body hcl.Body) {
 		t, ok := tables[dir]
 		if !ok {
-			t = funcs.RecordingTable(dir, set)
+			t = funcs.TableWith(dir, funcs.Options{Secrets: set, UnsetEnvUnknown: cfg.UnsetEnvUnknown})
 			tables[dir] = t
 		}
 		funcs.EvalSecretCalls(body, &hcl.EvalContext{Functions: t})

@@ -57,7 +57,7 @@ type Template struct {
 	scopes      []string // required to list and read it
 }
 
-func compileSource(owner, name string, text, blob, file *hcl.Attribute, ab *config.AdapterBlock, scope *adapter.Scope, reg *adapter.Registry, backend func(string, string) (adapter.Backend, bool), declRange hcl.Range) (*source, hcl.Diagnostics) {
+func compileSource(owner, name string, text, blob, file *hcl.Attribute, ab *config.AdapterBlock, scope *adapter.Scope, reg *adapter.Registry, backend *backendSet, declRange hcl.Range) (*source, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
 	src := &source{name: name, scope: scope}
 	n := 0
@@ -93,7 +93,7 @@ func compileSource(owner, name string, text, blob, file *hcl.Attribute, ab *conf
 		if !ok {
 			panic("unregistered adapter block " + ab.Type)
 		}
-		h, d := a.CompileTool(&adapter.ToolBlock{Tool: name, Type: ab.Type, Body: ab.Body, Range: ab.DeclRange, Scope: scope, Backend: backend})
+		h, d := a.CompileTool(&adapter.ToolBlock{Tool: name, Type: ab.Type, Body: ab.Body, Range: ab.DeclRange, Scope: scope, Backend: backend.get, BackendNames: backend.names})
 		diags = append(diags, d...)
 		src.handler = h
 	}
@@ -108,7 +108,7 @@ func compileSource(owner, name string, text, blob, file *hcl.Attribute, ab *conf
 	return src, diags
 }
 
-func compileResource(rc *config.Resource, reg *adapter.Registry, backend func(string, string) (adapter.Backend, bool), ft funcTables) (*Resource, hcl.Diagnostics) {
+func compileResource(rc *config.Resource, reg *adapter.Registry, backend *backendSet, ft funcTables) (*Resource, hcl.Diagnostics) {
 	scope := &adapter.Scope{Dir: rc.Dir, Functions: ft.get(rc.Dir), Params: map[string]string{}}
 	owner := fmt.Sprintf("resource %q", rc.Name)
 	src, diags := compileSource(owner, rc.Name, rc.Text, rc.Blob, rc.File, rc.Adapter, scope, reg, backend, rc.DeclRange)
@@ -117,7 +117,7 @@ func compileResource(rc *config.Resource, reg *adapter.Registry, backend func(st
 		mt = mime.TypeByExtension(filepath.Ext(src.file))
 	}
 	if !strings.Contains(rc.URI, ":") {
-		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid resource URI", Detail: fmt.Sprintf("%q has no scheme; use e.g. file:///path or myapp://thing.", rc.URI), Subject: rc.DeclRange.Ptr()})
+		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid resource URI", Detail: fmt.Sprintf("%q has no scheme; use e.g. file:///path or myapp://thing.", rc.URI), Subject: config.SubjectOr(rc.URIRange, rc.DeclRange).Ptr()})
 	}
 	if diags.HasErrors() {
 		return nil, diags
@@ -129,11 +129,11 @@ func compileResource(rc *config.Resource, reg *adapter.Registry, backend func(st
 	}, diags
 }
 
-func compileTemplate(rc *config.ResourceTemplate, reg *adapter.Registry, backend func(string, string) (adapter.Backend, bool), ft funcTables) (*Template, hcl.Diagnostics) {
+func compileTemplate(rc *config.ResourceTemplate, reg *adapter.Registry, backend *backendSet, ft funcTables) (*Template, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
 	tmpl, err := uritemplate.New(rc.URITemplate)
 	if err != nil {
-		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid URI template", Detail: err.Error(), Subject: rc.DeclRange.Ptr()}}
+		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid URI template", Detail: err.Error(), Subject: config.SubjectOr(rc.URIRange, rc.DeclRange).Ptr()}}
 	}
 	owner := fmt.Sprintf("resource_template %q", rc.Name)
 	ectx := &hcl.EvalContext{Functions: ft.get(rc.Dir)}
@@ -471,7 +471,9 @@ func (s *source) read(ctx context.Context, uri, mimeType string, args map[string
 		if err != nil {
 			return nil, fmt.Errorf("reading %s: %v", uri, err)
 		}
-		if isText(mimeType) || (mimeType == "" && utf8.Valid(data)) {
+		// Text only when it is valid UTF-8: a file that is not, whatever
+		// its declared type, cannot travel as a JSON string.
+		if (isText(mimeType) || mimeType == "") && utf8.Valid(data) {
 			rc.Text = string(data)
 		} else {
 			rc.Blob = data
@@ -484,9 +486,13 @@ func (s *source) read(ctx context.Context, uri, mimeType string, args map[string
 		switch {
 		case out == nil:
 		case len(out.Media) > 0:
-			rc.Blob = out.Media[0].Data
 			if rc.MIMEType == "" {
 				rc.MIMEType = out.Media[0].MIMEType
+			}
+			if isText(rc.MIMEType) && utf8.Valid(out.Media[0].Data) {
+				rc.Text = string(out.Media[0].Data)
+			} else {
+				rc.Blob = out.Media[0].Data
 			}
 		case out.Text != "":
 			rc.Text = out.Text
@@ -499,8 +505,4 @@ func (s *source) read(ctx context.Context, uri, mimeType string, args map[string
 		}
 	}
 	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{rc}}, nil
-}
-
-func isText(mt string) bool {
-	return strings.HasPrefix(mt, "text/") || strings.HasSuffix(mt, "json") || strings.HasSuffix(mt, "xml") || strings.HasSuffix(mt, "yaml")
 }

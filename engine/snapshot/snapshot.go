@@ -95,16 +95,13 @@ func Build(cfg *config.Config, reg *adapter.Registry, prev *Snapshot, defaultVer
 	stateDiags := stateSealer(cfg.Server, &s.Server)
 
 	secrets := recordSecrets(cfg)
-	ft := funcTables{}
+	ft := funcTables{opts: funcs.Options{UnsetEnvUnknown: cfg.UnsetEnvUnknown}, tables: map[string]map[string]function.Function{}}
 	sl, diags := compileServerLimits(cfg.Server)
 	diags = append(diags, stateDiags...)
 	diags = append(diags, s.openBackends(cfg, reg, prev, ft)...)
-	backend := func(blockType, name string) (adapter.Backend, bool) {
-		lb, ok := s.backends[blockType+" "+name]
-		if !ok {
-			return nil, false
-		}
-		return lb.backend, true
+	backend := &backendSet{live: s.backends, declared: map[string][]string{}}
+	for _, bc := range cfg.Backends {
+		backend.declared[bc.Type] = append(backend.declared[bc.Type], bc.Name)
 	}
 	for _, tc := range cfg.Tools {
 		t, d := compileTool(tc, reg, backend, ft, sl, cfg.Server != nil && cfg.Server.ConfirmDestructive)
@@ -216,15 +213,35 @@ func (s *Snapshot) openBackends(cfg *config.Config, reg *adapter.Registry, prev 
 	return diags
 }
 
+// backendSet is what a Build hands the adapters about backends: the live
+// ones, and the names declared per block type, for "did you mean".
+type backendSet struct {
+	live     map[string]*liveBackend
+	declared map[string][]string
+}
+
+func (b *backendSet) get(blockType, name string) (adapter.Backend, bool) {
+	lb, ok := b.live[blockType+" "+name]
+	if !ok {
+		return nil, false
+	}
+	return lb.backend, true
+}
+
+func (b *backendSet) names(blockType string) []string { return b.declared[blockType] }
+
 // funcTables hands every block of one Build the same function table per
 // directory instead of a fresh one per block. Tables are never modified.
-type funcTables map[string]map[string]function.Function
+type funcTables struct {
+	opts   funcs.Options
+	tables map[string]map[string]function.Function
+}
 
 func (ft funcTables) get(dir string) map[string]function.Function {
-	t, ok := ft[dir]
+	t, ok := ft.tables[dir]
 	if !ok {
-		t = funcs.Table(dir)
-		ft[dir] = t
+		t = funcs.TableWith(dir, ft.opts)
+		ft.tables[dir] = t
 	}
 	return t
 }

@@ -246,7 +246,7 @@ func TestToolCallDeclarative(t *testing.T) {
 		{"greet", `{"name": "${x} %s"}`, "text:Hello, ${x} %s!"},
 		{"greet", `{}`, `ERROR` + "\n" + `text:invalid arguments for tool greet: missing required argument "name"`},
 		{"greet", `{"name": 7}`, "ERROR\n" + `text:invalid arguments for tool greet: argument "name" must be a string, got integer 7`},
-		{"greet", `{"name": "Ada", "nmae": "x"}`, "ERROR\n" + `text:invalid arguments for tool greet: unknown argument "nmae"; this tool takes "name", "punct"`},
+		{"greet", `{"name": "Ada", "nmae": "x"}`, "ERROR\n" + `text:invalid arguments for tool greet: unknown argument "nmae" (did you mean "name"?); this tool takes "name", "punct"`},
 		{"greet", `[]`, "ERROR\ntext:invalid arguments for tool greet: arguments must be a JSON object, got array"},
 		{"contents", `{"id": "7"}`, strings.Join([]string{
 			"text:id=7",

@@ -73,7 +73,7 @@ type progressSpec struct {
 // ProgressFunc reports progress for the call being served.
 type ProgressFunc func(progress, total float64, message string)
 
-func compileTool(tc *config.Tool, reg *adapter.Registry, backend func(string, string) (adapter.Backend, bool), ft funcTables, sl serverLimits, confirmDestructive bool) (*Tool, hcl.Diagnostics) {
+func compileTool(tc *config.Tool, reg *adapter.Registry, backend *backendSet, ft funcTables, sl serverLimits, confirmDestructive bool) (*Tool, hcl.Diagnostics) {
 	scope := &adapter.Scope{Dir: tc.Dir, Functions: ft.get(tc.Dir)}
 	ectx := scope.EvalContext()
 	var diags hcl.Diagnostics
@@ -155,7 +155,7 @@ func compileTool(tc *config.Tool, reg *adapter.Registry, backend func(string, st
 		}
 		h, d := a.CompileTool(&adapter.ToolBlock{
 			Tool: tc.Name, Type: tc.Adapter.Type, Body: tc.Adapter.Body, Range: tc.Adapter.DeclRange,
-			Scope: scope, Backend: backend,
+			Scope: scope, Backend: backend.get, BackendNames: backend.names,
 		})
 		diags = append(diags, d...)
 		t.handler, t.adapterType = h, tc.Adapter.Type

@@ -105,9 +105,15 @@ tool "git_diff" {
   }
   shell {
     # A list element that is a list adds zero or more arguments. The "--"
-    # makes git read args.path as a path even if it starts with "-".
-    command = ["git", "diff", "--no-color", "--stat", "--patch", args.staged ? ["--cached"] : [], "--", args.path]
-    dir     = env("GIT_REPO", ".")
+    # makes git read args.path as a path even if it starts with "-". The
+    # pathspec magic :(top) makes the path relative to the repository root
+    # whatever the directory git runs in (this file's directory when
+    # GIT_REPO is unset: a plain "." would diff only examples/git and answer
+    # "No changes." while the rest of the tree is modified); literal keeps
+    # the model's path a path, not a glob or more magic.
+    command = ["git", "diff", "--no-color", "--stat", "--patch", args.staged ? ["--cached"] : [], "--",
+    contains([".", "./", ""], args.path) ? ":(top)" : ":(top,literal)${trimprefix(args.path, "./")}"]
+    dir = env("GIT_REPO", ".")
     env = {
       HOME                = env("HOME", "/tmp")
       GIT_TERMINAL_PROMPT = "0"
