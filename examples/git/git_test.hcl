@@ -42,15 +42,16 @@ test "git_diff_of_a_missing_path" {
   text_contains = "No changes."
 }
 
-# Dry runs: git is not started; the tests check its command line.
+# Dry runs: git is not started; the tests check its command line. A path is
+# a literal pathspec from the repository's top, wherever git runs.
 test "git_diff_staged_argv" {
   tool        = "git_diff"
   args        = { path = "docs", staged = true }
-  expect_argv = ["git", "diff", "--no-color", "--stat", "--patch", "--cached", "--", "docs"]
+  expect_argv = ["git", "diff", "--no-color", "--stat", "--patch", "--cached", "--", ":(top,literal)docs"]
 }
 
 test "git_diff_path_like_an_option_argv" {
   tool        = "git_diff"
   args        = { path = "--output=/tmp/x" }
-  expect_argv = ["git", "diff", "--no-color", "--stat", "--patch", "--", "--output=/tmp/x"]
+  expect_argv = ["git", "diff", "--no-color", "--stat", "--patch", "--", ":(top,literal)--output=/tmp/x"]
 }
