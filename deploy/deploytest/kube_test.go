@@ -134,6 +134,10 @@ func TestKubePlay(t *testing.T) {
 
 	// What the kubelet does at the end of a pod's life: SIGTERM, and the
 	// readiness probe fails while the pod drains (MCPD_SHUTDOWN_DELAY=5s).
+	// The pod's containers restart (a Deployment's restartPolicy is
+	// Always), so `podman wait` may miss the exit: read it from the died
+	// event instead.
+	killed := time.Now().Add(-time.Second).UTC().Format(time.RFC3339)
 	if _, err := podman(ctx, "kill", "--signal", "TERM", ctr); err != nil {
 		t.Fatal(err)
 	}
@@ -147,10 +151,20 @@ func TestKubePlay(t *testing.T) {
 	if code := status(admin + "/healthz"); code != 200 {
 		t.Errorf("/healthz while draining: %d, want 200 (draining is not dead)", code)
 	}
-	if _, err := podman(ctx, "wait", ctr); err != nil {
-		t.Fatal(err)
+	code := ""
+	for deadline := time.Now().Add(60 * time.Second); code == ""; time.Sleep(250 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the container did not exit within 60s of SIGTERM")
+		}
+		out, err := podman(ctx, "events", "--stream=false", "--since", killed, "--filter", "container="+ctr, "--filter", "event=died", "--format", "{{.ContainerExitCode}}")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lines := strings.Fields(out); len(lines) > 0 {
+			code = lines[0]
+		}
 	}
-	if code := inspect(t, ctr, "{{.State.ExitCode}}"); code != "0" {
+	if code != "0" {
 		t.Errorf("exit code %s after SIGTERM, want 0", code)
 	}
 }
