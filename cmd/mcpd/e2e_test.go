@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -382,40 +381,8 @@ var urlRE = regexp.MustCompile(`url=(https?://\S+/mcp)`)
 // endpoint URL, read from its log.
 func startHTTP(t *testing.T, cmd *exec.Cmd) string {
 	t.Helper()
-	stderrPipe, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var logs lockedBuffer
-	urls := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderrPipe)
-		for sc.Scan() {
-			logs.Write(append(sc.Bytes(), '\n'))
-			if m := urlRE.FindStringSubmatch(sc.Text()); m != nil {
-				select {
-				case urls <- m[1]:
-				default:
-				}
-			}
-		}
-	}()
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			cmd.Wait()
-		}
-	})
-	select {
-	case u := <-urls:
-		return u
-	case <-time.After(30 * time.Second):
-		t.Fatalf("mcpd did not report its URL; stderr:\n%s", logs.String())
-	}
-	return ""
+	endpoint, _ := startHTTPLogs(t, cmd)
+	return endpoint
 }
 
 // `mcpd serve` over HTTP: both eras on one endpoint, the Origin and Host
