@@ -6,6 +6,7 @@
 // no config, no snapshot, no argument validation, no result shaping.
 //
 //	baseline --http 127.0.0.1:8081 [--json-response] [--tools 1000]
+//	baseline --http 127.0.0.1:8081 --sqlite items.db --seed bench/configs/sqlite-point.sql
 //	baseline --stdio
 package main
 
@@ -36,7 +37,9 @@ func main() {
 	tools := flag.Int("tools", 0, "also serve this many generated tools (tool_00000 ...), as loadgen -gen-tools declares them")
 	cpu := flag.String("cpuprofile", "", "write a CPU profile here on SIGTERM")
 	allocs := flag.String("allocprofile", "", "write an allocation profile here on SIGTERM")
-	typed := flag.Bool("typed", false, "register static and echo with the SDK's generic mcp.AddTool (decode, validate, re-encode) instead of Server.AddTool")
+	typed := flag.Bool("typed", false, "register static, echo and get_item with the SDK's generic mcp.AddTool (decode, validate, re-encode) instead of Server.AddTool")
+	sqlitePath := flag.String("sqlite", "", "also serve get_item, bench/configs/sqlite-point.hcl's point query, on this SQLite file")
+	seed := flag.String("seed", "", "with --sqlite: the script that fills the database when it has no tables")
 	flag.Parse()
 	stop := profile.Start(*cpu, *allocs)
 	defer stop()
@@ -50,6 +53,15 @@ func main() {
 		},
 	})
 	addTools(s, *typed, *tools)
+	if *sqlitePath != "" {
+		db, err := openSQLite(context.Background(), *sqlitePath, *seed)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "baseline: sqlite:", err)
+			os.Exit(1)
+		}
+		defer db.Close()
+		addSQLiteTool(s, db, *typed)
+	}
 
 	if *stdio {
 		var t mcp.Transport = &mcp.StdioTransport{}

@@ -1,6 +1,6 @@
 // Command profserve serves a config over Streamable HTTP as `mcpd serve
 // --http` does (the same engine, snapshot and serve packages, the HTTP
-// adapter) and writes CPU and allocation profiles when it is stopped. It
+// and SQL adapters) and writes CPU and allocation profiles when it is stopped. It
 // does not apply mcpd's GC policy: run it with GOGC=400 GOMEMLIMIT=512MiB
 // to profile what mcpd runs, as bench/run.sh does. Use mcpd itself for
 // measurements.
@@ -17,6 +17,7 @@ import (
 	"time"
 
 	httpadapter "github.com/mcpd/mcpd/adapters/http"
+	sqladapter "github.com/mcpd/mcpd/adapters/sql"
 	"github.com/mcpd/mcpd/bench/internal/profile"
 	"github.com/mcpd/mcpd/engine"
 	"github.com/mcpd/mcpd/engine/adapter"
@@ -38,6 +39,7 @@ func main() {
 	slog.SetDefault(logger)
 	reg := adapter.NewRegistry()
 	reg.Register("http", httpadapter.New())
+	reg.Register("sql", sqladapter.New())
 	l := engine.Load([]string{*cfg}, reg, nil, "profserve")
 	if l.Snapshot == nil {
 		config.WriteDiagnostics(os.Stderr, l.Diagnostics, l.Sources)
