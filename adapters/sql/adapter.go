@@ -225,7 +225,7 @@ func (*Adapter) CompileTool(b *adapter.ToolBlock) (adapter.Handler, hcl.Diagnost
 		return nil, diags
 	}
 	attrs := content.Attributes
-	h := &handler{readOnly: true, maxRows: defaultMaxRows}
+	h := &handler{readOnly: true, maxRows: defaultMaxRows, structured: b.Structured}
 	var d hcl.Diagnostics
 
 	dbAttr := attrs["database"]

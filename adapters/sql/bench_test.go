@@ -67,7 +67,7 @@ func BenchmarkSQLitePointQuery(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
 		out, err := h.Call(ctx, reqs[i%len(reqs)])
-		if err != nil || out.Structured["row_count"] != int64(1) {
+		if err != nil || out.Vars["row_count"] != int64(1) {
 			b.Fatal(err, out)
 		}
 	}

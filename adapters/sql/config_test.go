@@ -549,8 +549,8 @@ func TestSeedRunsOnceUnderConcurrency(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			out, err := adaptertest.Call(context.Background(), handlers[i%len(handlers)], nil, nil)
-			if err == nil && out.Structured["rows"].([]any)[0].(map[string]any)["n"] != int64(2) {
-				err = fmt.Errorf("books: %v", out.Structured)
+			if err == nil && out.Vars["rows"].([]any)[0].(map[string]any)["n"] != int64(2) {
+				err = fmt.Errorf("books: %v", out.Vars)
 			}
 			if err != nil {
 				errs <- err
@@ -589,7 +589,7 @@ func TestSeedSkipsADatabaseWithTables(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := out.Structured["rows"].([]any)[0].(map[string]any)["n"]; n != int64(1) {
+	if n := out.Vars["rows"].([]any)[0].(map[string]any)["n"]; n != int64(1) {
 		t.Errorf("books = %v, want the existing 1", n)
 	}
 }
@@ -645,7 +645,7 @@ func TestSeedRunsOnceAcrossProcesses(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n := out.Structured["rows"].([]any)[0].(map[string]any)["n"]; n != int64(2) {
+		if n := out.Vars["rows"].([]any)[0].(map[string]any)["n"]; n != int64(2) {
 			t.Fatalf("books = %v", n)
 		}
 		return

@@ -3,10 +3,12 @@ package sqladapter
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -179,16 +181,34 @@ func (tl tool) mustCall(t testing.TB, args map[string]any) *adapter.Output {
 	return out
 }
 
-// rows is the structured rows of an output.
+// rows is the rows of an output, as result expressions see them. It fails
+// the test unless the output's text is the JSON of the same rows (and of
+// nothing else, except the note of a result that was cut).
 func rows(t testing.TB, out *adapter.Output) []map[string]any {
 	t.Helper()
-	list, ok := out.Structured["rows"].([]any)
+	list, ok := out.Vars["rows"].([]any)
 	if !ok {
-		t.Fatalf("no rows in %#v", out.Structured)
+		t.Fatalf("no rows in %#v", out.Vars)
 	}
 	res := make([]map[string]any, len(list))
 	for i, r := range list {
 		res[i] = r.(map[string]any)
+	}
+	text, note, _ := strings.Cut(out.Text, "\n")
+	if (note != "") != (out.Vars["truncated"] == true) {
+		t.Errorf("truncated is %v, and the text says %q", out.Vars["truncated"], note)
+	}
+	var fromText, fromRows any
+	want, err := json.Marshal(list)
+	if err != nil {
+		t.Fatalf("rows are not JSON: %v", err)
+	}
+	if err := json.Unmarshal([]byte(text), &fromText); err != nil {
+		t.Fatalf("the text is not JSON: %v\n%s", err, out.Text)
+	}
+	json.Unmarshal(want, &fromRows)
+	if !reflect.DeepEqual(fromText, fromRows) {
+		t.Errorf("the text does not hold the rows:\ntext %s\nrows %s", text, want)
 	}
 	return res
 }

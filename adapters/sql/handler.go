@@ -31,6 +31,10 @@ type handler struct {
 	insert   bool // an INSERT or REPLACE: report last_insert_id
 	maxRows  int
 	maxBytes int // bytes of values kept before the result is cut
+	// structured: the tool declares an output_schema, so its results carry
+	// the structured result; otherwise the rows' JSON text alone says it
+	// all, and the model does not read the same rows twice.
+	structured bool
 	timeout  time.Duration
 	dialect  dialect
 }
@@ -208,7 +212,10 @@ func (h *handler) collect(rows *sql.Rows, stop func()) (*adapter.Output, error) 
 	for i := range dest {
 		ptrs[i] = &dest[i]
 	}
+	vals := make([]any, len(types)) // one row's values, in column order
 	out := make([]any, 0, min(h.maxRows, 16))
+	text := make([]byte, 0, 256)
+	text = append(text, '[')
 	truncated, overBytes := false, false
 	used := 0 // bytes of the rows in out
 	for rows.Next() {
@@ -219,29 +226,42 @@ func (h *handler) collect(rows *sql.Rows, stop func()) (*adapter.Output, error) 
 		if err := rows.Scan(ptrs...); err != nil {
 			return nil, err
 		}
-		row := make(map[string]any, len(names))
 		size, cut := 0, false
 		for i, name := range names {
 			size += len(name)
 			v, n, c := fitValue(dest[i], kinds[i], h.maxBytes-used-size)
-			row[name], size, cut = v, size+n, cut || c
+			vals[i], size, cut = v, size+n, cut || c
 			dest[i] = nil // a large value is not kept alive by the next Scan
 		}
-		if cut || used+size > h.maxBytes {
+		keep := !(cut || used+size > h.maxBytes)
+		if !keep {
 			truncated, overBytes = true, true
-			if len(out) == 0 {
-				out = append(out, row) // cut to fit: better than nothing
-			}
 			stop()
+		}
+		if keep || len(out) == 0 { // the first row is cut to fit: better than nothing
+			row := make(map[string]any, len(names))
+			for i, name := range names {
+				row[name] = vals[i]
+			}
+			if len(out) > 0 {
+				text = append(text, ',')
+			}
+			text = appendRow(text, names, vals)
+			out = append(out, row)
+		}
+		if !keep {
 			break
 		}
 		used += size
-		out = append(out, row)
 	}
 	if truncated {
 		rows.Close() // discards the rest; its error does not spoil the rows we have
 	} else if err := rows.Err(); err != nil {
 		return nil, err
+	}
+	text = append(text, ']')
+	if note := truncationNote(len(out), truncated, overBytes, h.maxBytes); note != "" {
+		text = append(append(text, '\n'), note...)
 	}
 
 	columns := make([]any, len(names))
@@ -249,14 +269,20 @@ func (h *handler) collect(rows *sql.Rows, stop func()) (*adapter.Output, error) 
 		columns[i] = n
 	}
 	count := int64(len(out))
-	return &adapter.Output{
-		Structured: map[string]any{"columns": columns, "rows": out, "row_count": count, "truncated": truncated},
-		Text:       textTable(names, out, truncated, overBytes, h.maxBytes),
+	o := &adapter.Output{
+		Text: string(text),
 		Vars: map[string]any{
 			"columns": columns, "rows": out, "row_count": count, "truncated": truncated,
 			"rows_affected": nil, "last_insert_id": nil,
 		},
-	}, nil
+	}
+	if h.structured {
+		// The text is then the structured result's JSON (the engine writes
+		// it), as the MCP spec asks of a tool with an output schema.
+		o.Text = ""
+		o.Structured = map[string]any{"columns": columns, "rows": out, "row_count": count, "truncated": truncated}
+	}
+	return o, nil
 }
 
 // written is the output of a statement without a result set.
@@ -275,18 +301,21 @@ func (h *handler) written(res sql.Result) *adapter.Output {
 			}
 		}
 	}
-	structured := map[string]any{"rows_affected": affected}
-	if lastID != nil {
-		structured["last_insert_id"] = lastID
-	}
-	return &adapter.Output{
-		Structured: structured,
-		Text:       text,
+	o := &adapter.Output{
+		Text: text,
 		Vars: map[string]any{
 			"columns": []any{}, "rows": []any{}, "row_count": int64(0), "truncated": false,
 			"rows_affected": affected, "last_insert_id": lastID,
 		},
 	}
+	if h.structured {
+		o.Text = ""
+		o.Structured = map[string]any{"rows_affected": affected}
+		if lastID != nil {
+			o.Structured["last_insert_id"] = lastID
+		}
+	}
+	return o
 }
 
 // columnNames are the result's column names, with duplicates (SELECT a.id,

@@ -35,8 +35,8 @@ func TestMaxBytesCutsAHugeValue(t *testing.T) {
 		}{{text, false}, {binary, true}} {
 			out := db.tool(t, tt.query, params).mustCall(t, map[string]any{"n": float64(n)})
 			got := rows(t, out)
-			if len(got) != 1 || out.Structured["truncated"] != true || out.Vars["truncated"] != true {
-				t.Fatalf("%s: %d rows, truncated %v", tt.query, len(got), out.Structured["truncated"])
+			if len(got) != 1 || out.Vars["truncated"] != true {
+				t.Fatalf("%s: %d rows, truncated %v", tt.query, len(got), out.Vars["truncated"])
 			}
 			h, _ := got[0]["h"].(string)
 			if tt.binary {
@@ -78,8 +78,8 @@ func TestMaxBytesStopsReading(t *testing.T) {
 			elapsed := time.Since(start)
 			runtime.ReadMemStats(&after)
 			got := rows(t, out)
-			if len(got) != 2 || got[0]["x"] != int64(1) || got[1]["x"] != int64(2) || out.Structured["truncated"] != true {
-				t.Errorf("%d rows, truncated %v; want rows 1 and 2, truncated", len(got), out.Structured["truncated"])
+			if len(got) != 2 || got[0]["x"] != int64(1) || got[1]["x"] != int64(2) || out.Vars["truncated"] != true {
+				t.Errorf("%d rows, truncated %v; want rows 1 and 2, truncated", len(got), out.Vars["truncated"])
 			}
 			if h, _ := got[0]["h"].(string); len(h) != 100000 {
 				t.Errorf("a row that fits was cut to %d bytes", len(h))
@@ -185,11 +185,11 @@ func TestSQLiteReadOnlyValueLimit(t *testing.T) {
 	}
 	// A larger max_bytes raises the limit; tools that write have none.
 	big := db.tool(t, "SELECT hex(zeroblob(:n)) AS h", params, "max_bytes = 40000000")
-	if out := big.mustCall(t, map[string]any{"n": 10_000_000.0}); out.Structured["truncated"] != false {
+	if out := big.mustCall(t, map[string]any{"n": 10_000_000.0}); out.Vars["truncated"] != false {
 		t.Errorf("20 MB with max_bytes 40 MB: truncated")
 	}
 	writer := db.tool(t, "SELECT hex(zeroblob(:n)) AS h", params, "read_only = false")
-	if out := writer.mustCall(t, map[string]any{"n": 10_000_000.0}); out.Structured["truncated"] != true {
+	if out := writer.mustCall(t, map[string]any{"n": 10_000_000.0}); out.Vars["truncated"] != true {
 		t.Errorf("write tool: not cut at max_bytes")
 	}
 }

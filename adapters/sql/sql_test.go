@@ -125,11 +125,11 @@ func TestMaxRowsTruncationIsFlagged(t *testing.T) {
 		}{{3, 3, true}, {4, 4, true}, {5, 5, false}, {1000, 5, false}} {
 			tl := db.tool(t, fmt.Sprintf("SELECT id FROM %s ORDER BY id", tbl), nil, fmt.Sprintf("max_rows = %d", tt.maxRows))
 			out := tl.mustCall(t, nil)
-			if got := rows(t, out); len(got) != tt.want || out.Structured["row_count"] != int64(tt.want) {
-				t.Errorf("max_rows %d: %d rows (row_count %v), want %d", tt.maxRows, len(got), out.Structured["row_count"], tt.want)
+			if got := rows(t, out); len(got) != tt.want || out.Vars["row_count"] != int64(tt.want) {
+				t.Errorf("max_rows %d: %d rows (row_count %v), want %d", tt.maxRows, len(got), out.Vars["row_count"], tt.want)
 			}
-			if out.Structured["truncated"] != tt.truncated || out.Vars["truncated"] != tt.truncated {
-				t.Errorf("max_rows %d: truncated = %v, want %v", tt.maxRows, out.Structured["truncated"], tt.truncated)
+			if out.Vars["truncated"] != tt.truncated {
+				t.Errorf("max_rows %d: truncated = %v, want %v", tt.maxRows, out.Vars["truncated"], tt.truncated)
 			}
 			if strings.Contains(out.Text, "cut at max_rows") != tt.truncated {
 				t.Errorf("max_rows %d: text does not say whether it was cut:\n%s", tt.maxRows, out.Text)
@@ -184,8 +184,8 @@ func TestColumnTypesMapToJSON(t *testing.T) {
 		if got[1]["big"] != int64(-42) || got[1]["flag"] != wantFlag || got[1]["created"] != nil || got[1]["data"] != nil {
 			t.Errorf("second row = %#v", got[1])
 		}
-		if _, err := json.Marshal(out.Structured); err != nil {
-			t.Errorf("structured result is not JSON: %v", err)
+		if _, err := json.Marshal(out.Vars["rows"]); err != nil {
+			t.Errorf("rows are not JSON: %v", err)
 		}
 		if db.kind == "postgres" {
 			special := db.tool(t, "SELECT 'NaN'::float8 AS nan, '-Infinity'::float8 AS neg, 0.1::float4 AS f4, 'infinity'::numeric AS inf, "+
@@ -306,15 +306,15 @@ func TestWrites(t *testing.T) {
 		tbl := db.items(t)
 		insert := db.tool(t, fmt.Sprintf("INSERT INTO %s (name) VALUES (:name)", tbl), map[string]string{"name": "string"}, writes)
 		out := insert.mustCall(t, map[string]any{"name": "first"})
-		if out.Structured["rows_affected"] != int64(1) || out.Vars["rows_affected"] != int64(1) {
-			t.Errorf("insert: %#v", out.Structured)
+		if out.Vars["rows_affected"] != int64(1) || out.Structured != nil {
+			t.Errorf("insert: %#v, structured %#v", out.Vars, out.Structured)
 		}
 		if db.kind == "postgres" {
-			if _, ok := out.Structured["last_insert_id"]; ok || out.Vars["last_insert_id"] != nil {
-				t.Errorf("postgres has no last insert id: %#v", out.Structured)
+			if out.Vars["last_insert_id"] != nil {
+				t.Errorf("postgres has no last insert id: %#v", out.Vars)
 			}
-		} else if id, ok := out.Structured["last_insert_id"].(int64); !ok || id < 1 || out.Vars["last_insert_id"] != id {
-			t.Errorf("last_insert_id: %#v", out.Structured)
+		} else if id, ok := out.Vars["last_insert_id"].(int64); !ok || id < 1 {
+			t.Errorf("last_insert_id: %#v", out.Vars)
 		} else if !strings.Contains(out.Text, fmt.Sprintf("Last insert id: %d.", id)) {
 			t.Errorf("text = %q", out.Text)
 		}
@@ -323,11 +323,11 @@ func TestWrites(t *testing.T) {
 
 		update := db.tool(t, fmt.Sprintf("UPDATE %s SET note = :note", tbl), map[string]string{"note": "string"}, writes)
 		out = update.mustCall(t, map[string]any{"note": "x"})
-		if out.Structured["rows_affected"] != int64(2) || out.Text != "2 rows affected." {
-			t.Errorf("update: %#v %q", out.Structured, out.Text)
+		if out.Vars["rows_affected"] != int64(2) || out.Text != "2 rows affected." {
+			t.Errorf("update: %#v %q", out.Vars, out.Text)
 		}
-		if _, ok := out.Structured["last_insert_id"]; ok {
-			t.Errorf("an update has no last_insert_id: %#v", out.Structured)
+		if out.Vars["last_insert_id"] != nil {
+			t.Errorf("an update has no last_insert_id: %#v", out.Vars)
 		}
 		checkVars(t, out)
 
@@ -360,25 +360,18 @@ func TestResultShape(t *testing.T) {
 		tbl := db.items(t)
 		db.exec(t, fmt.Sprintf("INSERT INTO %s (id, name, note) VALUES (1, 'a', 'x'), (2, 'a very long name that goes on and on and on and on', NULL)", tbl))
 		out := db.tool(t, fmt.Sprintf("SELECT t.id, t.name, u.id, u.note FROM %s t JOIN %s u ON u.id = t.id ORDER BY t.id", tbl, tbl), nil).mustCall(t, nil)
-		if cols := out.Structured["columns"]; !reflect.DeepEqual(cols, []any{"id", "name", "id_2", "note"}) {
+		if cols := out.Vars["columns"]; !reflect.DeepEqual(cols, []any{"id", "name", "id_2", "note"}) {
 			t.Errorf("columns = %v", cols)
 		}
 		checkVars(t, out)
-		want := "id | name                                     | id_2 | note\n" +
-			"---+------------------------------------------+------+-----\n" +
-			" 1 | a                                        |    1 | x\n" +
-			" 2 | a very long name that goes on and on an… |    2 | NULL\n" +
-			"(2 rows)"
-		if out.Text != want {
-			t.Errorf("text:\n%s\nwant:\n%s", out.Text, want)
+		want := `[{"id":1,"name":"a","id_2":1,"note":"x"},{"id":2,"name":"a very long name that goes on and on and on and on","id_2":2,"note":null}]`
+		if out.Text != want || out.Structured != nil {
+			t.Errorf("text:\n%s\nwant:\n%s\nstructured: %v", out.Text, want, out.Structured)
 		}
 
 		empty := db.tool(t, fmt.Sprintf("SELECT id, name FROM %s WHERE id < 0", tbl), nil).mustCall(t, nil)
-		if b, _ := json.Marshal(empty.Structured); string(b) != `{"columns":["id","name"],"row_count":0,"rows":[],"truncated":false}` {
-			t.Errorf("empty result = %s", b)
-		}
-		if empty.Text != "id | name\n---+-----\n(0 rows)" {
-			t.Errorf("empty text = %q", empty.Text)
+		if empty.Text != "[]" || empty.Vars["row_count"] != int64(0) || len(empty.Vars["rows"].([]any)) != 0 {
+			t.Errorf("empty result: text %q, vars %v", empty.Text, empty.Vars)
 		}
 	})
 }

@@ -24,7 +24,9 @@ import (
 //   - load_extension().
 //
 // The refusal is SQLITE_AUTH ("not authorized"), reported to the model as
-// the read-only tool's refusal.
+// the read-only tool's refusal. The authorizer runs when a statement is
+// compiled, so the statements these connections keep prepared
+// (stmtCacheConn) were all checked.
 type sqliteReadOnly struct{ driver.Connector }
 
 func (c sqliteReadOnly) Connect(ctx context.Context) (driver.Conn, error) {
@@ -41,7 +43,12 @@ func (c sqliteReadOnly) Connect(ctx context.Context) (driver.Conn, error) {
 		dc.Close()
 		return nil, err
 	}
-	return dc, nil
+	cc, err := newStmtCacheConn(dc)
+	if err != nil {
+		dc.Close()
+		return nil, err
+	}
+	return cc, nil
 }
 
 func readOnlyAuthorizer(action sqlite3.AuthorizerActionCode, arg1, arg2, _, _ string) sqlite3.AuthorizerReturnCode {

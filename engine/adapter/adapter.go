@@ -86,6 +86,10 @@ type ToolBlock struct {
 	Body  hcl.Body  // the block's body; the adapter decodes its own schema
 	Range hcl.Range // the block's definition range, for diagnostics
 	Scope *Scope    // what the block's expressions may use
+	// Structured reports that the tool declares an output_schema: its
+	// results must carry a structured result (Output.Structured), which an
+	// adapter may otherwise leave out when its text holds the same data.
+	Structured bool
 	// Backend returns the live backend declared by a top-level block of the
 	// given type and name (e.g. "database", "main").
 	Backend func(blockType, name string) (Backend, bool)
