@@ -5,8 +5,8 @@ test "list_books_by_genre" {
   tool = "list_books"
   args = { genre = "poetry", limit = 3 }
   assert = [
-    "len(structured.rows) > 0",
-    "all(structured.rows, .genre == 'poetry')",
+    "len(fromJSON(text)) > 0",
+    "all(fromJSON(text), .genre == 'poetry')",
   ]
 }
 
@@ -33,7 +33,7 @@ test "get_book_unknown_id" {
 test "top_authors_limit" {
   tool   = "top_authors"
   args   = { limit = 2 }
-  assert = "len(structured.rows) == 2"
+  assert = "len(fromJSON(text)) == 2"
 }
 
 test "word_count" {

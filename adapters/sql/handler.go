@@ -35,8 +35,8 @@ type handler struct {
 	// the structured result; otherwise the rows' JSON text alone says it
 	// all, and the model does not read the same rows twice.
 	structured bool
-	timeout  time.Duration
-	dialect  dialect
+	timeout    time.Duration
+	dialect    dialect
 }
 
 // bind is the param bound to one driver placeholder.

@@ -8,9 +8,9 @@ test "list_open_tickets_by_priority" {
   tool = "list_tickets"
   args = { status = "open", sort_by = "priority", limit = 3 }
   assert = [
-    "len(structured.rows) == 3",
-    "all(structured.rows, .status == 'open')",
-    "structured.rows[0].id == 1",
+    "len(fromJSON(text)) == 3",
+    "all(fromJSON(text), .status == 'open')",
+    "fromJSON(text)[0].id == 1",
   ]
 }
 
@@ -40,7 +40,7 @@ test "get_ticket_unknown" {
 
 test "ticket_stats_per_status" {
   tool   = "ticket_stats"
-  assert = "map(structured.rows, .status) == ['closed', 'open', 'pending']"
+  assert = "map(fromJSON(text), .status) == ['closed', 'open', 'pending']"
 }
 
 test "add_comment_stores_quotes_as_text" {
