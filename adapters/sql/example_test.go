@@ -267,6 +267,18 @@ tool "get_book" {
   }
 }
 
+tool "all_books" {
+  description = "Every book"
+  output_schema = {
+    type     = "object"
+    required = ["columns", "rows", "row_count", "truncated"]
+  }
+  sql {
+    database = "shop"
+    query    = "SELECT id, title FROM books ORDER BY id"
+  }
+}
+
 tool "add_book" {
   description = "Add a book"
   param "title" {
@@ -289,6 +301,13 @@ tool "add_book" {
 	text, s, isErr := callTool(t, snap, "get_book", `{"id": 2}`)
 	if isErr || text != "Solaris (1961)" || s["title"] != "Solaris" {
 		t.Errorf("get_book: %v %q %v", isErr, text, s)
+	}
+	// With an output_schema, the rows come as the structured result, whose
+	// JSON is the text.
+	text, s, isErr = callTool(t, snap, "all_books", `{}`)
+	want := `{"columns":["id","title"],"row_count":2,"rows":[{"id":1,"title":"Dune"},{"id":2,"title":"Solaris"}],"truncated":false}`
+	if b, _ := json.Marshal(s); isErr || string(b) != want || text != want {
+		t.Errorf("all_books: %v\ntext %s\nstructured %s\nwant %s", isErr, text, b, want)
 	}
 	if text, _, isErr = callTool(t, snap, "get_book", `{"id": 3}`); !isErr || text != "There is no book with id 3" {
 		t.Errorf("get_book 3: %v %q", isErr, text)
