@@ -10,7 +10,8 @@
 # interleaved (A B, B A, ...: in one-second slices for calls and lists, in
 # whole runs for session setup and startup) with the servers pinned to one
 # CPU and the load generator to another, stdio, session setup, tools/list at 1,000 tools,
-# startup, reload latency, config loading, SQLite, the GC policy, the go test
+# startup, reload latency, config loading, the SQLite point query (against
+# the baseline's SQLite mode, legacy and stateless), the GC policy, the go test
 # micro-benchmarks and CPU profiles. Everything lands in one directory:
 #
 #   report.md      every command and its output, with the date, commit and machine
@@ -147,10 +148,20 @@ if [ "$MODE" = full ]; then
   done
 fi
 
+# The SQLite point query: mcpd against the bare-SDK server of the same tool
+# (bench/baseline --sqlite: database/sql, one connection, the rows' JSON as
+# text), on the same database file, seeded by whichever starts first.
+SQLITE_MCPD="$BIN/mcpd serve -c bench/configs/sqlite-point.hcl --http {addr} --no-watch --log-level warn"
+SQLITE_BASE="$BASE --sqlite $MCPD_BENCH_DB --seed bench/configs/sqlite-point.sql"
+SQLITE_CALL=(-tool get_item -args '{"id":{seq}}' -seq-max 10000)
+
 section "SQLite point query (SELECT ... WHERE id = :id on 10,000 rows, a different id each call), HTTP, legacy, C=16" \
-  "${LG[@]}" -mode call -transport http -c 16 -d "$DURATION" -warmup "$WARMUP" -runs "$PAIRS" -label sqlite \
-  -server "$BIN/mcpd serve -c bench/configs/sqlite-point.hcl --http {addr} --no-watch --log-level warn" \
-  -tool get_item -args '{"id":{seq}}' -seq-max 10000
+  "${LG[@]}" -mode call -transport http -c 16 "${SQLITE_CALL[@]}" "${CALL[@]}" -label-a sdk-sqlite -label-b mcpd-sqlite \
+  -a "$SQLITE_BASE" -b "$SQLITE_MCPD"
+
+section "SQLite point query, HTTP, stateless 2026-07-28 requests, C=16" \
+  "${LG[@]}" -mode call -transport http-modern -c 16 "${SQLITE_CALL[@]}" "${CALL[@]}" -label-a sdk-sqlite -label-b mcpd-sqlite \
+  -a "$SQLITE_BASE" -b "$SQLITE_MCPD"
 
 # --- stdio, sessions, lists --------------------------------------------------------------
 
@@ -199,7 +210,7 @@ done
 # --- micro-benchmarks ----------------------------------------------------------------------
 
 section "go test micro-benchmarks: the per-call path" \
-  go test -run '^$' -bench 'Validate|DecodeJSON|CallContext|EvalTemplate|BenchmarkRun|BenchmarkCall|SQLitePointQuery' \
+  go test -run '^$' -bench 'Validate|DecodeJSON|CallContext|EvalTemplate|BenchmarkRun|BenchmarkCall|SQLitePointQuery|RowText' \
   -benchmem -count 1 ./engine/schema ./engine/adapter ./engine/shape ./engine/snapshot ./adapters/sql
 
 section "go test benchmarks: loading and listing (runtime GC defaults)" \
@@ -211,16 +222,20 @@ section "go test benchmarks: loading, with mcpd's GC policy" \
 
 # --- profiles --------------------------------------------------------------------------------
 
-for who in mcpd sdk; do
-  if [ "$who" = mcpd ]; then
-    srv="env ${GC[*]} $BIN/profserve -c $STATIC --http {addr} -cpuprofile $OUT/$who-cpu.pprof"
-  else
-    srv="env ${GC[*]} $BIN/baseline --http {addr} -cpuprofile $OUT/$who-cpu.pprof"
-  fi
-  section "CPU profile under load: $who (static tool, HTTP, legacy, C=16)" \
-    "${LG[@]}" -mode call -transport http -c 16 -d "$DURATION" -warmup "$WARMUP" -label "$who" -server "$srv"
+for who in mcpd sdk mcpd-sqlite sdk-sqlite; do
+  cfg=$STATIC call=()
+  case $who in
+  *-sqlite) cfg=bench/configs/sqlite-point.hcl call=("${SQLITE_CALL[@]}") ;;
+  esac
+  case $who in
+  mcpd*) srv="env ${GC[*]} $BIN/profserve -c $cfg --http {addr} -cpuprofile $OUT/$who-cpu.pprof" bin=profserve ;;
+  sdk-sqlite) srv="$SQLITE_BASE -cpuprofile $OUT/$who-cpu.pprof" bin=baseline ;;
+  *) srv="$BASE -cpuprofile $OUT/$who-cpu.pprof" bin=baseline ;;
+  esac
+  section "CPU profile under load: $who (HTTP, legacy, C=16)" \
+    "${LG[@]}" -mode call -transport http -c 16 "${call[@]}" -d "$DURATION" -warmup "$WARMUP" -label "$who" -server "$srv"
   section "Where the CPU goes: $who" \
-    bash -c "go tool pprof -top -nodecount=25 $BIN/$( [ $who = mcpd ] && echo profserve || echo baseline) $OUT/$who-cpu.pprof 2>/dev/null | sed -n '4,40p'"
+    bash -c "go tool pprof -top -nodecount=25 $BIN/$bin $OUT/$who-cpu.pprof 2>/dev/null | sed -n '4,40p'"
 done
 
 echo

@@ -36,8 +36,12 @@ step "${LG[@]}" -mode call -transport http-modern -c 4 -pairs 1 -a "$BASE" -b "$
 step "${LG[@]}" -mode call -transport http -c 2 -tool echo -args '{"text":"hi"}' -server "$MCPD"
 step "${LG[@]}" -mode call -transport stdio -c 2 -slices 2 -slice 200ms -a "$BIN/baseline --stdio" \
   -b "$BIN/mcpd serve -c $STATIC --stdio --no-watch --log-level warn"
-step "${LG[@]}" -mode call -transport http -c 2 -tool get_item -args '{"id":{seq}}' \
-  -server "$BIN/mcpd serve -c bench/configs/sqlite-point.hcl --http {addr} --no-watch --log-level warn"
+step "${LG[@]}" -mode call -transport http -c 2 -tool get_item -args '{"id":{seq}}' -slices 2 -slice 200ms \
+  -a "$BASE --sqlite $MCPD_BENCH_DB --seed bench/configs/sqlite-point.sql" \
+  -b "$BIN/mcpd serve -c bench/configs/sqlite-point.hcl --http {addr} --no-watch --log-level warn"
+step "${LG[@]}" -mode call -transport http-modern -c 2 -tool get_item -args '{"id":{seq}}' -pairs 1 \
+  -a "$BIN/baseline --http {addr} --typed --sqlite $MCPD_BENCH_DB" \
+  -b "$BIN/mcpd serve -c bench/configs/sqlite-point.hcl --http {addr} --no-watch --log-level warn"
 step "${LG[@]}" -mode setup -transport http -c 1 -pairs 1 -a "$BASE" -b "$MCPD"
 step "${LG[@]}" -mode list -transport http -c 1 -server "$BIN/mcpd serve -c $WORK/tools-1000.hcl --http {addr} --no-watch --log-level warn"
 step "${LG[@]}" -mode startup -transport stdio -n 2 -server "$BIN/mcpd serve -c $STATIC --stdio --log-level warn"
@@ -49,6 +53,6 @@ step "${LG[@]}" -mode call -transport http -c 2 \
   -server "$BIN/profserve -c $STATIC --http {addr} -cpuprofile $WORK/cpu.pprof -allocprofile $WORK/allocs.pprof"
 test -s "$WORK/cpu.pprof" && test -s "$WORK/allocs.pprof"
 echo "--- go test micro-benchmarks, once each"
-go test -run '^$' -bench 'Validate|DecodeJSON|CallContext|EvalTemplate|BenchmarkRun|BenchmarkCall|BenchmarkDecode$' \
-  -benchtime 1x ./engine/schema ./engine/adapter ./engine/shape ./engine/snapshot ./engine/config >/dev/null
+go test -run '^$' -bench 'Validate|DecodeJSON|CallContext|EvalTemplate|BenchmarkRun|BenchmarkCall|BenchmarkDecode$|SQLitePointQuery|RowText' \
+  -benchtime 1x ./engine/schema ./engine/adapter ./engine/shape ./engine/snapshot ./engine/config ./adapters/sql >/dev/null
 echo "bench smoke: ok"
