@@ -21,7 +21,9 @@
 # Settings (environment): OUT (results directory; default
 # bench/results/DATE-COMMIT), SLICES (pairs of one-second slices per
 # comparison), PAIRS (pairs of whole runs), DURATION (of a single run),
-# WARMUP, N (repetitions of startup and reload), SERVER_CPU (0), CLIENT_CPU (1). Needs Go and taskset (util-linux, installed with apt-get
+# WARMUP, N (repetitions of startup and reload), SERVER_CPU (0), CLIENT_CPU (1),
+# ONLY (an extended regular expression: run only the sections whose title
+# matches, e.g. ONLY=SQLite). Needs Go and taskset (util-linux, installed with apt-get
 # when missing and run as root); on a machine with one CPU nothing is pinned.
 set -euo pipefail
 
@@ -95,6 +97,7 @@ RUNS=(-d "$DURATION" -warmup "$WARMUP" -pairs "$PAIRS")
   echo "- pinning: server on CPU ${PIN_SERVER[1]:-none}, load generator on CPU ${PIN_CLIENT[2]:-none}"
   echo "- comparisons: $SLICES pairs of 1 s slices (calls, lists); $PAIRS pairs of runs measured $DURATION after $WARMUP of warmup (session setup), $N starts per startup run"
   echo "- baseline and GC: the baseline runs with ${GC[*]}, mcpd's default policy"
+  if [ -n "${ONLY:-}" ]; then echo "- only the sections matching: $ONLY"; fi
   echo
 } >"$REPORT"
 
@@ -103,6 +106,9 @@ RUNS=(-d "$DURATION" -warmup "$WARMUP" -pairs "$PAIRS")
 section() {
   local title=$1
   shift
+  if [ -n "${ONLY:-}" ] && ! grep -Eq -- "$ONLY" <<<"$title"; then
+    return 0
+  fi
   echo
   echo "=== $title"
   {
