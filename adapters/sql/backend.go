@@ -110,6 +110,7 @@ func (c *dbConfig) Open() (adapter.Backend, error) {
 			return nil, fmt.Errorf("database %q: %s", c.name, c.redact.Replace(err.Error()))
 		}
 		b.db, b.ro = rw, sql.OpenDB(sqliteReadOnly{roConn})
+		b.workers = newWorkers(2 * c.maxOpen) // both pools
 	}
 	for _, db := range []*sql.DB{b.db, b.ro} {
 		if db != nil {
@@ -155,6 +156,9 @@ type backend struct {
 	kill        driver.Connector
 	prepared    atomic.Bool
 	prepareLock chan struct{} // a mutex that a context can give up on
+	// workers run SQLite's statements (see workers.go); nil for the
+	// other databases, whose drivers need no deep stack.
+	workers *workers
 }
 
 // errNoDSN is what a backend without a pool answers (dbConfig.dsnUnknown).
@@ -163,6 +167,9 @@ func (b *backend) errNoDSN() error {
 }
 
 func (b *backend) Close() error {
+	if b.workers != nil {
+		b.workers.close()
+	}
 	if b.db == nil {
 		return nil
 	}

@@ -83,7 +83,12 @@ func (h *handler) Call(parent context.Context, req *adapter.Request) (*adapter.O
 	}
 	ctx, cancel := context.WithTimeout(parent, h.timeout)
 	defer cancel()
-	out, err := h.run(ctx, query, args)
+	var out *adapter.Output
+	if w := h.be.workers; w != nil {
+		w.do(func() { out, err = h.run(ctx, query, args) })
+	} else {
+		out, err = h.run(ctx, query, args)
+	}
 	if err != nil {
 		return nil, h.explain(parent, ctx, err)
 	}
