@@ -279,6 +279,18 @@ tool "all_books" {
   }
 }
 
+tool "first_book" {
+  description = "The first book, cut at max_rows"
+  output_schema = {
+    type = "object"
+  }
+  sql {
+    database = "shop"
+    query    = "SELECT id, title FROM books ORDER BY id"
+    max_rows = 1
+  }
+}
+
 tool "add_book" {
   description = "Add a book"
   param "title" {
@@ -308,6 +320,13 @@ tool "add_book" {
 	want := `{"columns":["id","title"],"row_count":2,"rows":[{"id":1,"title":"Dune"},{"id":2,"title":"Solaris"}],"truncated":false}`
 	if b, _ := json.Marshal(s); isErr || string(b) != want || text != want {
 		t.Errorf("all_books: %v\ntext %s\nstructured %s\nwant %s", isErr, text, b, want)
+	}
+	// A cut result's text says so after the JSON.
+	text, s, isErr = callTool(t, snap, "first_book", `{}`)
+	want = `{"columns":["id","title"],"row_count":1,"rows":[{"id":1,"title":"Dune"}],"truncated":true}` +
+		"\n(1 row shown; the query returned more, cut at max_rows)"
+	if isErr || text != want || s["truncated"] != true {
+		t.Errorf("first_book: %v\ntext %s\nstructured %v\nwant %s", isErr, text, s, want)
 	}
 	if text, _, isErr = callTool(t, snap, "get_book", `{"id": 3}`); !isErr || text != "There is no book with id 3" {
 		t.Errorf("get_book 3: %v %q", isErr, text)

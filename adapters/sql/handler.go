@@ -248,10 +248,12 @@ func (h *handler) collect(rows *sql.Rows, stop func()) (*adapter.Output, error) 
 			for i, name := range names {
 				row[name] = vals[i]
 			}
-			if len(out) > 0 {
-				text = append(text, ',')
+			if !h.structured {
+				if len(out) > 0 {
+					text = append(text, ',')
+				}
+				text = appendRow(text, names, vals)
 			}
-			text = appendRow(text, names, vals)
 			out = append(out, row)
 		}
 		if !keep {
@@ -264,29 +266,37 @@ func (h *handler) collect(rows *sql.Rows, stop func()) (*adapter.Output, error) 
 	} else if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	text = append(text, ']')
-	if note := truncationNote(len(out), truncated, overBytes, h.maxBytes); note != "" {
-		text = append(append(text, '\n'), note...)
-	}
-
 	columns := make([]any, len(names))
 	for i, n := range names {
 		columns[i] = n
 	}
 	count := int64(len(out))
 	o := &adapter.Output{
-		Text: string(text),
 		Vars: map[string]any{
 			"columns": columns, "rows": out, "row_count": count, "truncated": truncated,
 			"rows_affected": nil, "last_insert_id": nil,
 		},
 	}
+	note := truncationNote(len(out), truncated, overBytes, h.maxBytes)
 	if h.structured {
-		// The text is then the structured result's JSON (the engine writes
-		// it), as the MCP spec asks of a tool with an output schema.
-		o.Text = ""
+		// The text is then the structured result's JSON, as the MCP spec
+		// asks of a tool with an output schema: the engine writes it, unless
+		// the note of a cut result follows it.
 		o.Structured = map[string]any{"columns": columns, "rows": out, "row_count": count, "truncated": truncated}
+		if note != "" {
+			j, err := json.Marshal(o.Structured)
+			if err != nil {
+				return nil, err
+			}
+			o.Text = string(j) + "\n" + note
+		}
+		return o, nil
 	}
+	text = append(text, ']')
+	if note != "" {
+		text = append(append(text, '\n'), note...)
+	}
+	o.Text = string(text)
 	return o, nil
 }
 
