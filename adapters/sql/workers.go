@@ -41,8 +41,7 @@ func (w *workers) do(f func()) {
 	select {
 	case w.jobs <- j:
 	default:
-		if w.started.Add(1) > w.max {
-			w.started.Add(-1)
+		if !w.start() {
 			f()
 			return
 		}
@@ -51,6 +50,19 @@ func (w *workers) do(f func()) {
 	<-j.done
 	if j.panic != nil {
 		panic(j.panic)
+	}
+}
+
+// start counts one more worker, unless there are max already.
+func (w *workers) start() bool {
+	for {
+		n := w.started.Load()
+		if n >= w.max {
+			return false
+		}
+		if w.started.CompareAndSwap(n, n+1) {
+			return true
+		}
 	}
 }
 
