@@ -20,10 +20,12 @@ const maxCachedStmts = 64
 //
 // It serves QueryContext only: read-only tools run every statement
 // through Query (handler.run), and everything else (Exec, transactions,
-// Prepare) goes to the connection as it is. database/sql never runs two
-// statements on one connection at once, and a statement's rows are closed
-// (which resets it) before the next query, so one prepared statement per
-// text is enough.
+// Prepare) goes to the connection as it is. A call holds its connection
+// (sql.Conn) for one statement and closes the statement's rows, which
+// resets it, before it lets the connection go, so no two queries of one
+// text are ever open at once on a connection and one prepared statement
+// per text is enough. (Two open queries of the same text on one
+// connection would share it: the second would reset the first.)
 //
 // modernc's helpers that take a *sql.Conn (sqlite3.Limit) reach the
 // driver's connection through Unwrap.
