@@ -291,6 +291,18 @@ tool "first_book" {
   }
 }
 
+tool "next_book" {
+  description = "The book after an id, through a params expression"
+  param "id" {
+    type = "integer"
+  }
+  sql {
+    database = "shop"
+    query    = "SELECT title FROM books WHERE id = :next"
+    params   = { next = args.id + 1 }
+  }
+}
+
 tool "add_book" {
   description = "Add a book"
   param "title" {
@@ -320,6 +332,9 @@ tool "add_book" {
 	want := `{"columns":["id","title"],"row_count":2,"rows":[{"id":1,"title":"Dune"},{"id":2,"title":"Solaris"}],"truncated":false}`
 	if b, _ := json.Marshal(s); isErr || string(b) != want || text != want {
 		t.Errorf("all_books: %v\ntext %s\nstructured %s\nwant %s", isErr, text, b, want)
+	}
+	if text, _, isErr = callTool(t, snap, "next_book", `{"id": 1}`); isErr || text != `[{"title":"Solaris"}]` {
+		t.Errorf("next_book: %v %s", isErr, text)
 	}
 	// A cut result's text says so after the JSON.
 	text, s, isErr = callTool(t, snap, "first_book", `{}`)

@@ -51,6 +51,18 @@ var vars = []string{"rows", "columns", "row_count", "truncated", "rows_affected"
 
 func (h *handler) Vars() []string { return slices.Clone(vars) }
 
+// ReadsEval reports whether a call evaluates the block's params
+// expressions (adapter.EvalReporter): the other values come from the
+// arguments as they are.
+func (h *handler) ReadsEval() bool {
+	for _, b := range h.binds {
+		if b.expr != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // MaxOutputBytes is the result's byte cap (adapter.OutputBounder).
 func (h *handler) MaxOutputBytes() int64 { return int64(h.maxBytes) }
 

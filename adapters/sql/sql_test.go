@@ -449,3 +449,22 @@ func mustCompileSrc(t testing.TB, src string, params map[string]string) adapter.
 	t.Helper()
 	return adaptertest.MustCompile(t, New(), "sql", adaptertest.Config{Src: src, Params: params})
 }
+
+// Only a block with a params attribute reads the call's evaluation
+// context; the engine does not build one for the others.
+func TestReadsEval(t *testing.T) {
+	db := openTestDB(t, "sqlite")
+	params := map[string]string{"id": "integer"}
+	for _, tt := range []struct {
+		block string
+		want  bool
+	}{
+		{sqlBlock("SELECT :id AS id"), false},
+		{sqlBlock("SELECT :id AS id, :next AS next", "params = { next = args.id + 1 }"), true},
+	} {
+		h := db.mustCompile(t, tt.block, params)
+		if got := h.(adapter.EvalReporter).ReadsEval(); got != tt.want {
+			t.Errorf("ReadsEval() = %v, want %v:\n%s", got, tt.want, tt.block)
+		}
+	}
+}

@@ -69,6 +69,15 @@ type Handler interface {
 	Vars() []string
 }
 
+// An EvalReporter is a Handler that can tell whether its Call evaluates
+// expressions with Request.Eval. Building that context (every argument as
+// an HCL value) costs each call of a tool whose handler reads it; for a
+// handler that reports it does not, Request.Eval may be nil. A Handler
+// that does not implement EvalReporter is taken to read it.
+type EvalReporter interface {
+	ReadsEval() bool
+}
+
 // An OutputBounder is a Handler that knows the most output one call can
 // hold in memory: its output caps (a program's two streams, a response
 // body, a result's bytes). The engine counts the calls in flight against a
@@ -116,6 +125,7 @@ type Request struct {
 	Args map[string]any
 	// Eval is the evaluation context for the block's expressions: the
 	// functions of the file the tool is declared in and the variable `args`.
+	// Nil when the handler reports that it does not read it (EvalReporter).
 	Eval *hcl.EvalContext
 	// Progress reports progress to the client when it asked for it (the
 	// request carried a progress token); otherwise it does nothing. Never nil.

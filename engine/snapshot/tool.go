@@ -161,7 +161,9 @@ func compileTool(tc *config.Tool, reg *adapter.Registry, backend *backendSet, ft
 		t.handler, t.adapterType = h, tc.Adapter.Type
 		if h != nil {
 			vars = h.Vars()
-			t.needsEval = true
+			if er, ok := h.(adapter.EvalReporter); !ok || er.ReadsEval() {
+				t.needsEval = true
+			}
 		}
 	}
 	if tc.Result != nil {
