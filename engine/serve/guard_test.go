@@ -380,15 +380,12 @@ func TestCallerBoundParam(t *testing.T) {
 		if res.IsError {
 			t.Fatalf("orders: %s", text(res))
 		}
-		var out struct {
-			Rows []struct{ Item string } `json:"rows"`
-		}
-		b, _ := json.Marshal(res.StructuredContent)
-		if err := json.Unmarshal(b, &out); err != nil {
+		var rows []struct{ Item string } // a SQL tool's text is its rows' JSON
+		if err := json.Unmarshal([]byte(text(res)), &rows); err != nil {
 			t.Fatal(err)
 		}
 		var got []string
-		for _, r := range out.Rows {
+		for _, r := range rows {
 			got = append(got, r.Item)
 		}
 		return got
