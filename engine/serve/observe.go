@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -165,21 +164,4 @@ func paramsMeta(req mcp.Request) (meta map[string]any) {
 		return p.GetMeta()
 	}
 	return nil
-}
-
-// countHTTP counts each POST (a request, or a batch of them) as busy while
-// it is served, so that a drain waits for its answer to be written, and
-// each GET (a 2025 session's notification stream) as an open stream.
-// A 2026 subscriptions/listen POST is a stream, counted by observe.
-func (s *Server) countHTTP(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch {
-		case r.Method == http.MethodGet:
-			defer s.opts.Metrics.StreamOpened("get")()
-		case r.Method == http.MethodPost && r.Header.Get("Mcp-Method") != methodListen:
-			s.drain.add(1)
-			defer s.drain.add(-1)
-		}
-		next.ServeHTTP(w, r)
-	})
 }
