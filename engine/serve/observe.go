@@ -30,8 +30,9 @@ func (s *Server) observe(next mcp.MethodHandler) mcp.MethodHandler {
 			defer s.opts.Metrics.StreamOpened("listen")()
 			return next(ctx, method, req)
 		}
-		ctx, id, cancel := s.drain.begin(ctx)
-		defer s.drain.end(id, cancel)
+		rc := s.drain.begin(ctx)
+		defer s.drain.end(rc)
+		ctx = rc
 
 		call, isCall := req.(*mcp.CallToolRequest)
 		tool := ""

@@ -268,11 +268,11 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest, caller 
 	if !ok {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", req.Params.Name)}
 	}
-	release, refused := s.reserveOutput(ctx, t)
+	reserved, refused := s.reserveOutput(ctx, t)
 	if refused != nil {
 		return markCall(req.Session, refused), nil
 	}
-	defer release()
+	defer s.releaseOutput(reserved)
 	var progress snapshot.ProgressFunc
 	if token := req.Params.GetProgressToken(); token != nil {
 		progress = func(p, total float64, msg string) {

@@ -387,6 +387,10 @@ func (t *Tool) CallLogged(ctx context.Context, raw json.RawMessage, progress Pro
 // first (see ask.go): the result is then input_required (InputRequests and
 // RequestState set) until every question is answered. The error is a
 // protocol error: a *StateError or a *MissingCapabilityError.
+// Asks reports whether the tool has ask blocks: only then does CallAsking
+// read its AskCall, which may otherwise be nil.
+func (t *Tool) Asks() bool { return t.asks != nil }
+
 func (t *Tool) CallAsking(ctx context.Context, raw json.RawMessage, progress ProgressFunc, log LogFunc, ac *AskCall) (*mcp.CallToolResult, error) {
 	var askErr error
 	res := t.call(ctx, raw, progress, log, ac, &askErr)
