@@ -110,7 +110,7 @@ func (d *drain) end(c *reqCtx) {
 // cancellable context that takes is made only when something asks for
 // Done (an adapter waiting on I/O, a derived context): a call that never
 // waits on its context, such as a static or template tool's, skips its
-// allocations and the bookkeeping (see docs/performance.md).
+// allocations and the bookkeeping.
 type reqCtx struct {
 	context.Context // the parent
 	d               *drain

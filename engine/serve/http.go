@@ -95,7 +95,7 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 // They are one handler, and the writer's guards one allocation, because
 // they run for every request: each layer of handlers and writers would add
 // a frame to a connection's stack, under which the SDK decodes and writes,
-// and an allocation (see docs/performance.md).
+// and an allocation, on every request.
 type front struct {
 	s        *Server
 	guard    hostGuard
