@@ -59,6 +59,10 @@ type Options struct {
 	// config generation for its entries.
 	Audit      *audit.Logger
 	Generation func() int
+	// OnCall, when not nil, hears of every tools/call, resources/read and
+	// prompts/get once answered (see calls.go); it runs on the request's
+	// goroutine, so it must return at once.
+	OnCall func(CallRecord)
 
 	// bare leaves out the observe middleware, for benchmarking its cost.
 	bare bool
