@@ -100,6 +100,9 @@ func BenchmarkObserveMiddleware(b *testing.B) {
 		{"drain-only", serve.Options{Logger: quiet}},
 		{"metrics", serve.Options{Logger: quiet, Metrics: telemetry.NewMetrics("bench")}},
 		{"metrics+tracing", serve.Options{Logger: quiet, Metrics: telemetry.NewMetrics("bench"), Tracer: tp.Tracer("bench")}},
+		// mcpd serve --ui: the call record built for the console (whose
+		// own cost is BenchmarkRecord in engine/console).
+		{"metrics+oncall", serve.Options{Logger: quiet, Metrics: telemetry.NewMetrics("bench"), OnCall: func(serve.CallRecord) {}}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			h := mcp.MethodHandler(noop)

@@ -659,11 +659,14 @@ function renderStatus(s) {
     el("dt", {}, "files"),
     el("dd", { class: "files" }, s.files.length ? s.files.map((f) => el("div", {}, f)) : "—"),
   );
-  const diags = s.last_reload.diagnostics || [];
+  // Errors first: they are why the edit did not load.
+  const rank = (d) => (d.severity === "error" ? 0 : 1);
+  const diags = (s.last_reload.diagnostics || []).slice().sort((a, b) => rank(a) - rank(b));
+  const errs = diags.filter((d) => d.severity === "error").length;
   const box = $("diagnostics");
   fill(box, 
     s.pending ? el("p", { class: "pending" }, "reload held back: " + s.pending) : null,
-    diags.length ? el("p", { class: "diag-head" }, `The latest edit did not load (${diags.length} diagnostic${diags.length > 1 ? "s" : ""}); the last good config is still serving.`) : null,
+    diags.length ? el("p", { class: "diag-head" }, `The latest edit did not load (${errs} error${errs === 1 ? "" : "s"}); the last good config is still serving.`) : null,
     ...diags.map((d) => {
       const where = d.file ? `${d.file}:${d.line}:${d.column}` : "(no position)";
       const caret = d.source !== undefined && d.column ? caretLine(d.source, d.column, d.end_line === d.line ? d.end_column : 0) : "";
