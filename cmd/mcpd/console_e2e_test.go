@@ -19,10 +19,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// chromium finds the browser the console tests drive: $MCPD_CHROMIUM, or
+// chromium finds the browser the console tests drive: $MCPD_TEST_CHROMIUM, or
 // Debian's chromium on the PATH (.ci/run installs it).
 func chromium() string {
-	if p := os.Getenv("MCPD_CHROMIUM"); p != "" {
+	if p := os.Getenv("MCPD_TEST_CHROMIUM"); p != "" {
 		return p
 	}
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
@@ -34,10 +34,10 @@ func chromium() string {
 }
 
 // artifactsDir is where the console tests leave their screenshots for a
-// reviewer: $MCPD_ARTIFACTS/console, or ci-artifacts/console at the
+// reviewer: $MCPD_TEST_ARTIFACTS/console, or ci-artifacts/console at the
 // repository's root (git-ignored).
 func artifactsDir(t *testing.T) string {
-	root := os.Getenv("MCPD_ARTIFACTS")
+	root := os.Getenv("MCPD_TEST_ARTIFACTS")
 	if root == "" {
 		root = filepath.Join("..", "..", "ci-artifacts")
 	}
@@ -148,8 +148,11 @@ func screenshot(t *testing.T, ctx context.Context, dir, name string) {
 // own calls are labelled client=console in the log and the audit log.
 func TestConsoleInBrowser(t *testing.T) {
 	bin := chromium()
+	if bin == "" && os.Getenv("MCPD_TEST_REQUIRE_CHROMIUM") == "1" {
+		t.Fatal("no Chromium found, and MCPD_TEST_REQUIRE_CHROMIUM=1 (.ci/run sets it when it installed chromium): the console's browser test must run")
+	}
 	if bin == "" {
-		t.Skip("no Chromium found: the console's browser tests need Debian's chromium package (apt-get install chromium; .ci/run installs it) or MCPD_CHROMIUM=/path/to/chrome")
+		t.Skip("no Chromium found: the console's browser tests need Debian's chromium package (apt-get install chromium; .ci/run installs it) or MCPD_TEST_CHROMIUM=/path/to/chrome")
 	}
 	shots := artifactsDir(t)
 
