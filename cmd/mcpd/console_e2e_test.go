@@ -176,7 +176,8 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	auditPath := filepath.Join(dir, "audit.jsonl")
-	cmd := mcpdCommand("serve", "--ui", "--http", "127.0.0.1:0", "-c", config, "--audit-log", auditPath)
+	// Relative, as a config author runs it from the config's directory.
+	cmd := mcpdCommand("serve", "--ui", "--http", "127.0.0.1:0", "-c", "tools.hcl", "--audit-log", auditPath)
 	cmd.Dir = dir
 	cmd.Env = append(cmd.Env, "MCPD_DATA_DIR="+filepath.Join(dir, ".mcpd"))
 	endpoint, logs := startHTTPLogs(t, cmd)
@@ -302,11 +303,28 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 	screenshot(t, b, shots, "06-recent-calls")
 
+	// 7. The view a config author keeps open (the README's picture): a
+	// result, the recent calls, and a broken edit's diagnostic. The
+	// reload before kept the open tool's form and result.
+	if got := eval[string](t, b, `document.querySelector(".result .outcome")?.textContent`); got != "tool error (isError)" {
+		t.Errorf("after a reload that left list_books as it was, its result shows %q, want the last one kept", got)
+	}
+	step(t, b, "calling list_books again",
+		chromedp.SetValue(chromedp.CSS(`#call-form input[name="limit"]`), "5"),
+		chromedp.Click(chromedp.CSS(`#call-form button[type="submit"]`)),
+	)
+	waitFor(t, b, "the tool's result", `document.querySelector(".result.ok .outcome")`)
+	if err := os.WriteFile(config, []byte(strings.Replace(fixed, `description = "fixed"`, `description = "fixed"`+"\n  timeout = 5", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, b, "the second diagnostic", `document.querySelector("#diagnostics .diag")`)
+	screenshot(t, b, shots, "07-overview")
+
 	// The labels in the log and the audit log.
 	if !strings.Contains(logs.String(), `msg="call from the console" client=console kind=tool name=list_books`) {
 		t.Errorf("no log line marks the console's calls:\n%s", logs.String())
 	}
-	clients := auditClients(t, auditPath, 3)
+	clients := auditClients(t, auditPath, 4)
 	if clients["list_books"] != "console" || clients["word_count"] != "" {
 		t.Errorf("audit log clients = %v, want list_books by the console and word_count by no label", clients)
 	}

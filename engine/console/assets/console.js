@@ -208,7 +208,7 @@ async function loadCatalog() {
   if (state.selected) {
     const k = KINDS.find((k) => k.kind === state.selected.kind);
     const item = state[k.list].find((x) => k.id(x) === state.selected.id);
-    if (item) refreshDetail(k, item);
+    if (item) refreshDetail(k, item, true);
   }
 }
 
@@ -237,7 +237,14 @@ function select(k, item) {
   $("detail").focus();
 }
 
-function refreshDetail(k, item) {
+// shown is the definition the detail view was built from: a reload that
+// leaves it as it was keeps the view, with its form and last result.
+let shown = "";
+
+function refreshDetail(k, item, keepIfSame) {
+  const def = k.kind + JSON.stringify(item);
+  if (keepIfSame && def === shown) return;
+  shown = def;
   const main = $("detail");
   const view = { tool: toolView, resource: resourceView, template: templateView, prompt: promptView }[k.kind](item);
   fill(main, view);
