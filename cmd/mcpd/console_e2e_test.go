@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -355,5 +356,67 @@ func auditClients(t *testing.T, path string, n int) map[string]string {
 			return out
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// The console's guards, on the real binary with an auth block: it is off
+// without --ui; its page loads without a token (it holds no data, and asks
+// for one) but the event stream needs the same token as /mcp; a foreign
+// Origin or Host gets 403 for both; --ui with --stdio is refused.
+func TestConsoleGuards(t *testing.T) {
+	dir := writeConfig(t, cliConfig+authConfig)
+	get := func(url, header, value string, origin string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest("GET", url, nil)
+		if header != "" {
+			req.Header.Set(header, value)
+		}
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		resp, err := http.DefaultClient.Do(req.WithContext(ctx))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		return resp.StatusCode, resp.Header.Get("Content-Type")
+	}
+
+	off := mcpdCommand("serve", "--http", "127.0.0.1:0", "-c", dir)
+	off.Env = append(off.Env, "MCPD_TEST_KEY=key-1")
+	endpoint := startHTTP(t, off)
+	if code, _ := get(strings.TrimSuffix(endpoint, "mcp")+"ui/", "", "", ""); code != http.StatusNotFound {
+		t.Errorf("without --ui, /ui/ answers %d, want 404", code)
+	}
+
+	on := mcpdCommand("serve", "--ui", "--http", "127.0.0.1:0", "-c", dir)
+	on.Env = append(on.Env, "MCPD_TEST_KEY=key-1")
+	ui := strings.TrimSuffix(startHTTP(t, on), "mcp") + "ui/"
+	for _, tc := range []struct {
+		name, path, header, value, origin string
+		want                              int
+		typ                               string
+	}{
+		{"page, no token", "", "", "", "", 200, "text/html; charset=utf-8"},
+		{"script, no token", "console.js", "", "", "", 200, "text/javascript; charset=utf-8"},
+		{"page, foreign origin", "", "", "", "http://evil.example", 403, ""},
+		{"events, no token", "events", "", "", "", 401, ""},
+		{"events, wrong token", "events", "Authorization", "Bearer nope", "", 401, ""},
+		{"events, bearer", "events", "Authorization", "Bearer key-1", "", 200, "text/event-stream"},
+		{"events, key header", "events", "X-Api-Key", "key-1", "", 200, "text/event-stream"},
+		{"events, loopback origin", "events", "X-Api-Key", "key-1", "http://localhost:5173", 200, "text/event-stream"},
+		{"events, foreign origin", "events", "X-Api-Key", "key-1", "http://evil.example", 403, ""},
+	} {
+		code, typ := get(ui+tc.path, tc.header, tc.value, tc.origin)
+		if code != tc.want || (tc.typ != "" && typ != tc.typ) {
+			t.Errorf("%s: %d %q, want %d %q", tc.name, code, typ, tc.want, tc.typ)
+		}
+	}
+
+	r := runCLI(t, "serve", "--ui", "--stdio", "-c", dir)
+	if r.code == 0 || !strings.Contains(r.stderr, "--ui needs the HTTP listener") {
+		t.Errorf("serve --ui --stdio: exit %d, stderr %q", r.code, r.stderr)
 	}
 }
