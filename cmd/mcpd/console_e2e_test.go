@@ -2,9 +2,13 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"image"
+	"image/color"
+	"image/png"
 	"net/http"
 	"os"
 	"os/exec"
@@ -419,4 +423,96 @@ func TestConsoleGuards(t *testing.T) {
 	if r.code == 0 || !strings.Contains(r.stderr, "--ui needs the HTTP listener") {
 		t.Errorf("serve --ui --stdio: exit %d, stderr %q", r.code, r.stderr)
 	}
+}
+
+// chartConfig adds a tool whose result is an image.
+const chartConfig = `
+tool "chart" {
+  description = "Draws a chart."
+  result {
+    content "text" {
+      text = "the chart:"
+    }
+    content "image" {
+      data      = filebase64("chart.png")
+      mime_type = "image/png"
+    }
+  }
+}
+`
+
+// The console in a browser against a server with an auth block: the page
+// asks for a token, typed and submitted with the keyboard; then it lists
+// and calls the tools as that principal (form fields of every kind, an
+// image rendered), and its calls show the principal.
+func TestConsoleInBrowserWithAuth(t *testing.T) {
+	bin := chromium()
+	if bin == "" {
+		t.Skip("no Chromium found (see TestConsoleInBrowser)")
+	}
+	shots := artifactsDir(t)
+	dir := writeConfig(t, cliConfig+authConfig+chartConfig)
+	img := image.NewRGBA(image.Rect(0, 0, 24, 16))
+	for x := range 24 {
+		for y := range 16 {
+			img.Set(x, y, color.RGBA{R: uint8(x * 10), G: 90, B: 200, A: 255})
+		}
+	}
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, img); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "chart.png"), buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := mcpdCommand("serve", "--ui", "--http", "127.0.0.1:0", "-c", dir)
+	cmd.Env = append(cmd.Env, "MCPD_TEST_KEY=key-1")
+	ui := strings.TrimSuffix(startHTTP(t, cmd), "mcp") + "ui/"
+
+	b := browser(t, bin)
+	step(t, b, "loading the console", chromedp.Navigate(ui), chromedp.WaitVisible(chromedp.CSS(`#token-form`)))
+	if n := eval[int](t, b, `document.querySelectorAll("#tools-list button").length`); n != 0 {
+		t.Errorf("%d tools listed without a token", n)
+	}
+	step(t, b, "entering the token",
+		chromedp.Focus(chromedp.CSS(`#token`)),
+		chromedp.SendKeys(chromedp.CSS(`#token`), "key-1"),
+		chromedp.KeyEvent("\r"),
+	)
+	waitFor(t, b, "the tools", `document.querySelector('#tools-list button[data-id="lookup"]')`)
+	waitFor(t, b, "the config status", `document.getElementById("generation")?.textContent === "1"`)
+
+	// Each kind of field, filled in and read back as typed arguments.
+	step(t, b, "opening lookup",
+		chromedp.Click(chromedp.CSS(`#tools-list button[data-id="lookup"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#call-form`)),
+		chromedp.SetValue(chromedp.CSS(`#call-form [name="id"]`), "A-7"),
+		chromedp.SetValue(chromedp.CSS(`#call-form [name="verbose"]`), "true"),
+		chromedp.SetValue(chromedp.CSS(`#call-form [name="tags"]`), "red\nblue"),
+		chromedp.Click(chromedp.CSS(`#call-form button[type="submit"]`)),
+	)
+	waitFor(t, b, "lookup's result", `document.querySelector(".result.ok .structured")`)
+	var structured map[string]any
+	if err := json.Unmarshal([]byte(eval[string](t, b, `document.querySelector(".result.ok .structured").textContent`)), &structured); err != nil {
+		t.Fatal(err)
+	}
+	if want := `map[id:A-7 limit:10 tags:[red blue] verbose:true]`; fmt.Sprint(structured) != want {
+		t.Errorf("structuredContent = %v, want %s", structured, want)
+	}
+	if req := eval[string](t, b, `document.querySelector('#call-form [name="id"]').getAttribute("aria-required")`); req != "true" {
+		t.Errorf("the required param is not marked: aria-required=%q", req)
+	}
+
+	step(t, b, "calling chart",
+		chromedp.Click(chromedp.CSS(`#tools-list button[data-id="chart"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#call-form`)),
+		chromedp.Click(chromedp.CSS(`#call-form button[type="submit"]`)),
+	)
+	waitFor(t, b, "the image", `document.querySelector(".result.ok img")?.naturalWidth === 24`)
+	waitFor(t, b, "the calls, by ci-bot from the console", `document.querySelectorAll('#calls tr[data-client="console"]').length === 2`)
+	who := eval[string](t, b, `document.querySelector('#calls tr[data-name="chart"] .who').textContent`)
+	if !strings.Contains(who, "ci-bot") || !strings.Contains(who, "console") {
+		t.Errorf("the chart call's caller shows %q, want ci-bot and console", who)
+	}
+	screenshot(t, b, shots, "08-auth-image")
 }

@@ -796,13 +796,17 @@ function tokenEntered() {
 
 function setupToken() {
   const form = $("token-form");
-  if (token()) showTokenForm(true);
+  if (token()) {
+    showTokenForm(true);
+    $("token").placeholder = "token in use; enter another to replace it";
+  }
   form.addEventListener("submit", (e) => {
     e.preventDefault();
     const v = $("token").value.trim();
     if (v) sessionStorage.setItem(TOKEN_KEY, v);
     else sessionStorage.removeItem(TOKEN_KEY);
     $("token").value = "";
+    $("token").placeholder = v ? "token in use; enter another to replace it" : "API key or bearer token";
     const ws = tokenWaiters;
     tokenWaiters = [];
     ws.forEach((r) => r());
