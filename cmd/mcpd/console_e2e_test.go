@@ -515,4 +515,30 @@ func TestConsoleInBrowserWithAuth(t *testing.T) {
 		t.Errorf("the chart call's caller shows %q, want ci-bot and console", who)
 	}
 	screenshot(t, b, shots, "08-auth-image")
+
+	// Resources are read, templates filled in, prompts rendered.
+	step(t, b, "reading readme",
+		chromedp.Click(chromedp.CSS(`#resources-list button[data-id="docs://readme"]`)),
+		chromedp.Click(chromedp.CSS(`#detail form.call button`)),
+	)
+	waitFor(t, b, "the resource", `document.querySelector(".result.ok pre.text")?.textContent === "Read me."`)
+	step(t, b, "reading a user",
+		chromedp.Click(chromedp.CSS(`#templates-list button[data-id="users://{id}"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#detail [name="id"]`)),
+		chromedp.SetValue(chromedp.CSS(`#detail [name="id"]`), "u 7"),
+		chromedp.Click(chromedp.CSS(`#detail form.call button[type="submit"]`)),
+	)
+	waitFor(t, b, "the template's resource", `document.querySelector(".result.ok pre.text")`)
+	var user map[string]any
+	if err := json.Unmarshal([]byte(eval[string](t, b, `document.querySelector(".result.ok pre.text").textContent`)), &user); err != nil || user["id"] != "u 7" {
+		t.Errorf("users://u%%207 read as %v (%v)", user, err)
+	}
+	step(t, b, "rendering trip",
+		chromedp.Click(chromedp.CSS(`#prompts-list button[data-id="trip"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#detail [name="city"]`)),
+		chromedp.SetValue(chromedp.CSS(`#detail [name="city"]`), "Rome"),
+		chromedp.Click(chromedp.CSS(`#detail form.call button[type="submit"]`)),
+	)
+	waitFor(t, b, "the prompt", `document.querySelector(".result.ok pre.text")?.textContent === "Plan Rome"`)
+	waitFor(t, b, "the read and the prompt among the calls", `document.querySelectorAll('#calls tr[data-client="console"]').length === 5`)
 }

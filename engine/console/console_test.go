@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -328,5 +330,74 @@ func BenchmarkRecord(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		c.Record(rec)
+	}
+}
+
+// logLines collects log output.
+type logLines struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (l *logLines) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *logLines) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// A page that stops reading its stream is closed by the write deadline,
+// before its queue fills: a blocked write does not hold its stream open.
+func TestStuckReaderClosedByWriteDeadline(t *testing.T) {
+	logs := &logLines{}
+	c := New(Options{Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		QueueSize: 1 << 20, WriteTimeout: 50 * time.Millisecond})
+	ts := httptest.NewServer(c.Handler("/ui/"))
+	defer ts.Close()
+	defer c.Close()
+
+	conn, err := net.Dial("tcp", ts.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := io.WriteString(conn, "GET /ui/events HTTP/1.1\r\nHost: localhost\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	subscribers := func() int {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return len(c.subs)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for subscribers() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the stream never subscribed")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	// Calls with long error texts, paced so that the queue never fills:
+	// only a write that blocks can end the stream.
+	rec := call("big", "")
+	rec.Error = strings.Repeat("x", 4096)
+	for sent := 0; subscribers() > 0; sent++ {
+		if time.Now().After(deadline) {
+			t.Fatalf("a client that reads nothing is still subscribed after %d events", sent)
+		}
+		c.Record(rec)
+		if sent%100 == 99 {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	if strings.Contains(logs.String(), "does not keep up") {
+		t.Errorf("dropped for a full queue, not by the write deadline:\n%s", logs.String())
+	}
+	if !strings.Contains(logs.String(), "closing an event stream") {
+		t.Errorf("no log of the closed stream:\n%s", logs.String())
 	}
 }

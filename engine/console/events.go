@@ -99,10 +99,16 @@ func (c *Console) serveEvents(w http.ResponseWriter, r *http.Request) {
 			buf.WriteString(": keep-alive\n\n")
 		}
 		_ = rc.SetWriteDeadline(time.Now().Add(c.opts.WriteTimeout))
-		if _, err := w.Write(buf.Bytes()); err != nil {
+		_, err := w.Write(buf.Bytes())
+		if err == nil {
+			err = rc.Flush()
+		}
+		if err != nil {
+			// Gone, or not reading for WriteTimeout: either way, done.
+			c.opts.Logger.Debug("console: closing an event stream", "remote", r.RemoteAddr, "err", err)
 			return false
 		}
-		return rc.Flush() == nil
+		return true
 	}
 	// A first frame even with nothing to say, so the page knows the
 	// stream is up.
