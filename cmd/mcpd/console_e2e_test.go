@@ -225,10 +225,24 @@ func TestConsoleInBrowser(t *testing.T) {
 
 	// 2. A form generated from list_books' schema (an enum as a select, an
 	// integer with a default), submitted with Enter, shows the rows.
-	step(t, b, "opening list_books",
-		chromedp.Click(chromedp.CSS(`#tools-list button[data-id="list_books"]`)),
+	// With the keyboard: "/" goes to the filter; typing and Enter opens
+	// the first match and puts the cursor in its form. (chromedp sends a
+	// key's character apart from its keydown, so the "/" the page
+	// swallowed lands in the filter: cleared before typing.)
+	step(t, b, "pressing /", chromedp.KeyEvent("/"))
+	if id := eval[string](t, b, `document.activeElement.id`); id != "filter" {
+		t.Errorf("after /, the focus is on %q, want the filter", id)
+	}
+	eval[bool](t, b, `(document.getElementById("filter").value = "") === ""`)
+	step(t, b, "opening list_books from the keyboard",
+		chromedp.KeyEvent("list_bo"),
+		chromedp.KeyEvent("\r"),
 		chromedp.WaitVisible(chromedp.CSS(`#call-form`)),
 	)
+	if f := eval[string](t, b, `document.activeElement.name`); f != "genre" {
+		t.Errorf("focus after opening a tool is on %q, want its first field", f)
+	}
+	eval[bool](t, b, `(() => { const f = document.getElementById("filter"); f.value = ""; f.dispatchEvent(new Event("input")); return true })()`)
 	if def := eval[string](t, b, `document.querySelector('#call-form input[name="limit"]').value`); def != "20" {
 		t.Errorf("limit's default in the form = %q, want 20", def)
 	}

@@ -234,7 +234,8 @@ function select(k, item) {
   state.selected = { kind: k.kind, id: k.id(item) };
   renderCatalog();
   refreshDetail(k, item);
-  $("detail").focus();
+  const first = $("detail").querySelector("form.call input:not([type=checkbox]), form.call select, form.call textarea, form.call button");
+  (first || $("detail")).focus();
 }
 
 // shown is the definition the detail view was built from: a reload that
@@ -814,11 +815,44 @@ function setupToken() {
   });
 }
 
+// ---- keyboard -------------------------------------------------------------
+
+// setupKeys: in the catalog, Up and Down move between items; Enter in the
+// filter opens the first match; "/" anywhere outside a field goes to the
+// filter.
+function setupKeys() {
+  const items = () => [...document.querySelectorAll(".catalog .items button")];
+  $("filter").addEventListener("keydown", (e) => {
+    if (e.key === "Enter") {
+      e.preventDefault();
+      items()[0]?.click();
+    } else if (e.key === "ArrowDown") {
+      e.preventDefault();
+      items()[0]?.focus();
+    }
+  });
+  document.querySelector(".catalog").addEventListener("keydown", (e) => {
+    if ((e.key !== "ArrowDown" && e.key !== "ArrowUp") || !e.target.matches(".items button")) return;
+    e.preventDefault();
+    const all = items();
+    const i = all.indexOf(e.target) + (e.key === "ArrowDown" ? 1 : -1);
+    if (i >= 0 && i < all.length) all[i].focus();
+    else if (i < 0) $("filter").focus();
+  });
+  document.addEventListener("keydown", (e) => {
+    if (e.key === "/" && !e.target.matches("input, textarea, select")) {
+      e.preventDefault();
+      $("filter").focus();
+    }
+  });
+}
+
 // ---- start ----------------------------------------------------------------
 
 async function start() {
   setupToken();
   $("filter").addEventListener("input", renderCatalog);
+  setupKeys();
   follow();
   try {
     const d = await rpc("server/discover");
