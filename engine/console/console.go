@@ -63,7 +63,7 @@ type Console struct {
 	opts Options
 
 	mu     sync.Mutex
-	status Status
+	status []byte // the latest Status, encoded; nil before the first
 	calls  ring
 	subs   map[*subscriber]struct{}
 	closed bool
@@ -140,7 +140,7 @@ func (c *Console) SetStatus(s Status) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.status = s
+	c.status = data
 	c.broadcast(event{name: "status", data: data})
 }
 
@@ -212,5 +212,3 @@ func (c *Console) Close() {
 		c.drop(s)
 	}
 }
-
-func jsonOf(v any) ([]byte, error) { return json.Marshal(v) }

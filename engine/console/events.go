@@ -52,12 +52,8 @@ func (c *Console) subscribe() (*subscriber, []event, bool) {
 	s := &subscriber{queue: make(chan event, c.opts.QueueSize), dropped: make(chan struct{})}
 	c.subs[s] = struct{}{}
 	var start []event
-	if c.status.Generation > 0 {
-		// Encoded again: a status is rare, and the stored value is the
-		// one truth.
-		if data, err := jsonOf(c.status); err == nil {
-			start = append(start, event{name: "status", data: data})
-		}
+	if c.status != nil {
+		start = append(start, event{name: "status", data: c.status})
 	}
 	c.calls.each(func(data []byte) { start = append(start, event{name: "call", data: data}) })
 	return s, start, true
