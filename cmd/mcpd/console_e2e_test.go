@@ -54,7 +54,8 @@ func artifactsDir(t *testing.T) string {
 }
 
 // browser starts a headless Chromium at a laptop's screen size and fails
-// the test on any uncaught exception in a page.
+// the test on any uncaught exception or console.error in a page (a CSP
+// violation is one).
 func browser(t *testing.T, bin string) context.Context {
 	t.Helper()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
@@ -73,6 +74,16 @@ func browser(t *testing.T, bin string) context.Context {
 	var exceptions []string
 	if err := chromedp.Listen(ctx, func(ev any) {
 		switch ev := ev.(type) {
+		case *runtime.EventConsoleAPICalled:
+			if ev.Type == runtime.ConsoleAPICalledTypeError {
+				var parts []string
+				for _, a := range ev.Args {
+					parts = append(parts, string(a.Value)+a.Description)
+				}
+				mu.Lock()
+				exceptions = append(exceptions, "console.error: "+strings.Join(parts, " "))
+				mu.Unlock()
+			}
 		case *runtime.EventExceptionThrown:
 			mu.Lock()
 			d := ev.ExceptionDetails
@@ -90,7 +101,7 @@ func browser(t *testing.T, bin string) context.Context {
 		mu.Lock()
 		defer mu.Unlock()
 		for _, e := range exceptions {
-			t.Errorf("uncaught exception in the console page: %s", e)
+			t.Errorf("in the console page: %s", e)
 		}
 	})
 	return ctx

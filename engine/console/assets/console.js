@@ -850,6 +850,9 @@ function setupKeys() {
 // ---- start ----------------------------------------------------------------
 
 async function start() {
+  // The page's CSP forbids anything but its own script and style: say so
+  // loudly if some part of it breaks that (the browser tests fail on it).
+  document.addEventListener("securitypolicyviolation", (e) => console.error("CSP violation:", e.violatedDirective, e.blockedURI));
   setupToken();
   $("filter").addEventListener("input", renderCatalog);
   setupKeys();
