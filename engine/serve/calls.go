@@ -43,10 +43,28 @@ func clientLabel(req mcp.Request) string {
 	return truncate(s, maxClientLabel)
 }
 
-// recordCall tells Options.OnCall about a request observe has just served.
-// It runs only when OnCall is set (mcpd serve --ui): with it off, a call
-// pays one nil check.
-func (s *Server) recordCall(ctx context.Context, req mcp.Request, res mcp.Result, err error, outcome string, start time.Time, took time.Duration) {
+// recordCalls is the middleware that tells Options.OnCall of every call,
+// read and prompt once answered. New installs it only when OnCall is set
+// (mcpd serve --ui), just inside observe: with it off, a call pays nothing
+// for it.
+func (s *Server) recordCalls(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		switch req.(type) {
+		case *mcp.CallToolRequest, *mcp.ReadResourceRequest, *mcp.GetPromptRequest:
+		default:
+			return next(ctx, method, req)
+		}
+		start := time.Now()
+		res, err := next(ctx, method, req)
+		s.recordCall(ctx, req, res, err, start, time.Since(start))
+		return res, err
+	}
+}
+
+// recordCall builds the record of one answered request and hands it to
+// Options.OnCall. ctx is the request's, as bound by observe to the
+// shutdown's grace period: done means the call was cancelled.
+func (s *Server) recordCall(ctx context.Context, req mcp.Request, res mcp.Result, err error, start time.Time, took time.Duration) {
 	rec := CallRecord{Time: start, Principal: audit.LocalPrincipal, Transport: "stdio", Duration: took}
 	switch r := req.(type) {
 	case *mcp.CallToolRequest:
@@ -65,19 +83,23 @@ func (s *Server) recordCall(ctx context.Context, req mcp.Request, res mcp.Result
 		rec.Transport = "http"
 	}
 	rec.Client = clientLabel(req)
+	// The outcomes of the audit log and the mcpd_tool_calls_total metric.
+	tr, _ := res.(*mcp.CallToolResult)
 	switch {
-	case outcome != "":
-		rec.Outcome = outcome
 	case err != nil && ctx.Err() != nil:
 		rec.Outcome = audit.OutcomeCancelled
 	case err != nil:
 		rec.Outcome = audit.OutcomeProtocolError
+	case tr != nil && tr.IsError && ctx.Err() != nil:
+		rec.Outcome = audit.OutcomeCancelled
+	case tr != nil && tr.IsError:
+		rec.Outcome = audit.OutcomeToolError
 	default:
 		rec.Outcome = audit.OutcomeOK
 	}
 	if err != nil {
 		rec.Error = err.Error()
-	} else if tr, ok := res.(*mcp.CallToolResult); ok && tr.IsError {
+	} else if tr != nil && tr.IsError {
 		rec.Error = resultText(tr)
 	}
 	red := s.current.Load().Redactor()

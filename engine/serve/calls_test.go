@@ -2,6 +2,7 @@ package serve_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -91,12 +92,26 @@ func TestOnCall(t *testing.T) {
 				t.Fatal(err)
 			}
 
+			cctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() {
+				_, err := cs.CallTool(cctx, &mcp.CallToolParams{Name: "slow", Arguments: map[string]any{}})
+				done <- err
+			}()
+			waitFor(t, f.started, "the slow call to start")
+			cancel()
+			if err := <-done; !errors.Is(err, context.Canceled) {
+				t.Fatalf("cancelled call: %v", err)
+			}
+			eventually(t, "the cancelled call's record", func() bool { return len(log.all()) == 6 })
+
 			want := []serve.CallRecord{
 				{Kind: "tool", Name: "zeta_greet", Client: "console", Outcome: "ok"},
 				{Kind: "tool", Name: "mid_check", Outcome: "tool_error", Error: "negative"},
 				{Kind: "tool", Name: "no_such_tool", Outcome: "protocol_error"},
 				{Kind: "resource", Name: "docs://readme", Outcome: "ok"},
 				{Kind: "prompt", Name: "trip", Outcome: "ok"},
+				{Kind: "tool", Name: "slow", Outcome: "cancelled"},
 			}
 			got := log.all()
 			if len(got) != len(want) {

@@ -84,9 +84,6 @@ func (s *Server) observe(next mcp.MethodHandler) mcp.MethodHandler {
 		if audited != nil {
 			s.auditEnd(ctx, audited, res, err, outcome, took)
 		}
-		if s.opts.OnCall != nil {
-			s.recordCall(ctx, req, res, err, outcome, start, took)
-		}
 		return res, err
 	}
 }

@@ -61,7 +61,7 @@ type Options struct {
 	Generation func() int
 	// OnCall, when not nil, hears of every tools/call, resources/read and
 	// prompts/get once answered (see calls.go); it runs on the request's
-	// goroutine, so it must return at once.
+	// goroutine, so it must return at once. Nil costs a call nothing.
 	OnCall func(CallRecord)
 
 	// bare leaves out the observe middleware, for benchmarking its cost.
@@ -150,6 +150,9 @@ func New(current *snapshot.Current, opts Options) *Server {
 	s.notes.srv = s.mcp
 	s.mcp.AddReceivingMiddleware(s.middleware)
 	s.mcp.AddSendingMiddleware(s.notes.sending)
+	if opts.OnCall != nil {
+		s.mcp.AddReceivingMiddleware(s.recordCalls)
+	}
 	// Added last, so outermost: it sees every request first.
 	if !opts.bare {
 		s.mcp.AddReceivingMiddleware(s.observe)
