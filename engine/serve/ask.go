@@ -42,7 +42,10 @@ func (s *Server) askCall(snap *snapshot.Snapshot, caps *mcp.ClientCapabilities, 
 
 // callAsking runs t, asking the client for what it needs first.
 func (s *Server) callAsking(ctx context.Context, req *mcp.CallToolRequest, snap *snapshot.Snapshot, t *snapshot.Tool, progress snapshot.ProgressFunc, log snapshot.LogFunc) (mcp.Result, error) {
-	ac := s.askCall(snap, req.ClientCapabilities(), req.Params.InputResponses, req.Params.RequestState)
+	var ac *snapshot.AskCall // read only by a tool that asks
+	if t.Asks() {
+		ac = s.askCall(snap, req.ClientCapabilities(), req.Params.InputResponses, req.Params.RequestState)
+	}
 	modern := isModernSession(req.Session)
 	for round := 1; ; round++ {
 		res, err := t.CallAsking(ctx, req.Params.Arguments, progress, log, ac)

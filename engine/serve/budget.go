@@ -33,17 +33,29 @@ func newBudget(bytes int64) *semaphore.Weighted {
 // reserveOutput takes t's output caps from the budget, waiting up to
 // Options.OutputBudgetWait for calls in flight to give some back. A tool
 // whose caps exceed the whole budget takes all of it, so it runs alone
-// rather than never. It returns the func that gives the reservation back,
+// rather than never. It returns the bytes that releaseOutput gives back,
 // or the tool error result to answer with.
-func (s *Server) reserveOutput(ctx context.Context, t *snapshot.Tool) (func(), *mcp.CallToolResult) {
+func (s *Server) reserveOutput(ctx context.Context, t *snapshot.Tool) (int64, *mcp.CallToolResult) {
 	n := t.MaxOutputBytes()
 	if s.budget == nil || n <= 0 {
-		return func() {}, nil
+		return 0, nil
 	}
 	n = min(n, s.opts.OutputBudget)
 	if s.budget.TryAcquire(n) {
-		return func() { s.budget.Release(n) }, nil
+		return n, nil
 	}
+	return s.waitOutput(ctx, t, n)
+}
+
+// releaseOutput gives back what reserveOutput reserved.
+func (s *Server) releaseOutput(n int64) {
+	if n > 0 {
+		s.budget.Release(n)
+	}
+}
+
+// waitOutput is reserveOutput when the budget is short.
+func (s *Server) waitOutput(ctx context.Context, t *snapshot.Tool, n int64) (int64, *mcp.CallToolResult) {
 	wait := s.opts.OutputBudgetWait
 	if wait <= 0 {
 		wait = defaultBudgetWait
@@ -55,7 +67,7 @@ func (s *Server) reserveOutput(ctx context.Context, t *snapshot.Tool) (func(), *
 		if ctx.Err() != nil {
 			msg = fmt.Sprintf("tool %s was cancelled while waiting for output budget: %v", t.Def.Name, context.Cause(ctx))
 		}
-		return nil, &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}}
+		return 0, &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}}
 	}
-	return func() { s.budget.Release(n) }, nil
+	return n, nil
 }

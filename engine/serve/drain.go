@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -23,8 +24,9 @@ type drain struct {
 	mu      sync.Mutex
 	busy    int
 	waiters []chan struct{}
-	// cancels are the cancel funcs of the handlers running, by a sequence
-	// number: cheaper per request than context.AfterFunc on abortCtx.
+	// cancels are the cancel funcs of the handlers running whose context
+	// was made cancellable (see reqCtx), by a sequence number: cheaper per
+	// request than context.AfterFunc on abortCtx.
 	cancels map[uint64]context.CancelCauseFunc
 	seq     uint64
 
@@ -80,28 +82,107 @@ func (d *drain) waitIdle(ctx context.Context) error {
 }
 
 // begin counts one handler as busy and returns its context, which is also
-// cancelled when the grace period ends; end must be called when it returns.
-func (d *drain) begin(ctx context.Context) (context.Context, uint64, context.CancelCauseFunc) {
-	ctx, cancel := context.WithCancelCause(ctx)
+// cancelled when the grace period ends and when end is called; end must be
+// called when the handler returns.
+func (d *drain) begin(ctx context.Context) *reqCtx {
 	d.mu.Lock()
 	d.busy++
-	d.seq++
-	id := d.seq
-	if d.abortCtx.Err() != nil {
-		cancel(errShuttingDown)
-	} else {
-		d.cancels[id] = cancel
-	}
 	d.mu.Unlock()
-	return ctx, id, cancel
+	return &reqCtx{Context: ctx, d: d}
 }
 
-func (d *drain) end(id uint64, cancel context.CancelCauseFunc) {
-	d.mu.Lock()
-	delete(d.cancels, id)
-	d.mu.Unlock()
-	cancel(nil)
+func (d *drain) end(c *reqCtx) {
+	c.mu.Lock()
+	c.ended = true
+	in := c.inner.Load()
+	c.mu.Unlock()
+	if in != nil {
+		d.mu.Lock()
+		delete(d.cancels, in.id)
+		d.mu.Unlock()
+		in.cancel(nil)
+	}
 	d.add(-1)
+}
+
+// reqCtx is the context of a request being served: its parent's, also
+// cancelled when a drain's grace period ends or the handler returns. The
+// cancellable context that takes is made only when something asks for
+// Done (an adapter waiting on I/O, a derived context): a call that never
+// waits on its context, such as a static or template tool's, skips its
+// allocations and the bookkeeping.
+type reqCtx struct {
+	context.Context // the parent
+	d               *drain
+
+	mu    sync.Mutex // making inner; ended
+	inner atomic.Pointer[cancelable]
+	ended bool // end was called
+}
+
+type cancelable struct {
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	id     uint64 // its key in drain.cancels
+}
+
+// cancelable returns the context's cancellable form, making it first.
+func (c *reqCtx) cancelable() *cancelable {
+	if in := c.inner.Load(); in != nil {
+		return in
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if in := c.inner.Load(); in != nil {
+		return in
+	}
+	in := &cancelable{}
+	in.ctx, in.cancel = context.WithCancelCause(c.Context)
+	d := c.d
+	switch {
+	case c.ended:
+		in.cancel(nil)
+	case d.aborted():
+		in.cancel(errShuttingDown)
+	default:
+		d.mu.Lock()
+		d.seq++
+		in.id = d.seq
+		if d.abortCtx.Err() != nil {
+			in.cancel(errShuttingDown)
+		} else {
+			d.cancels[in.id] = in.cancel
+		}
+		d.mu.Unlock()
+	}
+	c.inner.Store(in)
+	return in
+}
+
+func (c *reqCtx) Done() <-chan struct{} { return c.cancelable().ctx.Done() }
+
+func (c *reqCtx) Err() error {
+	if in := c.inner.Load(); in != nil {
+		return in.ctx.Err()
+	}
+	if c.d.aborted() || c.isEnded() {
+		// Made now so that context.Cause agrees.
+		return c.cancelable().ctx.Err()
+	}
+	return c.Context.Err()
+}
+
+func (c *reqCtx) Value(key any) any {
+	if in := c.inner.Load(); in != nil {
+		return in.ctx.Value(key)
+	}
+	return c.Context.Value(key)
+}
+
+func (c *reqCtx) isEnded() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ended
 }
 
 // abortAll cancels every handler running, and every one that begins later.

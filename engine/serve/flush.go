@@ -16,22 +16,7 @@ import (
 // comments; a flush with nothing written) is flushed at once as before, so
 // streaming is unchanged. See docs/performance.md for the measurements.
 func deferResponseFlush(w http.ResponseWriter) http.ResponseWriter {
-	return &flushFilter{ResponseWriter: w}
-}
-
-type flushFilter struct {
-	http.ResponseWriter
-	written int  // writes since the last flush
-	hold    bool // every one of them was a response event
-}
-
-func (f *flushFilter) Write(b []byte) (int, error) {
-	if f.written == 0 {
-		f.hold = true
-	}
-	f.written++
-	f.hold = f.hold && isResponseEvent(b)
-	return f.ResponseWriter.Write(b)
+	return &respWriter{ResponseWriter: w, rc: *http.NewResponseController(w), filter: true}
 }
 
 // isResponseEvent reports whether b is one server-sent event carrying a
@@ -40,18 +25,3 @@ func (f *flushFilter) Write(b []byte) (int, error) {
 func isResponseEvent(b []byte) bool {
 	return bytes.Contains(b, []byte("data: {")) && bytes.Contains(b, []byte(`"id":`)) && !bytes.Contains(b, []byte(`"method":`))
 }
-
-// FlushError is what http.ResponseController.Flush calls.
-func (f *flushFilter) FlushError() error {
-	if f.written > 0 && f.hold {
-		return nil
-	}
-	f.written = 0
-	return http.NewResponseController(f.ResponseWriter).Flush()
-}
-
-func (f *flushFilter) Flush() { f.FlushError() }
-
-// Unwrap lets http.ResponseController reach the writer's other methods
-// (deadlines, full duplex).
-func (f *flushFilter) Unwrap() http.ResponseWriter { return f.ResponseWriter }

@@ -71,10 +71,11 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 		DisableLocalhostProtection: true,
 		MaxRequestBodyBytes:        opts.MaxBody,
 	})
+	f := &front{s: s, guard: newHostGuard(opts), limits: newRequestLimits(opts), legacy: legacy}
 	if opts.MaxSessions > 0 {
-		legacy = newSessionCap(opts.MaxSessions, s.mcp).wrap(legacy)
+		f.sessions = newSessionCap(opts.MaxSessions, s.mcp)
 	}
-	modern := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
+	f.modern = mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
 		Stateless:                  true,
 		JSONResponse:               opts.JSONResponse,
 		Logger:                     s.sdkLogger,
@@ -85,18 +86,78 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 		// context must end (the SDK does not tie them by default).
 		PropagateRequestCancellation: true,
 	})
-	route := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w = s.guardStream(w, r) // notify.go: a client must read its event stream
-		if r.Method == http.MethodPost {
-			w = deferResponseFlush(w)
+	return f
+}
+
+// front is the /mcp endpoint in front of the SDK's two handlers: the Host
+// and Origin guard, the drain's count, the per-request limits, the guards
+// of the response writer, and the routing of the two eras, in that order.
+// They are one handler, and the writer's guards one allocation, because
+// they run for every request: each layer of handlers and writers would add
+// a frame to a connection's stack, under which the SDK decodes and writes,
+// and an allocation, on every request.
+type front struct {
+	s        *Server
+	guard    hostGuard
+	limits   *requestLimits
+	legacy   http.Handler
+	modern   http.Handler
+	sessions *sessionCap // nil: no cap
+}
+
+func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !f.guard.allow(w, r) {
+		return
+	}
+	listen := r.Header.Get("Mcp-Method") == methodListen
+	post := r.Method == http.MethodPost
+	// countHTTP: each POST (a request, or a batch of them) is busy while it
+	// is served, so that a drain waits for its answer to be written; each
+	// GET (a 2025 session's notification stream) is an open stream. A 2026
+	// subscriptions/listen POST is a stream, counted by observe.
+	switch {
+	case r.Method == http.MethodGet:
+		defer f.s.opts.Metrics.StreamOpened("get")()
+	case post && !listen:
+		f.s.drain.add(1)
+		defer f.s.drain.add(-1)
+	}
+	l := f.limits
+	// Every POST except a 2026 subscriptions/listen stream, which stays
+	// open for as long as the client listens (like a legacy GET stream,
+	// which does not count either), counts against the in-flight limits.
+	if post && !listen {
+		if l.slots != nil {
+			select {
+			case l.slots <- struct{}{}:
+				defer func() { <-l.slots }()
+			default:
+				l.busy(w, strconv.Itoa(l.opts.MaxInflight)+" requests are in flight (--max-inflight)")
+				return
+			}
 		}
-		if isModern(r) {
-			modern.ServeHTTP(w, r)
+		if n, ok := l.reserveBody(w, r); !ok {
 			return
+		} else if n > 0 {
+			defer l.bodies.Add(-n)
 		}
-		legacy.ServeHTTP(w, r)
-	})
-	return guard(opts, s.countHTTP(limitRequests(opts, route)))
+	}
+	rw := l.wrap(w, r, post)
+	if rw.deadline > 0 {
+		// net/http writes what is buffered once the handler returns:
+		// that write gets a deadline too.
+		defer rw.extend()
+	}
+	w = f.s.guardStream(rw, r) // notify.go: a client must read its event stream
+	if isModern(r) {
+		f.modern.ServeHTTP(w, r)
+		return
+	}
+	if f.sessions != nil {
+		f.sessions.serve(w, r, f.legacy)
+		return
+	}
+	f.legacy.ServeHTTP(w, r)
 }
 
 // HostGuard applies the Host and Origin checks of the /mcp endpoint to
@@ -117,39 +178,59 @@ func isModern(r *http.Request) bool {
 // connections and Origin not at all. It also refuses, with 400, a request
 // that repeats an MCP header with different values (see conflictingHeader).
 func guard(opts HTTPOptions, next http.Handler) http.Handler {
-	hosts := map[string]bool{"localhost": true, "127.0.0.1": true, "::1": true}
-	anyHost := false
+	g := newHostGuard(opts)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if g.allow(w, r) {
+			next.ServeHTTP(w, r)
+		}
+	})
+}
+
+// hostGuard is guard's check, for handlers that run it inline.
+type hostGuard struct {
+	hosts, origins     map[string]bool
+	anyHost, anyOrigin bool
+}
+
+func newHostGuard(opts HTTPOptions) hostGuard {
+	g := hostGuard{hosts: map[string]bool{"localhost": true, "127.0.0.1": true, "::1": true}, origins: map[string]bool{}}
 	for _, h := range opts.AllowedHosts {
 		if h == "*" {
-			anyHost = true
+			g.anyHost = true
 			continue
 		}
-		hosts[strings.ToLower(strings.Trim(h, "[]"))] = true
+		g.hosts[strings.ToLower(strings.Trim(h, "[]"))] = true
 	}
-	origins := map[string]bool{}
-	anyOrigin := false
 	for _, o := range opts.AllowedOrigins {
 		if o == "*" {
-			anyOrigin = true
+			g.anyOrigin = true
 		}
-		origins[strings.ToLower(strings.TrimSuffix(o, "/"))] = true
+		g.origins[strings.ToLower(strings.TrimSuffix(o, "/"))] = true
 	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if host, ok := parseHost(r.Host); !anyHost && (!ok || !hosts[host]) {
-			http.Error(w, "Forbidden: Host "+strconv.Quote(r.Host)+" is not allowed (see --allowed-host)", http.StatusForbidden)
-			return
-		}
-		if o := r.Header.Get("Origin"); o != "" && !anyOrigin && !originAllowed(o, hosts, origins) {
-			http.Error(w, "Forbidden: Origin "+strconv.Quote(o)+" is not allowed (see --allowed-origin)", http.StatusForbidden)
-			return
-		}
-		if name, ok := conflictingHeader(r.Header); ok {
-			writeJSONRPCError(w, http.StatusBadRequest, mcp.CodeHeaderMismatch,
-				fmt.Sprintf("the %s header is given more than once with different values; send it once", name))
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
+	return g
+}
+
+// allow reports whether r may be served, and answers it when not.
+func (g *hostGuard) allow(w http.ResponseWriter, r *http.Request) bool {
+	if !g.anyHost && !g.hostAllowed(r.Host) {
+		http.Error(w, "Forbidden: Host "+strconv.Quote(r.Host)+" is not allowed (see --allowed-host)", http.StatusForbidden)
+		return false
+	}
+	if o := r.Header.Get("Origin"); o != "" && !g.anyOrigin && !originAllowed(o, g.hosts, g.origins) {
+		http.Error(w, "Forbidden: Origin "+strconv.Quote(o)+" is not allowed (see --allowed-origin)", http.StatusForbidden)
+		return false
+	}
+	if name, ok := conflictingHeader(r.Header); ok {
+		writeJSONRPCError(w, http.StatusBadRequest, mcp.CodeHeaderMismatch,
+			fmt.Sprintf("the %s header is given more than once with different values; send it once", name))
+		return false
+	}
+	return true
+}
+
+func (g *hostGuard) hostAllowed(hostport string) bool {
+	host, ok := parseHost(hostport)
+	return ok && g.hosts[host]
 }
 
 // conflictingHeader finds an MCP header given twice with different values.

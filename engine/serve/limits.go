@@ -50,84 +50,89 @@ func LimitListener(ln net.Listener, l ConnLimits) net.Listener {
 	return netutil.LimitListener(ln, l.MaxConns)
 }
 
-// limitRequests applies the per-request limits of opts: the in-flight cap,
-// the body read deadline and the write deadline.
-func limitRequests(opts HTTPOptions, next http.Handler) http.Handler {
-	var slots chan struct{}
+// requestLimits are the per-request limits of HTTPOptions: the in-flight
+// caps, the body read deadline and the write deadline. front applies them.
+type requestLimits struct {
+	opts    HTTPOptions
+	slots   chan struct{} // a slot per request in flight; nil: no cap
+	maxBody int64
+	bodies  atomic.Int64 // body bytes of the requests in flight
+}
+
+func newRequestLimits(opts HTTPOptions) *requestLimits {
+	l := &requestLimits{opts: opts, maxBody: opts.MaxBody}
 	if opts.MaxInflight > 0 {
-		slots = make(chan struct{}, opts.MaxInflight)
+		l.slots = make(chan struct{}, opts.MaxInflight)
 	}
-	maxBody := opts.MaxBody
-	if maxBody <= 0 {
-		maxBody = mcp.DefaultMaxRequestBodyBytes
+	if l.maxBody <= 0 {
+		l.maxBody = mcp.DefaultMaxRequestBodyBytes
 	}
-	var bodies atomic.Int64 // body bytes of the requests in flight
-	busy := func(w http.ResponseWriter, msg string) {
-		w.Header().Set("Retry-After", "1")
-		writeJSONRPCError(w, http.StatusServiceUnavailable, codeServerBusy, "the server is busy: "+msg+"; retry shortly")
+	return l
+}
+
+func (l *requestLimits) busy(w http.ResponseWriter, msg string) {
+	w.Header().Set("Retry-After", "1")
+	writeJSONRPCError(w, http.StatusServiceUnavailable, codeServerBusy, "the server is busy: "+msg+"; retry shortly")
+}
+
+// reserveBody charges r's body to MaxInflightBytes. It returns the bytes
+// to give back when r is answered, or false when r was refused.
+func (l *requestLimits) reserveBody(w http.ResponseWriter, r *http.Request) (int64, bool) {
+	if l.opts.MaxInflightBytes <= 0 {
+		return 0, true
 	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if slots != nil && holdsSlot(r) {
-			select {
-			case slots <- struct{}{}:
-				defer func() { <-slots }()
-			default:
-				busy(w, strconv.Itoa(opts.MaxInflight)+" requests are in flight (--max-inflight)")
-				return
-			}
+	// A body costs several times its size while it is decoded, validated
+	// and handed to an adapter, so the bodies in flight are what fills
+	// memory. A body of unknown length (chunked) is charged as the largest
+	// allowed.
+	n := r.ContentLength
+	if n < 0 || n > l.maxBody {
+		n = l.maxBody
+	}
+	if l.bodies.Add(n) > l.opts.MaxInflightBytes && n < l.bodies.Load() {
+		l.bodies.Add(-n)
+		l.busy(w, "the requests in flight carry "+strconv.FormatInt(l.opts.MaxInflightBytes>>20, 10)+" MiB of bodies (--max-inflight-bytes)")
+		return 0, false
+	}
+	return n, true
+}
+
+// wrap puts the read deadline on r's body and returns w with the write
+// deadline and, for a POST, the deferred flush of its response event (see
+// flush.go): one allocation for all three.
+func (l *requestLimits) wrap(w http.ResponseWriter, r *http.Request, post bool) *respWriter {
+	x := &exchange{rw: respWriter{ResponseWriter: w, rc: *http.NewResponseController(w), filter: post}}
+	rw := &x.rw
+	if l.opts.ReadTimeout > 0 && r.Body != nil && r.Body != http.NoBody {
+		// The whole body must arrive within ReadTimeout of the headers;
+		// then the deadline is lifted, since net/http keeps reading the
+		// connection to notice a client that goes away, which must not
+		// cancel a long call.
+		if rw.rc.SetReadDeadline(time.Now().Add(l.opts.ReadTimeout)) == nil {
+			x.body = deadlineBody{ReadCloser: r.Body, rc: &rw.rc}
+			r.Body = &x.body
 		}
-		if opts.MaxInflightBytes > 0 && holdsSlot(r) {
-			// A body costs several times its size while it is decoded,
-			// validated and handed to an adapter, so the bodies in
-			// flight are what fills memory. A body of unknown length
-			// (chunked) is charged as the largest allowed.
-			n := r.ContentLength
-			if n < 0 || n > maxBody {
-				n = maxBody
-			}
-			if bodies.Add(n) > opts.MaxInflightBytes && n < bodies.Load() {
-				bodies.Add(-n)
-				busy(w, "the requests in flight carry "+strconv.FormatInt(opts.MaxInflightBytes>>20, 10)+" MiB of bodies (--max-inflight-bytes)")
-				return
-			}
-			defer bodies.Add(-n)
+	}
+	if l.opts.WriteTimeout > 0 {
+		// The deadline left by an earlier request on this connection is
+		// replaced before anything is written.
+		rw.deadline = l.opts.WriteTimeout
+		if rw.extend(); rw.err != nil {
+			rw.deadline = 0 // not supported by this writer
 		}
-		rc := http.NewResponseController(w)
-		if opts.ReadTimeout > 0 && r.Body != nil && r.Body != http.NoBody {
-			// The whole body must arrive within ReadTimeout of the
-			// headers; then the deadline is lifted, since net/http keeps
-			// reading the connection to notice a client that goes away,
-			// which must not cancel a long call.
-			if rc.SetReadDeadline(time.Now().Add(opts.ReadTimeout)) == nil {
-				r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
-			}
-		}
-		if opts.WriteTimeout > 0 {
-			// The deadline left by an earlier request on this connection
-			// is replaced before anything is written.
-			dw := &deadlineWriter{ResponseWriter: w, rc: rc, d: opts.WriteTimeout}
-			if dw.extend(); dw.err == nil {
-				w = dw
-				// net/http writes what is buffered once the handler
-				// returns: that write gets a deadline too.
-				defer dw.extend()
-			}
-		}
-		next.ServeHTTP(w, r)
-	})
+	}
+	return rw
+}
+
+// exchange holds what front wraps around one request.
+type exchange struct {
+	rw   respWriter
+	body deadlineBody
 }
 
 // codeServerBusy is the JSON-RPC error code of a request refused because
 // too many are in flight (in the range JSON-RPC leaves to servers).
 const codeServerBusy = -32000
-
-// holdsSlot reports whether a request counts against MaxInflight: every
-// POST except a 2026 subscriptions/listen stream, which stays open for as
-// long as the client listens (like a legacy GET stream, which does not
-// count either). The SDK checks that Mcp-Method matches the body.
-func holdsSlot(r *http.Request) bool {
-	return r.Method == http.MethodPost && r.Header.Get("Mcp-Method") != "subscriptions/listen"
-}
 
 // deadlineBody lifts the read deadline once the body has been read.
 type deadlineBody struct {
@@ -147,51 +152,76 @@ func (b *deadlineBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// deadlineWriter gives every write of a response time to reach the client,
-// instead of one deadline for the whole response: an SSE stream or a long
-// tool call may last for hours, but a client that stops reading is cut once
-// a write has been blocked for WriteTimeout, and the handler, its
-// goroutines and the result it holds are freed. To keep the cost of a
-// plain request to one deadline update, the deadline is moved only when
-// less than half of WriteTimeout is left, so a write gets between half of
-// it and all of it.
-type deadlineWriter struct {
+// respWriter is the response writer front hands on. With a deadline, it
+// gives every write of a response time to reach the client, instead of
+// one deadline for the whole response: an SSE stream or a long tool call
+// may last for hours, but a client that stops reading is cut once a write
+// has been blocked for WriteTimeout, and the handler, its goroutines and
+// the result it holds are freed. To keep the cost of a plain request to
+// one deadline update, the deadline is moved only when less than half of
+// WriteTimeout is left, so a write gets between half of it and all of it.
+// With filter, it defers the flush of a POST's response event (flush.go).
+type respWriter struct {
 	http.ResponseWriter
-	rc  *http.ResponseController
-	d   time.Duration
-	set time.Time // when the deadline was last moved
-	err error     // from SetWriteDeadline: not supported by this writer
+	rc       http.ResponseController // of ResponseWriter
+	deadline time.Duration           // 0: no write deadline
+	set      time.Time               // when the deadline was last moved
+	err      error                   // from SetWriteDeadline: not supported by this writer
+
+	filter  bool
+	written int  // writes since the last flush
+	hold    bool // every one of them was a response event
 }
 
-func (w *deadlineWriter) extend() {
+func (w *respWriter) extend() {
 	now := time.Now()
-	if now.Sub(w.set) < w.d/2 {
+	if now.Sub(w.set) < w.deadline/2 {
 		return
 	}
 	w.set = now
-	w.err = w.rc.SetWriteDeadline(now.Add(w.d))
+	w.err = w.rc.SetWriteDeadline(now.Add(w.deadline))
 }
 
-func (w *deadlineWriter) WriteHeader(code int) {
-	w.extend()
+func (w *respWriter) WriteHeader(code int) {
+	if w.deadline > 0 {
+		w.extend()
+	}
 	w.ResponseWriter.WriteHeader(code)
 }
 
-func (w *deadlineWriter) Write(b []byte) (int, error) {
-	w.extend()
+func (w *respWriter) Write(b []byte) (int, error) {
+	if w.filter {
+		if w.written == 0 {
+			w.hold = true
+		}
+		w.written++
+		w.hold = w.hold && isResponseEvent(b)
+	}
+	if w.deadline > 0 {
+		w.extend()
+	}
 	return w.ResponseWriter.Write(b)
 }
 
 // FlushError is what http.ResponseController.Flush calls.
-func (w *deadlineWriter) FlushError() error {
-	w.extend()
+func (w *respWriter) FlushError() error {
+	if w.filter {
+		if w.written > 0 && w.hold {
+			return nil
+		}
+		w.written = 0
+	}
+	if w.deadline > 0 {
+		w.extend()
+	}
 	return w.rc.Flush()
 }
 
-func (w *deadlineWriter) Flush() { w.FlushError() }
+func (w *respWriter) Flush() { w.FlushError() }
 
-// Unwrap lets http.ResponseController reach the writer's other methods.
-func (w *deadlineWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+// Unwrap lets http.ResponseController reach the writer's other methods
+// (deadlines, full duplex).
+func (w *respWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // acquire takes a slot for a call or read, or reports that all
 // Options.MaxInflight are taken.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -21,70 +20,92 @@ const methodListen = "subscriptions/listen"
 
 // observe is the outermost middleware: it counts every request as busy for
 // the drain, binds its context to the shutdown's grace period, and records
-// metrics and a span. With metrics and tracing off it costs a counter and a
-// context per request.
+// metrics, a span and the audit entry. With metrics and tracing off it
+// costs a counter and a context per request.
+//
+// Its frame is on the stack of every request's goroutine, under the whole
+// call: the work before and after the request is done in functions of
+// their own, so that it stays small.
 func (s *Server) observe(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if method == methodListen {
-			// A listen stream parks until its client or a shutdown ends it:
-			// it is never busy.
-			defer s.opts.Metrics.StreamOpened("listen")()
-			return next(ctx, method, req)
+			return s.listen(ctx, method, req, next)
 		}
-		ctx, id, cancel := s.drain.begin(ctx)
-		defer s.drain.end(id, cancel)
-
-		call, isCall := req.(*mcp.CallToolRequest)
-		tool := ""
-		if isCall {
-			tool = telemetry.UnknownTool
-			if _, ok := s.current.Load().Tool(call.Params.Name); ok {
-				tool = call.Params.Name
-			}
-			s.opts.Metrics.CallStarted()
-		}
-		var span trace.Span
-		if s.tracer != nil {
-			ctx, span = s.startSpan(ctx, method, tool, req)
-		}
-		start := time.Now()
-		audited := s.auditBegin(req, start)
-
-		res, err := next(ctx, method, req)
-
-		outcome := ""
-		if isCall {
-			outcome = telemetry.OutcomeOK
-			r, _ := res.(*mcp.CallToolResult)
-			switch {
-			case err != nil:
-				outcome = telemetry.OutcomeProtocolError
-			case r != nil && r.IsError && ctx.Err() != nil:
-				outcome = telemetry.OutcomeCancelled
-				if s.drain.aborted() {
-					// The adapter says "cancelled"; tell the model why.
-					r.Content = []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(
-						"tool %s was cancelled: the server is shutting down and its grace period ended; call it again", call.Params.Name)}}
-					r.StructuredContent = nil
-				}
-			case r != nil && r.IsError:
-				outcome = telemetry.OutcomeToolError
-			}
-		}
-		took := time.Since(start)
-		if s.opts.Metrics != nil {
-			if isCall {
-				s.opts.Metrics.CallDone(tool, outcome, took)
-			}
-			s.opts.Metrics.RequestDone(method, errorType(outcome, err), took)
-		}
-		if span != nil {
-			endSpan(span, errorType(outcome, err), err)
-		}
-		if audited != nil {
-			s.auditEnd(ctx, audited, res, err, outcome, took)
-		}
+		rc := s.drain.begin(ctx)
+		defer s.drain.end(rc)
+		var o observed
+		s.observeBegin(&o, rc, method, req)
+		res, err := next(o.ctx, method, req)
+		s.observeEnd(&o, method, res, err)
 		return res, err
+	}
+}
+
+// listen serves a subscriptions/listen stream, which parks until its
+// client or a shutdown ends it: it is never busy.
+func (s *Server) listen(ctx context.Context, method string, req mcp.Request, next mcp.MethodHandler) (mcp.Result, error) {
+	defer s.opts.Metrics.StreamOpened("listen")()
+	return next(ctx, method, req)
+}
+
+// observed is what observe records of one request.
+type observed struct {
+	ctx     context.Context
+	call    *mcp.CallToolRequest // nil: not a tools/call
+	tool    string               // call's metrics label
+	span    trace.Span           // nil: tracing off
+	start   time.Time
+	audited *auditCall // nil: not audited
+}
+
+func (s *Server) observeBegin(o *observed, ctx context.Context, method string, req mcp.Request) {
+	o.ctx = ctx
+	if call, ok := req.(*mcp.CallToolRequest); ok {
+		o.call, o.tool = call, telemetry.UnknownTool
+		if _, ok := s.current.Load().Tool(call.Params.Name); ok {
+			o.tool = call.Params.Name
+		}
+		s.opts.Metrics.CallStarted()
+	}
+	if s.tracer != nil {
+		o.ctx, o.span = s.startSpan(ctx, method, o.tool, req)
+	}
+	o.start = time.Now()
+	o.audited = s.auditBegin(req, o.start)
+}
+
+func (s *Server) observeEnd(o *observed, method string, res mcp.Result, err error) {
+	outcome := ""
+	if o.call != nil {
+		outcome = telemetry.OutcomeOK
+		r, _ := res.(*mcp.CallToolResult)
+		switch {
+		case err != nil:
+			outcome = telemetry.OutcomeProtocolError
+		case r != nil && r.IsError && o.ctx.Err() != nil:
+			outcome = telemetry.OutcomeCancelled
+			if s.drain.aborted() {
+				// The adapter says "cancelled"; tell the model why.
+				r.Content = []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(
+					"tool %s was cancelled: the server is shutting down and its grace period ended; call it again", o.call.Params.Name)}}
+				r.StructuredContent = nil
+			}
+		case r != nil && r.IsError:
+			outcome = telemetry.OutcomeToolError
+		}
+	}
+	took := time.Since(o.start)
+	if s.opts.Metrics != nil {
+		if o.call != nil {
+			s.opts.Metrics.CallDone(o.tool, outcome, took)
+		}
+		s.opts.Metrics.RequestDone(method, errorType(outcome, err), took)
+	}
+	if o.span != nil {
+		endSpan(o.span, errorType(outcome, err), err)
+	}
+	if o.audited != nil {
+		s.auditEnd(o.ctx, o.audited, res, err, outcome, took)
 	}
 }
 
@@ -165,21 +186,4 @@ func paramsMeta(req mcp.Request) (meta map[string]any) {
 		return p.GetMeta()
 	}
 	return nil
-}
-
-// countHTTP counts each POST (a request, or a batch of them) as busy while
-// it is served, so that a drain waits for its answer to be written, and
-// each GET (a 2025 session's notification stream) as an open stream.
-// A 2026 subscriptions/listen POST is a stream, counted by observe.
-func (s *Server) countHTTP(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch {
-		case r.Method == http.MethodGet:
-			defer s.opts.Metrics.StreamOpened("get")()
-		case r.Method == http.MethodPost && r.Header.Get("Mcp-Method") != methodListen:
-			s.drain.add(1)
-			defer s.drain.add(-1)
-		}
-		next.ServeHTTP(w, r)
-	})
 }

@@ -220,40 +220,48 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		if caller != nil {
 			ctx = principal.NewContext(ctx, caller)
 		}
-		switch r := req.(type) {
-		case *mcp.CallToolRequest:
+		// tools/call first and apart: this frame is under the whole call
+		// (see observe), the other methods' cases would make it larger.
+		if r, ok := req.(*mcp.CallToolRequest); ok {
 			if !s.acquire() {
 				return nil, s.busy()
 			}
 			defer s.release()
 			return s.callTool(ctx, r, caller)
-		case *mcp.ListToolsRequest:
-			return eraResult(r.Session)(s.listTools(r, caller))
-		case *mcp.ListPromptsRequest:
-			return eraResult(r.Session)(s.listPrompts(r, caller))
-		case *mcp.GetPromptRequest:
-			return s.getPrompt(ctx, r, caller)
-		case *mcp.ListResourcesRequest:
-			return eraResult(r.Session)(s.listResources(r, caller))
-		case *mcp.ListResourceTemplatesRequest:
-			return eraResult(r.Session)(s.listTemplates(r, caller))
-		case *mcp.ReadResourceRequest:
-			if !s.acquire() {
-				return nil, s.busy()
-			}
-			defer s.release()
-			return eraResult(r.Session)(s.readResource(ctx, r))
-		case *mcp.InitializeRequest:
-			res, err := next(ctx, method, req)
-			if ir, ok := res.(*mcp.InitializeResult); ok && err == nil {
-				info := s.current.Load().Server
-				ir.ServerInfo = &mcp.Implementation{Name: info.Name, Version: info.Version, Title: info.Title, WebsiteURL: info.WebsiteURL}
-				ir.Instructions = info.Instructions
-			}
-			return res, err
 		}
-		return next(ctx, method, req)
+		return s.otherMethod(ctx, method, req, caller, next)
 	}
+}
+
+// otherMethod is middleware for every method but tools/call.
+func (s *Server) otherMethod(ctx context.Context, method string, req mcp.Request, caller *principal.Principal, next mcp.MethodHandler) (mcp.Result, error) {
+	switch r := req.(type) {
+	case *mcp.ListToolsRequest:
+		return eraResult(r.Session)(s.listTools(r, caller))
+	case *mcp.ListPromptsRequest:
+		return eraResult(r.Session)(s.listPrompts(r, caller))
+	case *mcp.GetPromptRequest:
+		return s.getPrompt(ctx, r, caller)
+	case *mcp.ListResourcesRequest:
+		return eraResult(r.Session)(s.listResources(r, caller))
+	case *mcp.ListResourceTemplatesRequest:
+		return eraResult(r.Session)(s.listTemplates(r, caller))
+	case *mcp.ReadResourceRequest:
+		if !s.acquire() {
+			return nil, s.busy()
+		}
+		defer s.release()
+		return eraResult(r.Session)(s.readResource(ctx, r))
+	case *mcp.InitializeRequest:
+		res, err := next(ctx, method, req)
+		if ir, ok := res.(*mcp.InitializeResult); ok && err == nil {
+			info := s.current.Load().Server
+			ir.ServerInfo = &mcp.Implementation{Name: info.Name, Version: info.Version, Title: info.Title, WebsiteURL: info.WebsiteURL}
+			ir.Instructions = info.Instructions
+		}
+		return res, err
+	}
+	return next(ctx, method, req)
 }
 
 // callerOf returns the principal the HTTP auth layer verified for req, nil
@@ -273,23 +281,33 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest, caller 
 	// unknown one, so that its existence does not leak.
 	t, ok := snap.ToolFor(req.Params.Name, caller)
 	if !ok {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", req.Params.Name)}
+		return nil, unknownTool(req.Params.Name)
 	}
-	release, refused := s.reserveOutput(ctx, t)
+	reserved, refused := s.reserveOutput(ctx, t)
 	if refused != nil {
 		return markCall(req.Session, refused), nil
 	}
-	defer release()
-	var progress snapshot.ProgressFunc
-	if token := req.Params.GetProgressToken(); token != nil {
-		progress = func(p, total float64, msg string) {
-			err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: p, Total: total, Message: msg})
-			if err != nil {
-				s.opts.Logger.Debug("sending progress", "tool", req.Params.Name, "err", err)
-			}
+	defer s.releaseOutput(reserved)
+	return s.callAsking(ctx, req, snap, t, s.progress(ctx, req), s.toolLog(ctx, req))
+}
+
+func unknownTool(name string) error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", name)}
+}
+
+// progress sends a tool's progress to the client of req, when it asked for
+// progress; nil otherwise.
+func (s *Server) progress(ctx context.Context, req *mcp.CallToolRequest) snapshot.ProgressFunc {
+	token := req.Params.GetProgressToken()
+	if token == nil {
+		return nil
+	}
+	return func(p, total float64, msg string) {
+		err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: p, Total: total, Message: msg})
+		if err != nil {
+			s.opts.Logger.Debug("sending progress", "tool", req.Params.Name, "err", err)
 		}
 	}
-	return s.callAsking(ctx, req, snap, t, progress, s.toolLog(ctx, req))
 }
 
 // toolLog sends a tool's log records to the client of req as

@@ -37,26 +37,24 @@ func newSessionCap(max int, srv *mcp.Server) *sessionCap {
 	return &sessionCap{max: max, srv: srv, sessions: map[string]*sessionUse{}}
 }
 
-// wrap tracks the legacy requests served by next.
-func (c *sessionCap) wrap(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := r.Header.Get("Mcp-Session-Id")
-		if id == "" {
-			next.ServeHTTP(w, r)
-			// The SDK sends the new session's id in the answer to
-			// initialize, and only there.
-			if r.Method == http.MethodPost {
-				if sid := w.Header().Get("Mcp-Session-Id"); sid != "" {
-					c.opened(sid)
-				}
-			}
-			return
-		}
-		post := r.Method == http.MethodPost
-		u := c.begin(id, post)
-		defer c.end(id, u, post, r.Method == http.MethodDelete)
+// serve serves a legacy request with next, tracking its session.
+func (c *sessionCap) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
+	id := r.Header.Get("Mcp-Session-Id")
+	if id == "" {
 		next.ServeHTTP(w, r)
-	})
+		// The SDK sends the new session's id in the answer to
+		// initialize, and only there.
+		if r.Method == http.MethodPost {
+			if sid := w.Header().Get("Mcp-Session-Id"); sid != "" {
+				c.opened(sid)
+			}
+		}
+		return
+	}
+	post := r.Method == http.MethodPost
+	u := c.begin(id, post)
+	defer c.end(id, u, post, r.Method == http.MethodDelete)
+	next.ServeHTTP(w, r)
 }
 
 // begin marks a request on a tracked session and returns it, or nil for an

@@ -387,6 +387,10 @@ func (t *Tool) CallLogged(ctx context.Context, raw json.RawMessage, progress Pro
 // first (see ask.go): the result is then input_required (InputRequests and
 // RequestState set) until every question is answered. The error is a
 // protocol error: a *StateError or a *MissingCapabilityError.
+// Asks reports whether the tool has ask blocks: only then does CallAsking
+// read its AskCall, which may otherwise be nil.
+func (t *Tool) Asks() bool { return t.asks != nil }
+
 func (t *Tool) CallAsking(ctx context.Context, raw json.RawMessage, progress ProgressFunc, log LogFunc, ac *AskCall) (*mcp.CallToolResult, error) {
 	var askErr error
 	res := t.call(ctx, raw, progress, log, ac, &askErr)
@@ -398,54 +402,40 @@ func (t *Tool) CallAsking(ctx context.Context, raw json.RawMessage, progress Pro
 
 // call is the body of CallAsking; a protocol error goes to *askErr (and
 // the result is then meaningless).
+//
+// It runs on the goroutine the SDK starts for each request, which begins
+// with a small stack: call and what it calls keep their frames small (the
+// rare branches are in functions of their own), so that a plain call does
+// not make that stack grow, which copies it.
 func (t *Tool) call(ctx context.Context, raw json.RawMessage, progress ProgressFunc, log LogFunc, ac *AskCall, askErr *error) (res *mcp.CallToolResult) {
 	// Registered first, so it runs last: over every result, errors and the
 	// panic message included.
 	defer func() { res = redactResult(t.redact, t.scrubSensitive(raw, res)) }()
-	defer func() {
-		if r := recover(); r != nil {
-			slog.Error("panic in tool call", "tool", t.Def.Name, "panic", t.redact.String(fmt.Sprint(r)), "stack", string(debug.Stack()))
-			res = toolError(fmt.Sprintf("internal error in tool %s; the server log has details", t.Def.Name))
-		}
-	}()
+	defer t.recoverCall(&res)
 	if progress == nil {
-		progress = func(float64, float64, string) {}
-	} else if r := t.redact; r != nil {
-		// Progress messages can come from a program's output (the shell
-		// adapter's progress block): they reach the client too.
-		report := progress
-		progress = func(p, total float64, msg string) { report(p, total, r.String(msg)) }
+		progress = noProgress
+	} else if t.redact != nil {
+		progress = t.redactProgress(progress)
 	}
 	caller := principal.FromContext(ctx)
 	if msg := t.refuseCallerArgs(raw); msg != "" {
 		return toolError(msg)
 	}
 	if log == nil {
-		log = func(string, string) {}
+		log = noLog
 	} else {
 		log = t.redactLog(raw, log)
 	}
 	args, err := t.validator.Validate(raw)
 	if err != nil {
-		return toolError(fmt.Sprintf("invalid arguments for tool %s: %v", t.Def.Name, err))
+		return t.invalidArgs(err)
 	}
 	var inputs map[string]any
 	if t.asks != nil {
-		out, err := t.asks.resolve(args, ac)
-		var se *StateError
-		var me *MissingCapabilityError
-		switch {
-		case errors.As(err, &se) || errors.As(err, &me):
-			*askErr = err
-			return toolError(err.Error())
-		case err != nil:
-			return toolError(fmt.Sprintf("tool %s: %v", t.Def.Name, err))
-		case out.declined != "":
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: out.declined}}}
-		case out.requests != nil:
-			return &mcp.CallToolResult{InputRequests: out.requests, RequestState: out.state}
+		var done *mcp.CallToolResult
+		if inputs, done = t.resolveAsks(args, ac, askErr); done != nil {
+			return done
 		}
-		inputs = out.inputs
 	}
 	if msg := t.bindCaller(args, caller); msg != "" {
 		return toolError(msg)
@@ -457,15 +447,17 @@ func (t *Tool) call(ctx context.Context, raw json.RawMessage, progress ProgressF
 	defer release()
 	ctx, cancel := t.limits.withTimeout(ctx)
 	defer cancel()
+	return t.run(ctx, args, inputs, progress, log)
+}
+
+// run is call once the arguments are valid and the call admitted.
+func (t *Tool) run(ctx context.Context, args, inputs map[string]any, progress ProgressFunc, log LogFunc) *mcp.CallToolResult {
 	if t.logs != nil {
 		t.sendLogs(true, map[string]any{"args": args}, log)
 	}
 	if t.progress != nil {
 		if err := t.progress.run(ctx, progress); err != nil {
-			if msg := t.limits.timedOut(ctx, t.Def.Name); msg != "" {
-				return toolError(msg)
-			}
-			return toolError(fmt.Sprintf("tool %s: %v", t.Def.Name, err))
+			return t.failed(ctx, err, false)
 		}
 	}
 	var ectx *hcl.EvalContext
@@ -474,36 +466,100 @@ func (t *Tool) call(ctx context.Context, raw json.RawMessage, progress ProgressF
 	}
 	var out *adapter.Output
 	if t.handler != nil {
-		actx, span := t.adapterSpan(ctx)
-		out, err = t.handler.Call(actx, &adapter.Request{Tool: t.Def.Name, Args: args, Eval: ectx, Progress: progress, Log: log})
-		endAdapterSpan(span, err)
-		if err != nil {
-			if msg := t.limits.timedOut(ctx, t.Def.Name); msg != "" {
-				return toolError(msg)
-			}
-			if ctx.Err() != nil {
-				return toolError(fmt.Sprintf("tool %s: cancelled: %v", t.Def.Name, err))
-			}
-			return toolError(fmt.Sprintf("tool %s: %v", t.Def.Name, err))
-		}
-		if out == nil {
-			out = &adapter.Output{}
+		var err error
+		if out, err = t.callAdapter(ctx, args, ectx, progress, log); err != nil {
+			return t.failed(ctx, err, true)
 		}
 	}
 	if t.logs != nil {
-		env := map[string]any{"args": args}
-		if out != nil {
-			for k, v := range out.Vars {
-				env[k] = v
-			}
-		}
-		t.sendLogs(false, env, log)
+		t.logResult(args, out, log)
 	}
-	res, err = t.shape(args, inputs, out, ectx)
+	res, err := t.shape(args, inputs, out, ectx)
 	if err != nil {
-		return toolError(fmt.Sprintf("tool %s: %v", t.Def.Name, err))
+		return t.errorf(err)
 	}
 	return res
+}
+
+func noProgress(float64, float64, string) {}
+
+func noLog(string, string) {}
+
+// recoverCall turns a panic of a call into a tool error.
+func (t *Tool) recoverCall(res **mcp.CallToolResult) {
+	if r := recover(); r != nil {
+		slog.Error("panic in tool call", "tool", t.Def.Name, "panic", t.redact.String(fmt.Sprint(r)), "stack", string(debug.Stack()))
+		*res = toolError(fmt.Sprintf("internal error in tool %s; the server log has details", t.Def.Name))
+	}
+}
+
+// redactProgress redacts progress messages, which can come from a
+// program's output (the shell adapter's progress block): they reach the
+// client too.
+func (t *Tool) redactProgress(report ProgressFunc) ProgressFunc {
+	r := t.redact
+	return func(p, total float64, msg string) { report(p, total, r.String(msg)) }
+}
+
+func (t *Tool) invalidArgs(err error) *mcp.CallToolResult {
+	return toolError(fmt.Sprintf("invalid arguments for tool %s: %v", t.Def.Name, err))
+}
+
+func (t *Tool) errorf(err error) *mcp.CallToolResult {
+	return toolError(fmt.Sprintf("tool %s: %v", t.Def.Name, err))
+}
+
+// failed is the tool error of a progress block or, with adapter, an
+// adapter that failed.
+func (t *Tool) failed(ctx context.Context, err error, adapter bool) *mcp.CallToolResult {
+	if msg := t.limits.timedOut(ctx, t.Def.Name); msg != "" {
+		return toolError(msg)
+	}
+	if adapter && ctx.Err() != nil {
+		return toolError(fmt.Sprintf("tool %s: cancelled: %v", t.Def.Name, err))
+	}
+	return t.errorf(err)
+}
+
+// resolveAsks answers the tool's ask blocks: their inputs, or the result
+// to answer with instead of running.
+func (t *Tool) resolveAsks(args map[string]any, ac *AskCall, askErr *error) (map[string]any, *mcp.CallToolResult) {
+	out, err := t.asks.resolve(args, ac)
+	var se *StateError
+	var me *MissingCapabilityError
+	switch {
+	case errors.As(err, &se) || errors.As(err, &me):
+		*askErr = err
+		return nil, toolError(err.Error())
+	case err != nil:
+		return nil, t.errorf(err)
+	case out.declined != "":
+		return nil, &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: out.declined}}}
+	case out.requests != nil:
+		return nil, &mcp.CallToolResult{InputRequests: out.requests, RequestState: out.state}
+	}
+	return out.inputs, nil
+}
+
+func (t *Tool) callAdapter(ctx context.Context, args map[string]any, ectx *hcl.EvalContext, progress ProgressFunc, log LogFunc) (*adapter.Output, error) {
+	actx, span := t.adapterSpan(ctx)
+	out, err := t.handler.Call(actx, &adapter.Request{Tool: t.Def.Name, Args: args, Eval: ectx, Progress: progress, Log: log})
+	endAdapterSpan(span, err)
+	if err == nil && out == nil {
+		out = &adapter.Output{}
+	}
+	return out, err
+}
+
+// logResult sends the log records of the tool's logs block after a call.
+func (t *Tool) logResult(args map[string]any, out *adapter.Output, log LogFunc) {
+	env := map[string]any{"args": args}
+	if out != nil {
+		for k, v := range out.Vars {
+			env[k] = v
+		}
+	}
+	t.sendLogs(false, env, log)
 }
 
 func (p *progressSpec) run(ctx context.Context, report ProgressFunc) error {

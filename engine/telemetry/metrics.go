@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -47,7 +48,18 @@ type Metrics struct {
 	// okRequests are the requests histogram's children for success, by
 	// method label, built once: the common case hashes no labels.
 	okRequests map[string]prometheus.Observer
+	// httpCounts caches the HTTP counter's children for the usual status
+	// codes, by method and code index, each made on first use (a series
+	// appears once it counts something): counting a request then neither
+	// formats its code nor hashes its labels.
+	httpCounts [len(httpMethods)][len(httpCodes)]atomic.Pointer[prometheus.Counter]
 }
+
+// httpMethods are the values of the http_request_method label.
+var httpMethods = [...]string{http.MethodGet, http.MethodPost, http.MethodDelete, http.MethodHead, http.MethodOptions, http.MethodPut, http.MethodPatch, "_OTHER"}
+
+// httpCodes are the status codes whose series exist from the start.
+var httpCodes = [...]int{200, 202, 204, 400, 401, 403, 404, 405, 406, 413, 415, 429, 500, 503}
 
 // toolSeries caches one tool's children, so that a call does not hash its
 // labels on every observation.
@@ -195,10 +207,39 @@ func (m *Metrics) HTTPMiddleware(next http.Handler) http.Handler {
 			if code == 0 {
 				code = http.StatusOK
 			}
-			m.httpReqs.WithLabelValues(httpMethod(r.Method), strconv.Itoa(code)).Inc()
+			m.httpCounter(r.Method, code).Inc()
 		}()
 		next.ServeHTTP(sw, r)
 	})
+}
+
+// httpCounter returns the series of an HTTP request's method and status
+// code.
+func (m *Metrics) httpCounter(method string, code int) prometheus.Counter {
+	label := httpMethod(method)
+	mi, ci := len(httpMethods)-1, -1
+	for i, hm := range httpMethods {
+		if hm == label {
+			mi = i
+			break
+		}
+	}
+	for i, hc := range httpCodes {
+		if hc == code {
+			ci = i
+			break
+		}
+	}
+	if ci < 0 {
+		return m.httpReqs.WithLabelValues(httpMethods[mi], strconv.Itoa(code))
+	}
+	slot := &m.httpCounts[mi][ci]
+	if c := slot.Load(); c != nil {
+		return *c
+	}
+	c := m.httpReqs.WithLabelValues(httpMethods[mi], strconv.Itoa(code))
+	slot.Store(&c)
+	return c
 }
 
 // httpMethod bounds the method label, as the HTTP conventions do.
