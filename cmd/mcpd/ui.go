@@ -26,7 +26,7 @@ func newConsole(on bool, logger *slog.Logger) *console.Console {
 }
 
 // onCall is serve.Options.OnCall for con: nil without a console, so that
-// a call then pays one nil check.
+// no call pays anything for the console.
 func onCall(con *console.Console) func(serve.CallRecord) {
 	if con == nil {
 		return nil
