@@ -52,7 +52,8 @@ secrets, shell tools that inherit the whole environment. Exits 1 on config
 errors, and on warnings only with --strict.
 `,
 	"fmt":  fmtUsage,
-	"init": initUsage,
+	"init":   initUsage,
+	"import": importUsage,
 	"client-config": `usage: mcpd client-config --host HOST [-c PATH] [--http URL] [--name NAME]
 
 Prints the snippet an MCP host needs to start (or reach) this server, in the
