@@ -168,3 +168,48 @@ func Key(name string) hclwrite.Tokens {
 func Format(f *hclwrite.File) []byte {
 	return hclwrite.Format(f.Bytes())
 }
+
+// keyOrder puts the JSON Schema keywords a reader looks for first at the
+// top of an object; other keys follow in alphabetical order.
+var keyOrder = map[string]int{"type": 1, "title": 2, "description": 3, "format": 4, "enum": 5, "const": 6, "default": 7}
+
+// Tokens is Value as tokens, with object keys in a reader's order (type,
+// description, format, enum, default, then the rest alphabetically)
+// rather than cty's alphabetical one.
+func Tokens(v any) hclwrite.Tokens {
+	switch x := v.(type) {
+	case map[string]any:
+		if len(x) == 0 {
+			return hclwrite.TokensForValue(cty.EmptyObjectVal)
+		}
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Slice(keys, func(i, j int) bool {
+			oi, oj := keyOrder[keys[i]], keyOrder[keys[j]]
+			if oi == 0 {
+				oi = 100
+			}
+			if oj == 0 {
+				oj = 100
+			}
+			if oi != oj {
+				return oi < oj
+			}
+			return keys[i] < keys[j]
+		})
+		fields := make([]Field, len(keys))
+		for i, k := range keys {
+			fields[i] = Field{Name: k, Value: Tokens(x[k])}
+		}
+		return Object(fields)
+	case []any:
+		elems := make([]hclwrite.Tokens, len(x))
+		for i, e := range x {
+			elems[i] = Tokens(e)
+		}
+		return hclwrite.TokensForTuple(elems)
+	}
+	return hclwrite.TokensForValue(Value(v))
+}

@@ -47,7 +47,7 @@ func Ident(s, fallback string) string {
 	if n == "" {
 		n = fallback
 	}
-	if n[0] >= '0' && n[0] <= '9' {
+	if n != "" && n[0] >= '0' && n[0] <= '9' {
 		n = "_" + n
 	}
 	return n

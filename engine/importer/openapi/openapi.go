@@ -425,6 +425,16 @@ func badPath(parts []importer.Part) string {
 }
 
 func scalar(s map[string]any) bool {
+	for _, k := range []string{"oneOf", "anyOf"} {
+		if alts, ok := s[k].([]any); ok && s["type"] == nil {
+			for _, a := range alts {
+				if m, ok := a.(map[string]any); !ok || !scalar(m) {
+					return false
+				}
+			}
+			return len(alts) > 0
+		}
+	}
 	switch t := s["type"].(type) {
 	case string:
 		return t != "array" && t != "object"
@@ -674,7 +684,7 @@ func (c *converter) schemaIssues(sc *schemaConv, where string, ln int) {
 	for _, r := range sc.cut {
 		if !seen[r] {
 			seen[r] = true
-			c.report.Note(where, ln, "the recursive schema %s is expanded %d levels deep; below that any value is accepted", r, maxDepth)
+			c.report.Note(where, ln, "the schema %s refers to itself: the inner reference accepts any value", r)
 		}
 	}
 	for _, d := range sc.drops {

@@ -55,7 +55,7 @@ func (c *converter) backendFor(op *openapi3.Operation, where string, ln int) str
 		return b.name
 	}
 	name := c.name
-	if len(c.backends) > 0 || !c.isDefault(key) {
+	if !c.isDefault(key) {
 		name = importer.Ident(c.name+"_"+strings.Join(schemes, "_"), c.name)
 		if key == "" {
 			name = c.name + "_anonymous"
@@ -226,10 +226,10 @@ func (c *converter) writeTool(body *hclwrite.Body, t *tool) {
 		if len(req) > 0 {
 			schema["required"] = req
 		}
-		tb.SetAttributeValue("input_schema", importer.Value(schema))
+		tb.SetAttributeRaw("input_schema", importer.Tokens(schema))
 	}
 	if t.output != nil {
-		tb.SetAttributeValue("output_schema", importer.Value(t.output))
+		tb.SetAttributeRaw("output_schema", importer.Tokens(t.output))
 	}
 	hb := tb.AppendNewBlock("http", nil).Body()
 	hb.SetAttributeValue("backend", cty.StringVal(t.backend))
@@ -308,7 +308,7 @@ func writeParam(tb *hclwrite.Body, p *param) {
 	for _, k := range sortedKeys(paramKeys) {
 		attr := paramKeys[k]
 		if v, ok := s[k]; ok && attr != "" {
-			pb.SetAttributeValue(attr, importer.Value(v))
+			pb.SetAttributeRaw(attr, importer.Tokens(v))
 		}
 	}
 	if s["writeOnly"] == true || s["format"] == "password" {
