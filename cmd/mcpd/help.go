@@ -51,7 +51,7 @@ prompts that interpolate an optional argument without coalesce(), inline
 secrets, shell tools that inherit the whole environment. Exits 1 on config
 errors, and on warnings only with --strict.
 `,
-	"fmt":  fmtUsage,
+	"fmt":    fmtUsage,
 	"init":   initUsage,
 	"import": importUsage,
 	"client-config": `usage: mcpd client-config --host HOST [-c PATH] [--http URL] [--name NAME]

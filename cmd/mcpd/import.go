@@ -177,4 +177,3 @@ func splitList(s string) []string {
 	}
 	return out
 }
-

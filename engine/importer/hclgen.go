@@ -175,12 +175,18 @@ var keyOrder = map[string]int{"type": 1, "title": 2, "description": 3, "format":
 
 // Tokens is Value as tokens, with object keys in a reader's order (type,
 // description, format, enum, default, then the rest alphabetically)
-// rather than cty's alphabetical one.
+// rather than cty's alphabetical one. Large schemas are common (an API's
+// response objects nest other objects many levels deep), so the tokens
+// are appended to one slice rather than built level by level.
 func Tokens(v any) hclwrite.Tokens {
+	return appendTokens(nil, v)
+}
+
+func appendTokens(dst hclwrite.Tokens, v any) hclwrite.Tokens {
 	switch x := v.(type) {
 	case map[string]any:
 		if len(x) == 0 {
-			return hclwrite.TokensForValue(cty.EmptyObjectVal)
+			return append(dst, hclwrite.TokensForValue(cty.EmptyObjectVal)...)
 		}
 		keys := make([]string, 0, len(x))
 		for k := range x {
@@ -199,17 +205,27 @@ func Tokens(v any) hclwrite.Tokens {
 			}
 			return keys[i] < keys[j]
 		})
-		fields := make([]Field, len(keys))
-		for i, k := range keys {
-			fields[i] = Field{Name: k, Value: Tokens(x[k])}
+		dst = append(dst, &hclwrite.Token{Type: hclsyntax.TokenOBrace, Bytes: []byte("{")}, newline())
+		for _, k := range keys {
+			dst = append(dst, Key(k)...)
+			dst = append(dst, &hclwrite.Token{Type: hclsyntax.TokenEqual, Bytes: []byte("=")})
+			dst = appendTokens(dst, x[k])
+			dst = append(dst, newline())
 		}
-		return Object(fields)
+		return append(dst, &hclwrite.Token{Type: hclsyntax.TokenCBrace, Bytes: []byte("}")})
 	case []any:
-		elems := make([]hclwrite.Tokens, len(x))
+		dst = append(dst, &hclwrite.Token{Type: hclsyntax.TokenOBrack, Bytes: []byte("[")})
 		for i, e := range x {
-			elems[i] = Tokens(e)
+			if i > 0 {
+				dst = append(dst, &hclwrite.Token{Type: hclsyntax.TokenComma, Bytes: []byte(",")})
+			}
+			dst = appendTokens(dst, e)
 		}
-		return hclwrite.TokensForTuple(elems)
+		return append(dst, &hclwrite.Token{Type: hclsyntax.TokenCBrack, Bytes: []byte("]")})
 	}
-	return hclwrite.TokensForValue(Value(v))
+	return append(dst, hclwrite.TokensForValue(Value(v))...)
+}
+
+func newline() *hclwrite.Token {
+	return &hclwrite.Token{Type: hclsyntax.TokenNewline, Bytes: []byte("\n")}
 }

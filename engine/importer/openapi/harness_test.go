@@ -102,9 +102,23 @@ type apiServer struct {
 
 func newAPIServer(t *testing.T, doc *openapi3.T, basePath string, creds map[string]string) *apiServer {
 	t.Helper()
+	a := startAPIServer(t, creds)
+	a.route(t, doc, basePath)
+	return a
+}
+
+// startAPIServer starts the server; it answers once route has been called.
+func startAPIServer(t *testing.T, creds map[string]string) *apiServer {
 	a := &apiServer{creds: creds}
 	a.Server = httptest.NewServer(http.HandlerFunc(a.serve))
 	t.Cleanup(a.Close)
+	return a
+}
+
+// route makes the server play doc, served under basePath. It changes the
+// document's servers.
+func (a *apiServer) route(t *testing.T, doc *openapi3.T, basePath string) {
+	t.Helper()
 	// Route against this server: the document's servers name the real API.
 	doc.Servers = openapi3.Servers{{URL: a.URL + basePath}}
 	r, err := legacy.NewRouter(doc, openapi3.DisableExamplesValidation(), openapi3.DisableSchemaDefaultsValidation(), openapi3.DisableSchemaPatternValidation(), openapi3.DisableSchemaFormatValidation())
@@ -112,7 +126,6 @@ func newAPIServer(t *testing.T, doc *openapi3.T, basePath string, creds map[stri
 		t.Fatalf("router: %v", err)
 	}
 	a.router = r
-	return a
 }
 
 func (a *apiServer) fail(w http.ResponseWriter, format string, args ...any) {
