@@ -137,7 +137,7 @@ func (c *converter) source(r *resource) {
 		s := &source{name: c.label(r.name), dialect: "sqlite"}
 		b := c.block("database", s.name)
 		b.SetAttributeValue("driver", cty.StringVal("sqlite"))
-		b.SetAttributeRaw("dsn", c.text(get(r.node, "database")))
+		b.SetAttributeRaw("dsn", c.exprOf(db))
 		c.sources[r.name] = s
 	case "postgres", "mysql":
 		s := &source{name: c.label(r.name), dialect: r.typ}
@@ -151,20 +151,24 @@ func (c *converter) source(r *resource) {
 	case "http":
 		s := &source{name: c.label(r.name), dialect: "http"}
 		b := c.block("http_backend", s.name)
-		base := str(get(r.node, "baseUrl"))
-		u, err := url.Parse(base)
-		if base == "" || err != nil {
-			c.report.Skip(where, r.line, "the http source has no usable baseUrl")
+		base := strings.TrimRight(str(get(r.node, "baseUrl")), "/")
+		var query []importer.Field
+		if i := strings.IndexByte(base, '?'); i >= 0 && !envRef.MatchString(base) {
+			// mcpd's base_url takes no query: its parameters go to the
+			// backend's query.
+			q, _ := url.ParseQuery(base[i+1:])
+			for _, k := range sortedKeys(q) {
+				for _, v := range q[k] {
+					query = append(query, importer.Field{Name: k, Value: importer.Lit(v)})
+				}
+			}
+			base = strings.TrimRight(base[:i], "/")
+		}
+		if base == "" {
+			c.report.Skip(where, r.line, "the http source has no baseUrl: not converted")
 			return
 		}
-		var query []importer.Field
-		for k, vs := range u.Query() {
-			for _, v := range vs {
-				query = append(query, importer.Field{Name: k, Value: importer.Lit(v)})
-			}
-		}
-		u.RawQuery = ""
-		b.SetAttributeRaw("base_url", c.text(&yaml.Node{Kind: yaml.ScalarNode, Value: strings.TrimRight(u.String(), "/")}))
+		b.SetAttributeRaw("base_url", c.exprOf(base))
 		if h := get(r.node, "headers"); h != nil {
 			var fields []importer.Field
 			for _, kv := range entries(h) {
@@ -580,12 +584,13 @@ func (c *converter) httpTool(r *resource, tb *hclwrite.Body, src *source, pnames
 	if method == "" {
 		method = "GET"
 	}
-	ann := tb.AppendNewBlock("annotations", nil).Body()
 	switch method {
 	case "GET", "HEAD", "OPTIONS":
-		ann.SetAttributeValue("read_only", cty.True)
+		tb.AppendNewBlock("annotations", nil).Body().SetAttributeValue("read_only", cty.True)
+	case "POST":
+		tb.AppendNewBlock("annotations", nil).Body().SetAttributeValue("destructive", cty.False)
 	case "DELETE":
-		ann.SetAttributeValue("destructive", cty.True)
+		tb.AppendNewBlock("annotations", nil).Body().SetAttributeValue("destructive", cty.True)
 	}
 	var all []tparam
 	lists := map[string][]tparam{}
@@ -777,16 +782,25 @@ func (c *converter) writeAuth() {
 		}
 		c.body.AppendNewline()
 		b := c.body.AppendNewBlock("auth", nil).Body()
-		b.SetAttributeRaw("resource", importer.Env("MCPD_RESOURCE_URL"))
+		b.SetAttributeRaw("resource", importer.Call("env", importer.Lit("MCPD_RESOURCE_URL"), importer.Lit("http://127.0.0.1:8080/mcp")))
 		o := b.AppendNewBlock("oauth", nil).Body()
 		o.SetAttributeValue("issuer", cty.StringVal("https://accounts.google.com"))
 		o.SetAttributeValue("jwks_url", cty.StringVal("https://www.googleapis.com/oauth2/v3/certs"))
 		o.SetAttributeRaw("audience", c.exprOf(str(get(r.node, "clientId"))))
-		c.report.Note("authServices."+n, r.line, "auth service %q: callers send their Google ID token as a bearer token (Toolbox's %s_token header is not read); set $MCPD_RESOURCE_URL to this server's URL", n, n)
+		c.report.Note("authServices."+n, r.line, "auth service %q: callers send their Google ID token as a bearer token (Toolbox's %s_token header is not read); set $MCPD_RESOURCE_URL to this server's URL as clients reach it (default http://127.0.0.1:8080/mcp)", n, n)
 		if len(names) > 1 {
 			c.report.Skip("authServices", 0, "only the first Google auth service is converted: mcpd has one auth block")
 		}
 		return
 	}
 	c.report.Skip("authServices", 0, "tools need authenticated callers, but no auth service could be converted: add an auth block")
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
