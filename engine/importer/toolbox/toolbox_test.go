@@ -27,9 +27,9 @@ import (
 	sqladapter "github.com/mcpd/mcpd/adapters/sql"
 	"github.com/mcpd/mcpd/engine"
 	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/importer/toolbox"
 	"github.com/mcpd/mcpd/engine/serve"
 	"github.com/mcpd/mcpd/engine/snapshot"
-	"github.com/mcpd/mcpd/engine/importer/toolbox"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
