@@ -119,5 +119,5 @@ func helpCmd(args []string, stdout, stderr io.Writer) int {
 }
 
 func commandNames() []string {
-	return []string{"serve", "validate", "lint", "fmt", "list", "call", "read", "prompt", "init", "client-config", "version"}
+	return []string{"serve", "validate", "lint", "fmt", "list", "call", "read", "prompt", "init", "import", "client-config", "version"}
 }

@@ -37,23 +37,22 @@ converted or the result does not validate.
 `
 
 func importCmd(args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprint(stderr, importUsage)
-		if len(args) == 0 {
-			return exitError(2)
+	fs := newBareFlagSet("import", stderr)
+	out := fs.String("out", "", "write DIR/tools.hcl instead of printing the configuration on stdout")
+	fs.StringVar(out, "o", "", "shorthand for --out")
+	tags := fs.String("tags", "", "openapi: convert only the operations with one of these tags (comma-separated)")
+	ops := fs.String("operations", "", "openapi: convert only these operations, by operationId (comma-separated)")
+	name := fs.String("name", "", "openapi: name of the http_backend and prefix of its environment variables (default: from info.title)")
+	baseURL := fs.String("base-url", "", "openapi: the API's base URL (default: the document's first server)")
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		if err := fs.Parse(args); err != nil {
+			return err
 		}
-		return nil
+		fs.Usage()
+		return exitError(2)
 	}
 	kind, rest := args[0], args[1:]
-	fs := newBareFlagSet("import", stderr)
-	out := fs.String("o", "", "write DIR/tools.hcl instead of printing the configuration")
-	var tags, ops, name, baseURL *string
-	if kind == "openapi" {
-		tags = fs.String("tags", "", "convert only the operations with one of these tags (comma-separated)")
-		ops = fs.String("operations", "", "convert only these operations, by operationId (comma-separated)")
-		name = fs.String("name", "", "name of the http_backend and prefix of its environment variables (default: from info.title)")
-		baseURL = fs.String("base-url", "", "the API's base URL (default: the document's first server)")
-	} else if kind != "toolbox" {
+	if kind != "openapi" && kind != "toolbox" {
 		return fmt.Errorf("unknown format %q: mcpd import openapi SPEC, or mcpd import toolbox TOOLS.yaml", kind)
 	}
 	// Flags may come before or after the source.
@@ -71,6 +70,9 @@ func importCmd(args []string, stdout, stderr io.Writer) error {
 	if len(positional) != 1 {
 		fs.Usage()
 		return exitError(2)
+	}
+	if kind == "toolbox" && *tags+*ops+*name+*baseURL != "" {
+		return fmt.Errorf("--tags, --operations, --name and --base-url are for openapi documents")
 	}
 	src := positional[0]
 	var hclSrc []byte
