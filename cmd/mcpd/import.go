@@ -136,7 +136,7 @@ func importCmd(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("the generated configuration does not validate (a bug in mcpd import: please report it with the source document)")
 	}
 	if target != "" {
-		fmt.Fprintf(stderr, "wrote %s; check it with: mcpd validate -c %s\n", target, target)
+		fmt.Fprintf(stderr, "wrote %s; serve it with: mcpd serve -c %s\n", target, *out)
 	}
 	return nil
 }

@@ -81,7 +81,7 @@ func (r *Report) Count(s Severity) int {
 // each prefixed by the source file's name.
 func (r *Report) Write(w io.Writer) {
 	issues := append([]Issue(nil), r.Issues...)
-	sort.SliceStable(issues, func(a, b int) bool { return issues[a].Line < issues[b].Line && issues[a].Line > 0 })
+	sort.SliceStable(issues, func(a, b int) bool { return issues[a].Line < issues[b].Line })
 	for _, i := range issues {
 		if r.File != "" {
 			fmt.Fprintf(w, "%s: %s\n", r.File, i)

@@ -8,11 +8,14 @@ package openapi
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"net/url"
 	"os"
 	"regexp"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/hashicorp/hcl/v2/hclwrite"
@@ -46,14 +49,35 @@ type Result struct {
 
 // Load reads an OpenAPI document from a file or an http(s) URL, JSON or
 // YAML, with its $refs resolved and the line of each element recorded.
-// References to other files are followed; other URLs only for a document
-// read from a URL.
+// A document read from a file may refer to other files, and one read from
+// a URL to other URLs of the same host: a document never makes the
+// importer read from elsewhere (a remote one, the local disk).
 func Load(ctx context.Context, location string) (*openapi3.T, error) {
 	loader := openapi3.NewLoader()
 	loader.Context = ctx
 	loader.IncludeOrigin = true
 	loader.IsExternalRefsAllowed = true
 	if u, err := url.Parse(location); err == nil && (u.Scheme == "http" || u.Scheme == "https") {
+		client := &http.Client{Timeout: 30 * time.Second}
+		loader.ReadFromURIFunc = func(_ *openapi3.Loader, ref *url.URL) ([]byte, error) {
+			ref = u.ResolveReference(ref)
+			if ref.Scheme != u.Scheme || ref.Host != u.Host {
+				return nil, fmt.Errorf("%s: a document read from %s may only refer to documents of the same host", ref, u.Host)
+			}
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, ref.String(), nil)
+			if err != nil {
+				return nil, err
+			}
+			resp, err := client.Do(req)
+			if err != nil {
+				return nil, err
+			}
+			defer resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				return nil, fmt.Errorf("GET %s: %s", ref.Redacted(), resp.Status)
+			}
+			return io.ReadAll(io.LimitReader(resp.Body, maxDocument))
+		}
 		doc, err := loader.LoadFromURI(u)
 		if err != nil {
 			return nil, fmt.Errorf("reading the OpenAPI document %s: %w", location, err)
@@ -63,12 +87,16 @@ func Load(ctx context.Context, location string) (*openapi3.T, error) {
 	if _, err := os.Stat(location); err != nil {
 		return nil, err
 	}
+	loader.ReadFromURIFunc = openapi3.ReadFromFile
 	doc, err := loader.LoadFromFile(location)
 	if err != nil {
 		return nil, fmt.Errorf("reading the OpenAPI document %s: %w", location, err)
 	}
 	return doc, nil
 }
+
+// maxDocument bounds what is read from one URL.
+const maxDocument = 256 << 20
 
 var methods = []string{"GET", "HEAD", "OPTIONS", "POST", "PUT", "PATCH", "DELETE", "TRACE"}
 
@@ -85,6 +113,7 @@ func Convert(doc *openapi3.T, opts Options) (*Result, error) {
 	}
 	c.toolNames = importer.NewNamer(importer.MaxToolName)
 	c.backends = map[string]*backend{}
+	c.matched = map[string]bool{}
 	c.baseURL = c.serverURL()
 
 	var tools []*tool
@@ -102,8 +131,15 @@ func Convert(doc *openapi3.T, opts Options) (*Result, error) {
 			}
 		}
 	}
+	for _, o := range opts.Operations {
+		if !c.matched[o] {
+			c.report.Skip("", 0, "--operations: no operation has the operationId %q", o)
+		}
+	}
 	if len(tools) == 0 {
-		return nil, fmt.Errorf("no operation was converted (%d issues)", len(c.report.Issues))
+		var b strings.Builder
+		c.report.Write(&b)
+		return nil, fmt.Errorf("no operation was converted:\n%s", b.String())
 	}
 	return &Result{HCL: c.write(tools), Report: c.report, Tools: len(tools)}, nil
 }
@@ -118,6 +154,7 @@ type converter struct {
 	toolNames *importer.Namer
 	backends  map[string]*backend // by security key
 	order     []*backend
+	matched   map[string]bool // --operations that named an operation
 }
 
 // backend is one http_backend: the server and one set of credentials.
@@ -159,6 +196,7 @@ func (c *converter) selected(op *openapi3.Operation) bool {
 	if len(c.opts.Operations) > 0 {
 		for _, o := range c.opts.Operations {
 			if o == op.OperationID || importer.Snake(o) == importer.Snake(op.OperationID) {
+				c.matched[o] = true
 				return true
 			}
 		}

@@ -4,9 +4,10 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"encoding/json"
 	"flag"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -267,4 +268,53 @@ func TestPetstore30Calls(t *testing.T) {
 	}
 }
 
-var _ = json.Marshal
+
+// TestLoadURL reads a document from a URL; its references may only point
+// to the same host.
+func TestLoadURL(t *testing.T) {
+	pets, err := os.ReadFile(filepath.Join("testdata", "petstore-3.0.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t.Errorf("the importer read %s from another host", r.URL)
+	}))
+	defer elsewhere.Close()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/openapi.yaml":
+			w.Write(pets)
+		case "/split.yaml":
+			io.WriteString(w, strings.Replace(string(pets), `$ref: "#/components/schemas/Pets"`, `$ref: "/pets.yaml#/Pets"`, 1))
+		case "/pets.yaml":
+			io.WriteString(w, "Pets:\n  type: array\n  items:\n    type: string\n")
+		case "/remote.yaml":
+			io.WriteString(w, strings.Replace(string(pets), `$ref: "#/components/schemas/Pets"`, `$ref: "`+elsewhere.URL+`/pets.yaml#/Pets"`, 1))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	ctx := context.Background()
+	for _, ok := range []string{"/openapi.yaml", "/split.yaml"} {
+		doc, err := openapi.Load(ctx, srv.URL+ok)
+		if err != nil {
+			t.Fatalf("%s: %v", ok, err)
+		}
+		if _, err := openapi.Convert(doc, openapi.Options{}); err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
+	}
+	if _, err := openapi.Load(ctx, srv.URL+"/remote.yaml"); err == nil || !strings.Contains(err.Error(), "same host") {
+		t.Errorf("a reference to another host: %v", err)
+	}
+	if _, err := openapi.Load(ctx, srv.URL+"/missing.yaml"); err == nil {
+		t.Error("a missing document loaded")
+	}
+	// A document read from a file reads no URL.
+	file := filepath.Join(t.TempDir(), "remote.yaml")
+	os.WriteFile(file, []byte(strings.Replace(string(pets), `$ref: "#/components/schemas/Pets"`, `$ref: "`+elsewhere.URL+`/pets.yaml#/Pets"`, 1)), 0o644)
+	if _, err := openapi.Load(ctx, file); err == nil {
+		t.Error("a file's reference to a URL was followed")
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -133,6 +134,9 @@ func (c *converter) source(r *resource) {
 		if db == "" || db == ":memory:" || strings.Contains(db, "mode=memory") {
 			c.report.Skip(where, r.line, "an in-memory SQLite database is not converted: each of mcpd's pooled connections would see its own empty database; use a file")
 			return
+		}
+		if !envRef.MatchString(db) && !filepath.IsAbs(strings.TrimPrefix(db, "file:")) {
+			c.report.Note(where+".database", lineOf(get(r.node, "database"), r.line), "the relative path %q is read from the directory of the generated config, where Toolbox read it from its working directory", db)
 		}
 		s := &source{name: c.label(r.name), dialect: "sqlite"}
 		b := c.block("database", s.name)
