@@ -268,7 +268,6 @@ func TestPetstore30Calls(t *testing.T) {
 	}
 }
 
-
 // TestLoadURL reads a document from a URL; its references may only point
 // to the same host.
 func TestLoadURL(t *testing.T) {
