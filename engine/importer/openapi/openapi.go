@@ -109,7 +109,7 @@ func Convert(doc *openapi3.T, opts Options) (*Result, error) {
 	c := &converter{doc: doc, opts: opts, report: &importer.Report{File: opts.Source}, is31: doc.IsOpenAPI31OrLater()}
 	c.name = importer.Ident(opts.Name, "")
 	if c.name == "" {
-		c.name = importer.Ident(infoTitle(doc), "api")
+		c.name = importer.Ident(shortTitle(infoTitle(doc)), "api")
 	}
 	c.toolNames = importer.NewNamer(importer.MaxToolName)
 	c.backends = map[string]*backend{}
@@ -190,6 +190,20 @@ func infoTitle(doc *openapi3.T) string {
 		return doc.Info.Title
 	}
 	return ""
+}
+
+// shortTitle is the start of a title, up to its first punctuation and at
+// most three words: "Swagger Petstore - OpenAPI 3.0" is "Swagger
+// Petstore", "GitHub's official OpenAPI spec" is "GitHub".
+func shortTitle(t string) string {
+	if i := strings.IndexAny(t, "'’:(-–|,/"); i > 0 {
+		t = t[:i]
+	}
+	words := strings.Fields(t)
+	if len(words) > 3 {
+		words = words[:3]
+	}
+	return strings.Join(words, " ")
 }
 
 func (c *converter) selected(op *openapi3.Operation) bool {
