@@ -28,8 +28,8 @@ func TestImportCommand(t *testing.T) {
 		{"openapi selected", []string{"import", "openapi", "--tags", "vet", openapiDoc, "--name", "pets"}, 1, []string{"$PETS_BASIC_USERNAME"}},
 		{"toolbox", []string{"import", "toolbox", toolboxDoc}, 9, []string{
 			"set $HOTELS_MYSQL_PASSWORD",
-			"line 115 (tools.run-any-sql): not converted",
-			"8 parts not converted, 5 notes",
+			"line 116 (tools.run-any-sql): not converted",
+			"9 parts not converted, 5 notes",
 		}},
 	}
 	// What the Toolbox config reads from the environment, so that validate

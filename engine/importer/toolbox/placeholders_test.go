@@ -1,6 +1,11 @@
 package toolbox
 
-import "testing"
+import (
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/hcl/v2/hclwrite"
+)
 
 func TestRewritePlaceholders(t *testing.T) {
 	tests := []struct {
@@ -37,5 +42,35 @@ func TestRewritePlaceholders(t *testing.T) {
 				t.Errorf("got  %q\nwant %q", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestBodyTemplate(t *testing.T) {
+	args := map[string]string{"age": "age", "name": "name", "tags": "tags"}
+	tests := []struct{ tmpl, want, err string }{
+		{`{"age": {{.age}}, "name": "{{.name}}"}`, "{\n  age  = args.age\n  name = args.name\n}", ""},
+		{`{"greeting": "Hello {{.name}}, \"{{ .age }}\"", "tags": {{json .tags}}}`, "{\n  greeting = \"Hello ${args.name}, \\\"${args.age}\\\"\"\n  tags     = args.tags\n}", ""},
+		{`[{{.age}}, "x"]`, `[args.age, "x"]`, ""},
+		{`{"a": {{.nope}}}`, "", "{{.nope}} names no parameter"},
+		{`{"a": {{if .age}}1{{end}}}`, "", "it uses template actions other than {{.name}} and {{json .name}}"},
+		{`name={{.name}}`, "", "with its parameters in place it is not JSON: invalid character 'a' in literal null (expecting 'u')"},
+	}
+	for _, tt := range tests {
+		got, err := bodyTemplate(tt.tmpl, args)
+		if tt.err != "" {
+			if err == nil || err.Error() != tt.err {
+				t.Errorf("%s: error %v, want %q", tt.tmpl, err, tt.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", tt.tmpl, err)
+			continue
+		}
+		f := hclwrite.NewEmptyFile()
+		f.Body().SetAttributeRaw("body", got)
+		if s := strings.TrimPrefix(strings.TrimSpace(string(hclwrite.Format(f.Bytes()))), "body = "); s != tt.want {
+			t.Errorf("%s:\n got %s\nwant %s", tt.tmpl, s, tt.want)
+		}
 	}
 }

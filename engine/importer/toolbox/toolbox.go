@@ -115,6 +115,33 @@ func Convert(data []byte, opts Options) (*Result, error) {
 	return &Result{HCL: importer.Format(f), Report: c.report, Tools: c.tools}, nil
 }
 
+// known lists the fields each resource type converts (besides kind, type
+// and name); any other field is reported, so that nothing is dropped
+// silently.
+var known = map[string][]string{
+	"sqlite":     {"database"},
+	"postgres":   {"host", "port", "database", "user", "password", "queryParams", "queryTimeout"},
+	"mysql":      {"host", "port", "database", "user", "password", "queryParams", "queryTimeout"},
+	"http":       {"baseUrl", "timeout", "headers", "queryParams"},
+	"sql":        {"source", "description", "statement", "parameters", "templateParameters", "authRequired"},
+	"http-tool":  {"source", "description", "method", "path", "headers", "requestBody", "pathParams", "queryParams", "bodyParams", "headerParams", "authRequired"},
+	"param":      {"name", "type", "description", "default", "required", "allowedValues", "excludedValues", "minValue", "maxValue", "items", "authServices", "authSources", "valueType"},
+	"tmpl-param": {"name", "type", "description", "allowedValues"},
+}
+
+// unknownFields reports the fields of an entry that are not converted.
+func (c *converter) unknownFields(n *yaml.Node, set, where string) {
+	ok := map[string]bool{"kind": true, "type": true, "name": true}
+	for _, f := range known[set] {
+		ok[f] = true
+	}
+	for _, kv := range entries(n) {
+		if !ok[kv[0].Value] {
+			c.report.Skip(where+"."+kv[0].Value, kv[0].Line, "the field %q is not converted", kv[0].Value)
+		}
+	}
+}
+
 var labelRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]{0,127}$`)
 
 // label keeps a Toolbox name as an mcpd backend name when it is one.
@@ -138,12 +165,14 @@ func (c *converter) source(r *resource) {
 		if !envRef.MatchString(db) && !filepath.IsAbs(strings.TrimPrefix(db, "file:")) {
 			c.report.Note(where+".database", lineOf(get(r.node, "database"), r.line), "the relative path %q is read from the directory of the generated config, where Toolbox read it from its working directory", db)
 		}
+		c.unknownFields(r.node, "sqlite", where)
 		s := &source{name: c.label(r.name), dialect: "sqlite"}
 		b := c.block("database", s.name)
 		b.SetAttributeValue("driver", cty.StringVal("sqlite"))
 		b.SetAttributeRaw("dsn", c.exprOf(db))
 		c.sources[r.name] = s
 	case "postgres", "mysql":
+		c.unknownFields(r.node, r.typ, where)
 		s := &source{name: c.label(r.name), dialect: r.typ}
 		b := c.block("database", s.name)
 		b.SetAttributeValue("driver", cty.StringVal(r.typ))
@@ -153,6 +182,7 @@ func (c *converter) source(r *resource) {
 		}
 		c.sources[r.name] = s
 	case "http":
+		c.unknownFields(r.node, "http", where)
 		s := &source{name: c.label(r.name), dialect: "http"}
 		b := c.block("http_backend", s.name)
 		base := strings.TrimRight(str(get(r.node, "baseUrl")), "/")
@@ -373,8 +403,10 @@ func (c *converter) tool(r *resource) {
 	pnames := importer.NewNamer(0)
 	ok := false
 	if r.typ == "http" {
+		c.unknownFields(r.node, "http-tool", where)
 		ok = c.httpTool(r, tb, src, pnames, where)
 	} else {
+		c.unknownFields(r.node, "sql", where)
 		ok = c.sqlTool(r, tb, src, pnames, where)
 	}
 	if !ok {
@@ -409,6 +441,7 @@ func (c *converter) params(list *yaml.Node, tb *hclwrite.Body, pnames *importer.
 		name := str(get(pn, "name"))
 		pwhere := where + "." + name
 		pl := pn.Line
+		c.unknownFields(pn, "param", pwhere)
 		pname := pnames.Unique(importer.Ident(name, "param"))
 		pb := hclwrite.NewEmptyFile().Body()
 		pbb := pb.AppendNewBlock("param", []string{pname}).Body()
@@ -528,6 +561,7 @@ func (c *converter) sqlTool(r *resource, tb *hclwrite.Body, src *source, pnames 
 	if tp := get(r.node, "templateParameters"); tp != nil {
 		for _, pn := range tp.Content {
 			name := str(get(pn, "name"))
+			c.unknownFields(pn, "tmpl-param", where+".templateParameters."+name)
 			av, _ := value(get(pn, "allowedValues")).([]any)
 			if str(get(pn, "type")) != "string" || !literalValues(av) || !identifiersOnly(av) {
 				c.report.Skip(where+".templateParameters."+name, pn.Line, "a template parameter is converted only when it is a string with allowedValues that are identifiers (mcpd's {{name}} slots): tool not converted")
@@ -701,23 +735,41 @@ func (c *converter) httpTool(r *resource, tb *hclwrite.Body, src *source, pnames
 // with {{.name}} and {{json .name}} standing for values, into an HCL
 // value whose leaves are args.NAME; other template actions are refused.
 func bodyTemplate(tmpl string, argOf map[string]string) (hclwrite.Tokens, error) {
-	action := regexp.MustCompile(`("?)\{\{\s*(json\s+)?\.([A-Za-z_][A-Za-z0-9_]*)\s*\}\}("?)`)
-	var missing string
-	marked := action.ReplaceAllStringFunc(tmpl, func(m string) string {
-		sm := action.FindStringSubmatch(m)
-		arg, ok := argOf[sm[3]]
-		if !ok {
-			missing = sm[3]
-			return m
+	action := regexp.MustCompile(`\{\{\s*(json\s+)?\.([A-Za-z_][A-Za-z0-9_]*)\s*\}\}`)
+	// Each action becomes a marker, "\x00arg:NAME\x00": a JSON string of
+	// its own outside JSON strings, part of the string inside one.
+	var b strings.Builder
+	inString, escaped, last := false, false, 0
+	scan := func(upTo int) {
+		for _, ch := range tmpl[last:upTo] {
+			switch {
+			case escaped:
+				escaped = false
+			case ch == '\\' && inString:
+				escaped = true
+			case ch == '"':
+				inString = !inString
+			}
 		}
-		if sm[1] == `"` && sm[4] == `"` {
-			return `"\u0000arg:` + arg + `\u0000"`
-		}
-		return sm[1] + `"\u0000arg:` + arg + `\u0000"` + sm[4]
-	})
-	if missing != "" {
-		return nil, fmt.Errorf("{{.%s}} names no parameter", missing)
+		b.WriteString(tmpl[last:upTo])
+		last = upTo
 	}
+	for _, m := range action.FindAllStringSubmatchIndex(tmpl, -1) {
+		scan(m[0])
+		name := tmpl[m[4]:m[5]]
+		arg, ok := argOf[name]
+		if !ok {
+			return nil, fmt.Errorf("{{.%s}} names no parameter", name)
+		}
+		marker := `\u0000arg:` + arg + `\u0000`
+		if !inString {
+			marker = `"` + marker + `"`
+		}
+		b.WriteString(marker)
+		last = m[1]
+	}
+	scan(len(tmpl))
+	marked := b.String()
 	if strings.Contains(marked, "{{") {
 		return nil, fmt.Errorf("it uses template actions other than {{.name}} and {{json .name}}")
 	}
@@ -734,10 +786,20 @@ func jsonTokens(v any) (hclwrite.Tokens, error) {
 		if strings.HasPrefix(x, "\x00arg:") && strings.HasSuffix(x, "\x00") {
 			return importer.Args(strings.TrimSuffix(strings.TrimPrefix(x, "\x00arg:"), "\x00")), nil
 		}
-		if strings.Contains(x, "\x00") {
-			return nil, fmt.Errorf("a parameter inside a longer string is not converted")
+		if !strings.Contains(x, "\x00") {
+			return importer.Lit(x), nil
 		}
-		return importer.Lit(x), nil
+		// A parameter inside a longer string: "Hello {{.name}}" is the
+		// template "Hello ${args.name}".
+		var parts []importer.Part
+		for i, piece := range strings.Split(x, "\x00") {
+			if i%2 == 0 {
+				parts = append(parts, importer.Part{Text: piece})
+			} else {
+				parts = append(parts, importer.Part{Expr: importer.Args(strings.TrimPrefix(piece, "arg:"))})
+			}
+		}
+		return importer.Template(parts...), nil
 	case map[string]any:
 		keys := make([]string, 0, len(x))
 		for k := range x {
