@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclwrite"
 
 	"github.com/mcpd/mcpd/engine/importer"
@@ -558,10 +559,8 @@ func (c *converter) queryValue(pr *openapi3.Parameter, schema map[string]any, wh
 
 // joined is args.NAME == null ? null : join(SEP, args.NAME).
 func joined(name, sep string) hclwrite.Tokens {
-	f := hclwrite.NewEmptyFile()
-	f.Body().SetAttributeRaw("x", importer.Args(name))
 	src := fmt.Sprintf("x = args.%s == null ? null : join(%q, args.%s)\n", name, sep, name)
-	pf, diags := hclwrite.ParseConfig([]byte(src), "", hclInitialPos)
+	pf, diags := hclwrite.ParseConfig([]byte(src), "", hcl.InitialPos)
 	if diags.HasErrors() {
 		panic(fmt.Sprintf("joined: %s", diags.Error())) // names are identifiers: cannot happen
 	}

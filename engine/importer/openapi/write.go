@@ -5,7 +5,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/hashicorp/hcl/v2/hclwrite"
 	"github.com/zclconf/go-cty/cty"
@@ -14,8 +13,6 @@ import (
 
 	"github.com/mcpd/mcpd/engine/importer"
 )
-
-var hclInitialPos = hcl.InitialPos
 
 // backendFor returns the name of the http_backend for the operation's
 // security requirement, creating it on first use. Of a requirement's
