@@ -715,6 +715,11 @@ func (c *converter) output(op *openapi3.Operation, where string) map[string]any 
 	sc := &schemaConv{is31: c.is31, dir: response}
 	s := sc.convert(media.Schema)
 	c.schemaIssues(sc, rwhere, line(resp.Value.Origin))
+	if t, ok := s["type"].([]any); ok && len(t) == 2 && (t[0] == "null" || t[1] == "null") {
+		// A nullable response: the adapter gives no structured result
+		// for a null body, so the schema is the non-null type's.
+		s["type"] = typeOf(s)
+	}
 	switch t := s["type"].(type) {
 	case string:
 		switch t {
