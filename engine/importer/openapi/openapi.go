@@ -526,8 +526,12 @@ type queryExpr struct {
 // joined for the non-exploded array styles.
 func (c *converter) queryValue(pr *openapi3.Parameter, schema map[string]any, where string, ln int, names *importer.Namer) (queryExpr, bool) {
 	typ := typeOf(schema)
-	if typ == "object" || typ == "" && !scalar(schema) {
+	if typ == "object" {
 		c.report.Skip(where, ln, "a query parameter that is an object (style %s) is not converted", styleOr(pr.Style, "form"))
+		return queryExpr{}, false
+	}
+	if typ == "" && !scalar(schema) {
+		c.report.Skip(where, ln, "a query parameter whose schema is a choice of shapes (oneOf, anyOf) including an array or object is not converted")
 		return queryExpr{}, false
 	}
 	name := names.Unique(importer.Ident(pr.Name, "query"))
