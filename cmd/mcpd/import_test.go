@@ -23,7 +23,7 @@ func TestImportCommand(t *testing.T) {
 	}{
 		{"openapi", []string{"import", "openapi", openapiDoc}, 8, []string{
 			"petstore-3.1.yaml: line 166 (#/paths/~1pets~1{id}~1photo/post/requestBody): not converted: a request body of multipart/form-data",
-			"6 parts not converted, 5 notes",
+			"7 parts not converted, 5 notes",
 		}},
 		{"openapi selected", []string{"import", "openapi", "--tags", "vet", openapiDoc, "--name", "pets"}, 1, []string{"$PETS_BASIC_USERNAME"}},
 		{"toolbox", []string{"import", "toolbox", toolboxDoc}, 9, []string{

@@ -104,6 +104,9 @@ var methods = []string{"GET", "HEAD", "OPTIONS", "POST", "PUT", "PATCH", "DELETE
 // Convert turns the document's selected operations into an mcpd
 // configuration.
 func Convert(doc *openapi3.T, opts Options) (*Result, error) {
+	if !strings.HasPrefix(doc.OpenAPI, "3.") {
+		return nil, fmt.Errorf("the document is not OpenAPI 3 (openapi: %q): mcpd import reads OpenAPI 3.0 and 3.1; convert a Swagger 2.0 document first (e.g. with swagger2openapi)", doc.OpenAPI)
+	}
 	if doc.Paths == nil || doc.Paths.Len() == 0 {
 		return nil, fmt.Errorf("the document has no paths: nothing to convert")
 	}
@@ -117,6 +120,9 @@ func Convert(doc *openapi3.T, opts Options) (*Result, error) {
 	c.matched = map[string]bool{}
 	c.baseURL = c.serverURL()
 
+	for _, name := range sortedKeys(doc.Webhooks) {
+		c.report.Skip(pointer("webhooks", name), line(doc.Webhooks[name].Origin), "webhooks are not converted: mcpd tools make requests, they receive none")
+	}
 	var tools []*tool
 	paths := doc.Paths.Map()
 	for _, p := range sortedKeys(paths) {

@@ -318,3 +318,15 @@ func TestLoadURL(t *testing.T) {
 		t.Error("a file's reference to a URL was followed")
 	}
 }
+
+func TestNotOpenAPI3(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "swagger.yaml")
+	os.WriteFile(file, []byte("swagger: \"2.0\"\ninfo: {title: x, version: \"1\"}\npaths:\n  /a:\n    get:\n      responses: {200: {description: ok}}\n"), 0o644)
+	doc, err := openapi.Load(context.Background(), file)
+	if err == nil {
+		_, err = openapi.Convert(doc, openapi.Options{})
+	}
+	if err == nil || !strings.Contains(err.Error(), "OpenAPI 3.0 and 3.1") {
+		t.Errorf("a Swagger 2.0 document: %v", err)
+	}
+}
