@@ -104,58 +104,65 @@ func importCmd(args []string, stdout, stderr io.Writer) error {
 		hclSrc, report = res.HCL, res.Report
 	}
 	report.File = src
+	// Checked as mcpd validate checks it. A block the loader refuses (a
+	// case the converter missed) is left out and reported, and the rest
+	// checked again: an import writes what it can.
+	var refused []string
+	for round := 0; ; round++ {
+		diags, sources := validateGenerated(hclSrc)
+		if !diags.HasErrors() {
+			break
+		}
+		pruned, removed := importer.Prune(hclSrc, diags)
+		if len(removed) == 0 || round == 5 {
+			config.WriteDiagnostics(stderr, diags, sources)
+			return fmt.Errorf("the generated configuration does not validate (a bug in mcpd import: please report it with the source document)")
+		}
+		hclSrc, refused = pruned, append(refused, removed...)
+	}
+	for _, r := range refused {
+		report.Skip("", 0, "%s", r)
+	}
 	report.Write(stderr)
 	fmt.Fprintf(stderr, "%d parts not converted, %d notes\n", report.Count(importer.Skipped), report.Count(importer.Note))
 
-	target := ""
-	if *out != "" {
-		if err := os.MkdirAll(*out, 0o755); err != nil {
-			return err
-		}
-		target = filepath.Join(*out, "tools.hcl")
-		f, err := os.OpenFile(target, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-		if errors.Is(err, iofs.ErrExist) {
-			return fmt.Errorf("not overwriting %s: choose another -o directory or move it away", target)
-		} else if err != nil {
-			return err
-		}
-		if _, err := f.Write(hclSrc); err != nil {
-			f.Close()
-			return err
-		}
-		if err := f.Close(); err != nil {
-			return err
-		}
-	} else {
-		if _, err := stdout.Write(hclSrc); err != nil {
-			return err
-		}
+	if *out == "" {
+		_, err := stdout.Write(hclSrc)
+		return err
 	}
-	if diags, sources := validateGenerated(hclSrc, target); diags.HasErrors() {
-		config.WriteDiagnostics(stderr, diags, sources)
-		return fmt.Errorf("the generated configuration does not validate (a bug in mcpd import: please report it with the source document)")
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		return err
 	}
-	if target != "" {
-		fmt.Fprintf(stderr, "wrote %s; serve it with: mcpd serve -c %s\n", target, *out)
+	target := filepath.Join(*out, "tools.hcl")
+	f, err := os.OpenFile(target, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, iofs.ErrExist) {
+		return fmt.Errorf("not overwriting %s: choose another -o directory or move it away", target)
+	} else if err != nil {
+		return err
 	}
+	if _, err := f.Write(hclSrc); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "wrote %s; serve it with: mcpd serve -c %s\n", target, *out)
 	return nil
 }
 
 // validateGenerated loads the generated configuration with the real
-// loader, as 'mcpd validate' does: an unset environment variable is only a
-// warning, and only errors are returned. A configuration printed on stdout
-// is checked from a temporary copy.
-func validateGenerated(src []byte, path string) (hcl.Diagnostics, map[string][]byte) {
-	if path == "" {
-		dir, err := os.MkdirTemp("", "mcpd-import-")
-		if err != nil {
-			return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "cannot validate", Detail: err.Error()}}, nil
-		}
-		defer os.RemoveAll(dir)
-		path = filepath.Join(dir, "tools.hcl")
-		if err := os.WriteFile(path, src, 0o644); err != nil {
-			return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "cannot validate", Detail: err.Error()}}, nil
-		}
+// loader, from a temporary copy, as 'mcpd validate' does: an unset
+// environment variable is only a warning, and only errors are returned.
+func validateGenerated(src []byte) (hcl.Diagnostics, map[string][]byte) {
+	dir, err := os.MkdirTemp("", "mcpd-import-")
+	if err != nil {
+		return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "cannot validate", Detail: err.Error()}}, nil
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "tools.hcl")
+	if err := os.WriteFile(path, src, 0o644); err != nil {
+		return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "cannot validate", Detail: err.Error()}}, nil
 	}
 	l := engine.LoadWith([]string{path}, registry(), nil, mcpdVersion(), engine.Options{UnsetEnvWarning: true})
 	if l.Snapshot != nil {

@@ -95,3 +95,36 @@ func TestImportUsage(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// TestImportPrunes: a tool the converter lets through but mcpd refuses is
+// left out and reported; the rest is written.
+func TestImportPrunes(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "tools.yaml")
+	os.WriteFile(src, []byte(`sources:
+  db:
+    kind: sqlite
+    database: /tmp/x.db
+tools:
+  good:
+    kind: sqlite-sql
+    source: db
+    description: A good tool.
+    statement: SELECT 1
+  bad:
+    kind: sqlite-sql
+    source: db
+    description: Uses SQLite's own named parameters.
+    statement: SELECT @name
+`), 0o644)
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"import", "toolbox", src}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), `not converted: tool "bad" left out: mcpd refused it: `) {
+		t.Errorf("stderr:\n%s", stderr.String())
+	}
+	if !strings.Contains(stdout.String(), `tool "good"`) || strings.Contains(stdout.String(), `tool "bad"`) {
+		t.Errorf("stdout:\n%s", stdout.String())
+	}
+}

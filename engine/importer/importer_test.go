@@ -3,6 +3,7 @@ package importer
 import (
 	"testing"
 
+	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclwrite"
 )
 
@@ -73,5 +74,18 @@ c = {
 `
 	if got := string(Format(f)); got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
+func TestPrune(t *testing.T) {
+	src := []byte("# header\n\ntool \"a\" {\n  description = \"fine\"\n}\n\ntool \"b\" {\n  description = 1\n}\n\ntool \"c\" {\n}\n")
+	errs := hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Bad", Detail: "description must be a string", Subject: &hcl.Range{Start: hcl.Pos{Line: 8}, End: hcl.Pos{Line: 8}}}}
+	got, removed := Prune(src, errs)
+	want := "# header\n\ntool \"a\" {\n  description = \"fine\"\n}\n\ntool \"c\" {\n}\n"
+	if string(got) != want || len(removed) != 1 || removed[0] != `tool "b" left out: mcpd refused it: Bad: description must be a string` {
+		t.Errorf("got %q, %q", got, removed)
+	}
+	if _, removed := Prune(src, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "no place"}}); removed != nil {
+		t.Errorf("an error without a place removed %v", removed)
 	}
 }

@@ -66,6 +66,19 @@ func rewritePlaceholders(sql, dialect string, names []string) (string, error) {
 			}
 			b.WriteByte(c)
 			i++
+		case c == '?' && dialect == "sqlite" && i+1 < len(sql) && sql[i+1] >= '0' && sql[i+1] <= '9':
+			// SQLite's ?NNN: the parameter at that position.
+			j := i + 1
+			for j < len(sql) && sql[j] >= '0' && sql[j] <= '9' {
+				j++
+			}
+			var n int
+			fmt.Sscanf(sql[i+1:j], "%d", &n)
+			if n < 1 || n > len(names) {
+				return "", fmt.Errorf("placeholder %s has no parameter (the tool declares %d)", sql[i:j], len(names))
+			}
+			b.WriteString(":" + names[n-1])
+			i = j
 		case c == '?' && dialect != "postgres":
 			if next >= len(names) {
 				return "", fmt.Errorf("the statement has more ? placeholders than the tool's %d parameters", len(names))

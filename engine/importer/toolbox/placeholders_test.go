@@ -23,6 +23,7 @@ func TestRewritePlaceholders(t *testing.T) {
 		{"mysql quoted ? kept", "SELECT '?', `?`, \"it\\'s ?\" FROM t WHERE a = ?", "mysql", []string{"a"}, "SELECT '?', `?`, \"it\\'s ?\" FROM t WHERE a = :a", ""},
 		{"mysql too many ?", "SELECT ?, ?", "mysql", []string{"a"}, "", "the statement has more ? placeholders than the tool's 1 parameters"},
 		{"sqlite ? and $N", "SELECT ? , $1", "sqlite", []string{"a"}, "SELECT :a , :a", ""},
+		{"sqlite ?NNN", "SELECT ?2, ?1, ?2", "sqlite", []string{"a", "b"}, "SELECT :b, :a, :b", ""},
 		{"a colon word would be a placeholder", "SELECT * FROM t WHERE a = :b", "sqlite", nil, "", `the statement holds ":b", which mcpd would read as a named placeholder`},
 		{"array slice is not", "SELECT arr[1:2] FROM t", "postgres", nil, "SELECT arr[1:2] FROM t", ""},
 	}
