@@ -30,10 +30,10 @@ Converts another tool's configuration into mcpd HCL:
            http backends and tools with the sql and http adapters.
 
 The configuration is written to DIR/tools.hcl (-o; DIR is created, an
-existing tools.hcl is not overwritten) or to stdout, formatted, and is
-checked as 'mcpd validate' would. What could not be converted is listed on
-stderr with its place in the source. Exits 1 when nothing could be
-converted or the result does not validate.
+existing tools.hcl is not overwritten) or to stdout, formatted, and checked
+first as 'mcpd validate' would (a block it refuses is left out). What could
+not be converted is listed on stderr with its place in the source. Exits 1
+when nothing could be converted or DIR/tools.hcl exists.
 `
 
 func importCmd(args []string, stdout, stderr io.Writer) error {
