@@ -707,7 +707,7 @@ func (c *converter) output(op *openapi3.Operation, where string) map[string]any 
 			}
 		}
 	}
-	if resp == nil || resp.Value == nil {
+	if resp == nil || resp.Value == nil || code == "204" {
 		return nil
 	}
 	var media *openapi3.MediaType
@@ -725,6 +725,9 @@ func (c *converter) output(op *openapi3.Operation, where string) map[string]any 
 	sc := &schemaConv{is31: c.is31, dir: response}
 	s := sc.convert(media.Schema)
 	c.schemaIssues(sc, rwhere, line(resp.Value.Origin))
+	if len(s) == 0 {
+		return nil // any value: nothing to declare
+	}
 	if t, ok := s["type"].([]any); ok && len(t) == 2 && (t[0] == "null" || t[1] == "null") {
 		// A nullable response: the adapter gives no structured result
 		// for a null body, so the schema is the non-null type's.

@@ -140,8 +140,8 @@ func (c *schemaConv) conv(ref *openapi3.SchemaRef, stack []*openapi3.Schema, dep
 		// OpenAPI patterns are ECMA-262 regular expressions; mcpd compiles
 		// Go's RE2, which lacks lookarounds and backreferences. A pattern
 		// RE2 refuses is dropped (the value is then not checked by it).
-		if _, err := regexp.Compile(s.Pattern); err == nil {
-			out["pattern"] = s.Pattern
+		if p := re2Pattern(s.Pattern); p != "" {
+			out["pattern"] = p
 		} else {
 			c.drops = append(c.drops, fmt.Sprintf("pattern %q (not an RE2 regular expression)", s.Pattern))
 		}
@@ -364,4 +364,23 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// ecmaEscape is an ECMA-262 \uXXXX escape, which RE2 writes \x{XXXX}.
+var ecmaEscape = regexp.MustCompile(`(^|[^\\])((?:\\\\)*)\\u([0-9A-Fa-f]{4})`)
+
+// re2Pattern returns an OpenAPI (ECMA-262) pattern as an RE2 one, or ""
+// when RE2 cannot express it.
+func re2Pattern(p string) string {
+	if _, err := regexp.Compile(p); err == nil {
+		return p
+	}
+	// Applied twice: a match consumes the character before the escape,
+	// which may end the previous escape.
+	q := ecmaEscape.ReplaceAllString(p, `${1}${2}\x{$3}`)
+	q = ecmaEscape.ReplaceAllString(q, `${1}${2}\x{$3}`)
+	if _, err := regexp.Compile(q); err == nil {
+		return q
+	}
+	return ""
 }
