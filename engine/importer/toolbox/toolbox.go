@@ -304,16 +304,24 @@ func (c *converter) dsn(r *resource, where string) hclwrite.Tokens {
 		}
 		return parts
 	}
+	// The password: PostgreSQL URLs need it URL-encoded, the MySQL
+	// driver takes it as it is.
 	pw := field("password")
 	var pwParts []importer.Part
 	switch {
 	case pw == "":
-	case envRef.MatchString(pw):
+	case envRef.MatchString(pw) && r.typ == "postgres":
 		pwParts = esc(pw, true)
+	case envRef.MatchString(pw):
+		pwParts = c.parts(pw)
 	default:
 		env := importer.EnvName(r.name, "password")
 		c.report.Note(where+".password", lineOf(get(r.node, "password"), r.line), "the password written in the file is not copied: set $%s", env)
-		pwParts = []importer.Part{{Expr: importer.Call("urlencode", importer.Env(env))}}
+		if r.typ == "postgres" {
+			pwParts = []importer.Part{{Expr: importer.Call("urlencode", importer.Env(env))}}
+		} else {
+			pwParts = []importer.Part{{Expr: importer.Env(env)}}
+		}
 	}
 	host, port, db := field("host"), field("port"), field("database")
 	if port == "" {
@@ -342,12 +350,7 @@ func (c *converter) dsn(r *resource, where string) hclwrite.Tokens {
 		parts = append(parts, c.parts(field("user"))...)
 		if pwParts != nil {
 			parts = append(parts, importer.Part{Text: ":"})
-			for _, p := range pwParts { // the MySQL driver takes the password raw
-				if p.Expr != nil {
-					p.Expr = p.Expr[2 : len(p.Expr)-1] // urlencode(X) → X
-				}
-				parts = append(parts, p)
-			}
+			parts = append(parts, pwParts...)
 		}
 		parts = append(parts, importer.Part{Text: "@tcp("})
 		parts = append(parts, c.parts(host)...)
@@ -373,7 +376,7 @@ func (c *converter) tool(r *resource) {
 	where := "tools." + r.name
 	name := r.name
 	if !validToolName(name) || c.names.Taken(name) {
-		name = importer.Ident(name, "tool")
+		name = c.names.Unique(importer.Ident(name, "tool"))
 	}
 	srcName := str(get(r.node, "source"))
 	src := c.sources[srcName]
