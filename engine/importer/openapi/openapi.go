@@ -182,6 +182,7 @@ type tool struct {
 	body              hclwrite.Tokens
 	form              hclwrite.Tokens
 	output            map[string]any
+	accept            string // set when the response may come in several media types
 	backend           string
 }
 
@@ -446,7 +447,10 @@ func (c *converter) operation(p, method string, item *openapi3.PathItem, op *ope
 			return nil
 		}
 	}
-	t.output = c.output(op, where)
+	t.output, t.accept = c.output(op, where)
+	if t.accept != "" {
+		t.headers = append(t.headers, importer.Field{Name: "Accept", Value: importer.Lit(t.accept)})
+	}
 	t.backend = c.backendFor(op, where, ln)
 	return t
 }
@@ -686,9 +690,12 @@ func mediaBase(mt string) string {
 // output is the tool's output_schema: the JSON schema of the 200 response
 // (or else the first 2xx), shaped as the http adapter shapes its
 // structured result (arrays under "items", other values under "value").
-func (c *converter) output(op *openapi3.Operation, where string) map[string]any {
+//
+// When the response comes in several media types (JSON and XML), the JSON
+// one is also returned, for an Accept header: servers choose by it.
+func (c *converter) output(op *openapi3.Operation, where string) (map[string]any, string) {
 	if op.Responses == nil {
-		return nil
+		return nil, ""
 	}
 	var code string
 	var resp *openapi3.ResponseRef
@@ -708,25 +715,29 @@ func (c *converter) output(op *openapi3.Operation, where string) map[string]any 
 		}
 	}
 	if resp == nil || resp.Value == nil || code == "204" {
-		return nil
+		return nil, ""
 	}
 	var media *openapi3.MediaType
+	accept := ""
 	for _, k := range sortedKeys(resp.Value.Content) {
 		b := strings.ToLower(mediaBase(k))
 		if b == "application/json" || strings.HasSuffix(b, "+json") {
 			media = resp.Value.Content[k]
+			if len(resp.Value.Content) > 1 {
+				accept = mediaBase(k)
+			}
 			break
 		}
 	}
 	if media == nil || media.Schema == nil {
-		return nil
+		return nil, accept
 	}
 	rwhere := where + "/responses/" + code
 	sc := &schemaConv{is31: c.is31, dir: response}
 	s := sc.convert(media.Schema)
 	c.schemaIssues(sc, rwhere, line(resp.Value.Origin))
 	if len(s) == 0 {
-		return nil // any value: nothing to declare
+		return nil, accept // any value: nothing to declare
 	}
 	if t, ok := s["type"].([]any); ok && len(t) == 2 && (t[0] == "null" || t[1] == "null") {
 		// A nullable response: the adapter gives no structured result
@@ -737,15 +748,15 @@ func (c *converter) output(op *openapi3.Operation, where string) map[string]any 
 	case string:
 		switch t {
 		case "object":
-			return s
+			return s, accept
 		case "array":
-			return map[string]any{"type": "object", "properties": map[string]any{"items": s}, "required": []any{"items"}}
+			return map[string]any{"type": "object", "properties": map[string]any{"items": s}, "required": []any{"items"}}, accept
 		default:
-			return map[string]any{"type": "object", "properties": map[string]any{"value": s}, "required": []any{"value"}}
+			return map[string]any{"type": "object", "properties": map[string]any{"value": s}, "required": []any{"value"}}, accept
 		}
 	}
 	c.report.Note(rwhere, line(resp.Value.Origin), "no output_schema: the response's schema has no single type")
-	return nil
+	return nil, accept
 }
 
 func (c *converter) schemaIssues(sc *schemaConv, where string, ln int) {

@@ -147,10 +147,11 @@ func TestPetstoreCalls(t *testing.T) {
 	cs := connect(t, s)
 
 	tests := []struct {
-		tool  string
-		args  map[string]any
-		want  seen
-		check func(t *testing.T, res *mcp.CallToolResult)
+		tool   string
+		args   map[string]any
+		want   seen
+		accept string
+		check  func(t *testing.T, res *mcp.CallToolResult)
 	}{
 		{
 			tool: "find_pets",
@@ -169,9 +170,16 @@ func TestPetstoreCalls(t *testing.T) {
 			want: seen{Method: "POST", Path: "/v3/pets", Query: url.Values{}, Body: map[string]any{"name": "Rex", "owner": map[string]any{"name": "Ann"}, "status": "available"}},
 		},
 		{
+			tool: "find_pets",
+			args: map[string]any{"status": nil, "limit": 5},
+			want: seen{Method: "GET", Path: "/v3/pets", Query: url.Values{"limit": {"5"}}},
+		},
+		{
 			tool: "find_pet_by_id",
 			args: map[string]any{"id": 7},
 			want: seen{Method: "GET", Path: "/v3/pets/7", Query: url.Values{}},
+			// The response comes as JSON or XML: the tool asks for JSON.
+			accept: "application/json",
 		},
 		{
 			tool: "update_pet",
@@ -208,6 +216,9 @@ func TestPetstoreCalls(t *testing.T) {
 				t.Fatalf("%d requests, want 1", len(reqs))
 			}
 			got := reqs[0]
+			if a := got.Header.Get("Accept"); tt.accept != "" && a != tt.accept {
+				t.Errorf("Accept: %q, want %q", a, tt.accept)
+			}
 			if got.Method != tt.want.Method || got.Path != tt.want.Path || !reflect.DeepEqual(got.Query, tt.want.Query) || !reflect.DeepEqual(got.Body, tt.want.Body) {
 				t.Errorf("request %s %s ?%v body %v\nwant    %s %s ?%v body %v", got.Method, got.Path, got.Query, got.Body, tt.want.Method, tt.want.Path, tt.want.Query, tt.want.Body)
 			}

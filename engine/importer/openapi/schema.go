@@ -102,7 +102,13 @@ func (c *schemaConv) conv(ref *openapi3.SchemaRef, stack []*openapi3.Schema, dep
 		out["format"] = s.Format
 	}
 	if len(s.Enum) > 0 {
-		out["enum"] = cloneList(s.Enum)
+		enum := cloneList(s.Enum)
+		if contains(types, "null") && !containsNil(enum) {
+			// A nullable enum: JSON Schema checks null against the enum
+			// too, where OpenAPI 3.0's nullable let it through.
+			enum = append(enum, nil)
+		}
+		out["enum"] = enum
 	}
 	if s.Const != nil {
 		out["const"] = s.Const
@@ -383,4 +389,13 @@ func re2Pattern(p string) string {
 		return q
 	}
 	return ""
+}
+
+func containsNil(l []any) bool {
+	for _, x := range l {
+		if x == nil {
+			return true
+		}
+	}
+	return false
 }

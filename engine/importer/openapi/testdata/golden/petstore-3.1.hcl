@@ -78,8 +78,9 @@ tool "find_pets" {
   }
   param "status" {
     type     = "string"
+    nullable = true
     required = false
-    enum     = ["available", "pending", "sold"]
+    enum     = ["available", "pending", "sold", null]
   }
   output_schema = {
     type = "object"
@@ -311,6 +312,9 @@ tool "find_pet_by_id" {
   http {
     backend = "swagger_petstore"
     path    = "/pets/${args.id}"
+    headers = {
+      Accept = "application/json"
+    }
   }
 }
 
