@@ -22,7 +22,7 @@ func TestImportCommand(t *testing.T) {
 		wantStderr []string
 	}{
 		{"openapi", []string{"import", "openapi", openapiDoc}, 8, []string{
-			"petstore-3.1.yaml: line 166 (#/paths/~1pets~1{id}~1photo/post/requestBody): not converted: a request body of multipart/form-data",
+			"(#/paths/~1pets~1{id}~1photo/post/requestBody): not converted: a request body of multipart/form-data",
 			"7 parts not converted, 5 notes",
 		}},
 		{"openapi selected", []string{"import", "openapi", "--tags", "vet", openapiDoc, "--name", "pets"}, 1, []string{"$PETS_BASIC_USERNAME"}},
