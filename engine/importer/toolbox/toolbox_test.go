@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	mysqldriver "github.com/go-sql-driver/mysql"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/jackc/pgx/v5"
 	_ "github.com/jackc/pgx/v5/stdlib"
@@ -320,5 +321,55 @@ func TestHTTPTools(t *testing.T) {
 		if !reflect.DeepEqual(r, tt.want) {
 			t.Errorf("%s%v:\n got %+v\nwant %+v", tt.tool, tt.args, r, tt.want)
 		}
+	}
+}
+
+// TestMySQL runs a converted mysql-sql tool, with its ? placeholders
+// rewritten, against the real MariaDB/MySQL (MCPD_TEST_MYSQL_DSN, or
+// root@127.0.0.1:3306/test).
+func TestMySQL(t *testing.T) {
+	dsn := os.Getenv("MCPD_TEST_MYSQL_DSN")
+	if dsn == "" {
+		dsn = "root@tcp(127.0.0.1:3306)/test"
+	}
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Ping(); err != nil {
+		t.Skipf("MySQL at %s: %v", dsn, err)
+	}
+	for _, q := range []string{
+		"DROP TABLE IF EXISTS mcpd_import_hotels",
+		"CREATE TABLE mcpd_import_hotels (id INT PRIMARY KEY, name TEXT, city TEXT, price INT)",
+		"INSERT INTO mcpd_import_hotels VALUES (1, 'Krafft', 'Basel', 180), (2, 'Trois Rois', 'Basel', 450), (3, '?', 'Basel', 90), (4, 'Baur', 'Zurich', 700)",
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { db.Exec("DROP TABLE IF EXISTS mcpd_import_hotels") })
+	cfg, err := mysqldriver.ParseDSN(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, port, _ := strings.Cut(cfg.Addr, ":")
+	t.Setenv("MYSQL_HOST", host)
+	t.Setenv("MYSQL_PORT", port)
+	t.Setenv("MYSQL_DATABASE", cfg.DBName)
+	t.Setenv("MYSQL_USER", cfg.User)
+	t.Setenv("MYSQL_PASSWORD", cfg.Passwd)
+
+	s := load(t, map[string][]byte{"tools.hcl": convert(t, "tools-mysql.yaml").HCL})
+	cs := connect(t, s)
+	res := call(t, cs, "hotels-by-city", map[string]any{"city": "Basel", "max": 1})
+	if res.IsError {
+		t.Fatal(text(res))
+	}
+	rows, _ := res.StructuredContent.(map[string]any)["rows"].([]any)
+	want := []any{map[string]any{"id": float64(1), "name": "Krafft"}}
+	if !reflect.DeepEqual(rows, want) {
+		t.Errorf("rows %v, want %v", rows, want)
 	}
 }
