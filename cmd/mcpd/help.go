@@ -51,8 +51,9 @@ prompts that interpolate an optional argument without coalesce(), inline
 secrets, shell tools that inherit the whole environment. Exits 1 on config
 errors, and on warnings only with --strict.
 `,
-	"fmt":  fmtUsage,
-	"init": initUsage,
+	"fmt":    fmtUsage,
+	"init":   initUsage,
+	"import": importUsage,
 	"client-config": `usage: mcpd client-config --host HOST [-c PATH] [--http URL] [--name NAME]
 
 Prints the snippet an MCP host needs to start (or reach) this server, in the
@@ -118,5 +119,5 @@ func helpCmd(args []string, stdout, stderr io.Writer) int {
 }
 
 func commandNames() []string {
-	return []string{"serve", "validate", "lint", "fmt", "list", "call", "read", "prompt", "init", "client-config", "version"}
+	return []string{"serve", "validate", "lint", "fmt", "list", "call", "read", "prompt", "init", "import", "client-config", "version"}
 }

@@ -49,6 +49,7 @@ Usage:
   mcpd lint     [-c PATH]... [--format text|json]      a reviewer's warnings about a config
   mcpd fmt      [--check] [PATH... | -]                rewrite config files in canonical form
   mcpd init     [DIR]                                  scaffold a new project
+  mcpd import   openapi SPEC | toolbox TOOLS.yaml [-o DIR]  convert an OpenAPI document or a Toolbox config
   mcpd client-config --host HOST [--http URL]          print a host's config snippet
   mcpd help     [COMMAND]                              print a command's help and flags
   mcpd version                                          print the version
@@ -95,6 +96,8 @@ func runIO(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = fmtCmd(rest, stdin, stdout, stderr)
 	case "init":
 		err = initCmd(rest, stdout, stderr)
+	case "import":
+		err = importCmd(rest, stdout, stderr)
 	case "client-config":
 		err = clientConfigCmd(rest, stdout, stderr)
 	case "test":

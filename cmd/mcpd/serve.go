@@ -46,6 +46,7 @@ func serveCmd(args []string, stderr io.Writer) error {
 	ops := addOpsFlags(fs)
 	auditFlags := addAuditFlags(fs)
 	guard := addAuthFlags(fs)
+	ui := fs.Bool("ui", false, "serve a browser console under /ui/ on the HTTP listener (see docs/cli.md)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -58,7 +59,11 @@ func serveCmd(args []string, stderr io.Writer) error {
 	if err := limits.check(); err != nil {
 		return err
 	}
+	if *ui && *stdio {
+		return fmt.Errorf("--ui needs the HTTP listener: the console calls /mcp; drop --stdio")
+	}
 	logger := c.logger(stderr)
+	con := newConsole(*ui, logger)
 	reg := registry()
 	l, err := load(c, reg, stderr)
 	if err != nil {
@@ -80,7 +85,7 @@ func serveCmd(args []string, stderr io.Writer) error {
 	var reloader *reload.Reloader // set below, before any request is served
 	srv := serve.New(&current, serve.Options{ListTTL: *listTTL, Logger: logger, MaxInflight: limits.maxInflight, OutputBudget: int64(limits.maxOutputBudget),
 		Metrics: metrics, Tracer: tracer, ShutdownGrace: ops.shutdownGrace, AnswerWait: answerWait,
-		Audit: auditLog, Generation: func() int { return reloader.Status().Generation() }})
+		Audit: auditLog, Generation: func() int { return reloader.Status().Generation() }, OnCall: onCall(con)})
 
 	ctx, cancel := shutdownSignals(logger)
 	defer cancel()
@@ -90,6 +95,9 @@ func serveCmd(args []string, stderr io.Writer) error {
 	reloader = &reload.Reloader{
 		Paths: c.paths(), Registry: reg, Current: &current, Notifier: srv,
 		Version: mcpdVersion(), Logger: logger, Poll: *poll,
+	}
+	if con != nil {
+		reloader.OnStatus = con.SetReloadStatus
 	}
 	reloader.Init(l)
 	watchState(metrics, reloader, srv, &current)
@@ -141,6 +149,11 @@ func serveCmd(args []string, stderr io.Writer) error {
 		mux.Handle("/", serve.HostGuard(httpOpts, admin))
 	}
 	hs := limits.httpServer(metrics.HTTPMiddleware(mux))
+	if con != nil {
+		mountConsole(mux, con, &current, authRequired, httpOpts, logger)
+		hs.RegisterOnShutdown(con.Close)
+		logger.Info("serving the console", "url", consoleURL(scheme, ln.Addr()))
+	}
 	logger.Info("serving MCP over Streamable HTTP", "url", fmt.Sprintf("%s://%s/mcp", scheme, ln.Addr()), "auth", current.Load().Auth != nil)
 	return runHTTP(ctx, hs, ln, srv, ops, logger)
 }

@@ -61,6 +61,11 @@ type Entry struct {
 	// the client negotiated or sent, when known.
 	Transport string `json:"transport"`
 	Protocol  string `json:"protocol_version"`
+	// Client is the label the client gave itself in params._meta
+	// ("mcpd/client"), e.g. "console" for mcpd's browser console; empty
+	// when it gave none. Any client can claim any label: it tells calls
+	// apart, it proves nothing.
+	Client string `json:"client"`
 	// Kind is tool, resource or prompt; Name the tool's or prompt's name,
 	// or the resource's URI.
 	Kind string `json:"kind"`

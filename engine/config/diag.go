@@ -84,6 +84,9 @@ type JSONDiagnostic struct {
 	Column    int    `json:"column,omitempty"`
 	EndLine   int    `json:"end_line,omitempty"`
 	EndColumn int    `json:"end_column,omitempty"`
+	// Source is the text of the line the diagnostic points at, when asked
+	// for (SourcedDiagnostics).
+	Source string `json:"source,omitempty"`
 }
 
 // JSONDiagnostics converts diagnostics for `mcpd validate --format json`.
@@ -99,6 +102,18 @@ func JSONDiagnostics(diags hcl.Diagnostics) []JSONDiagnostic {
 			jd.EndLine, jd.EndColumn = d.Subject.End.Line, d.Subject.End.Column
 		}
 		out = append(out, jd)
+	}
+	return out
+}
+
+// SourcedDiagnostics is JSONDiagnostics with the source line each one
+// points at, for readers that have no copy of the files (the console).
+func SourcedDiagnostics(diags hcl.Diagnostics, sources map[string][]byte) []JSONDiagnostic {
+	out := JSONDiagnostics(diags)
+	for i := range out {
+		if line, ok := sourceLine(sources[out[i].File], out[i].Line); ok {
+			out[i].Source = line
+		}
 	}
 	return out
 }

@@ -55,6 +55,11 @@ type Reloader struct {
 	// rewritten in place (`generator > tools.hcl`) is empty until the writer
 	// writes, and serving it then would take every tool it declares away.
 	EmptySettle time.Duration
+	// OnStatus, when not nil, gets the status after every change to it
+	// (the first load, each reload, each one held back). It is called with
+	// the reload lock held, so it must return at once and must not call
+	// Status.
+	OnStatus func(Status)
 
 	mu      sync.Mutex // serializes reloads
 	status  Status
@@ -90,6 +95,11 @@ type Status struct {
 	Held        int
 	Pending     string
 	LastFailure time.Time // when a reload last failed
+	// Files are the config files of the running config.
+	Files []string
+	// Diagnostics are Err's diagnostics, one by one, each with its file,
+	// line, column and source line.
+	Diagnostics []config.JSONDiagnostic
 }
 
 // Status returns the current status.
@@ -107,6 +117,15 @@ func (r *Reloader) Init(l *engine.Loaded) {
 	r.watched = newWatchSet(r.Paths, l.Files, l.Referenced)
 	r.hadContent = contentful(l)
 	r.status.LastOK = time.Now()
+	r.status.Files = l.Files
+	r.statusChanged()
+}
+
+// statusChanged tells OnStatus. The caller holds r.mu.
+func (r *Reloader) statusChanged() {
+	if r.OnStatus != nil {
+		r.OnStatus(r.status)
+	}
 }
 
 // contentful marks the config files of l that are not empty.
@@ -151,6 +170,8 @@ func (r *Reloader) Reload(ctx context.Context) error {
 	r.init()
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	// Every way out of a reload changes the status (a count, a time).
+	defer r.statusChanged()
 	start := time.Now()
 	r.retryAt = time.Time{}
 	prev := r.Current.Load()
@@ -173,6 +194,7 @@ func (r *Reloader) Reload(ctx context.Context) error {
 		r.status.Pending = ""
 		r.status.LastFailure = time.Now()
 		r.status.Err = strings.TrimSpace(buf.String())
+		r.status.Diagnostics = config.SourcedDiagnostics(l.Diagnostics, l.Sources)
 		r.Logger.Error("config reload failed; still serving the last good config", "diagnostics", "\n"+r.status.Err)
 		return errors.New("invalid config")
 	}
@@ -191,6 +213,8 @@ func (r *Reloader) Reload(ctx context.Context) error {
 	r.status.Reloads++
 	r.status.LastOK = time.Now()
 	r.status.Err = ""
+	r.status.Diagnostics = nil
+	r.status.Files = l.Files
 	r.status.Pending = ""
 	if changes.Empty() {
 		r.Logger.Info("config reloaded; nothing clients see changed", "took", time.Since(start))

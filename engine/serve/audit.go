@@ -65,6 +65,7 @@ func (s *Server) auditBegin(req mcp.Request, start time.Time) *auditCall {
 	// The SDK keeps the JSON-RPC id to itself; mcpd's id is what ties the
 	// line to the request's log lines.
 	e.RequestID = strconv.FormatUint(rand.Uint64(), 16)
+	e.Client = clientLabel(req)
 	if s.opts.Generation != nil {
 		e.Generation = s.opts.Generation()
 	}

@@ -49,6 +49,9 @@ func BenchmarkObserveCost(b *testing.B) {
 		// The audit log's cost in the call's goroutine: building, redacting
 		// and encoding the line; the writing is another goroutine's.
 		{"audit", serve.Options{Logger: quiet, Metrics: telemetry.NewMetrics("bench"), Audit: audit.New(io.Discard, audit.Options{Logger: quiet})}},
+		// mcpd serve --ui: the call record built for the console (whose
+		// own share is BenchmarkRecord in engine/console).
+		{"oncall", serve.Options{Logger: quiet, Metrics: telemetry.NewMetrics("bench"), OnCall: func(serve.CallRecord) {}}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			srv := serve.New(cur, bc.opts)

@@ -59,6 +59,10 @@ type Options struct {
 	// config generation for its entries.
 	Audit      *audit.Logger
 	Generation func() int
+	// OnCall, when not nil, hears of every tools/call, resources/read and
+	// prompts/get once answered (see calls.go); it runs on the request's
+	// goroutine, so it must return at once. Nil costs a call nothing.
+	OnCall func(CallRecord)
 
 	// bare leaves out the observe middleware, for benchmarking its cost.
 	bare bool
@@ -146,6 +150,9 @@ func New(current *snapshot.Current, opts Options) *Server {
 	s.notes.srv = s.mcp
 	s.mcp.AddReceivingMiddleware(s.middleware)
 	s.mcp.AddSendingMiddleware(s.notes.sending)
+	if opts.OnCall != nil {
+		s.mcp.AddReceivingMiddleware(s.recordCalls)
+	}
 	// Added last, so outermost: it sees every request first.
 	if !opts.bare {
 		s.mcp.AddReceivingMiddleware(s.observe)

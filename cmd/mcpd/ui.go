@@ -1,0 +1,50 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+
+	"github.com/mcpd/mcpd/engine/auth"
+	"github.com/mcpd/mcpd/engine/console"
+	"github.com/mcpd/mcpd/engine/serve"
+	"github.com/mcpd/mcpd/engine/snapshot"
+)
+
+// uiPrefix is where `mcpd serve --ui` serves the console. It shares the
+// MCP listener (even with --admin-http) because the page calls /mcp: same
+// origin, so the Origin check needs no widening, and the same auth.
+const uiPrefix = "/ui/"
+
+// newConsole returns the console for --ui, or nil.
+func newConsole(on bool, logger *slog.Logger) *console.Console {
+	if !on {
+		return nil
+	}
+	return console.New(console.Options{Logger: logger})
+}
+
+// onCall is serve.Options.OnCall for con: nil without a console, so that
+// no call pays anything for the console.
+func onCall(con *console.Console) func(serve.CallRecord) {
+	if con == nil {
+		return nil
+	}
+	return con.Record
+}
+
+// mountConsole serves the console under /ui/ on mux: the page and its
+// assets behind the Host/Origin guard (they hold no data, and the page must
+// load to ask for a token), the event stream behind the same guard and
+// authentication as /mcp.
+func mountConsole(mux *http.ServeMux, con *console.Console, current *snapshot.Current, required bool, httpOpts serve.HTTPOptions, logger *slog.Logger) {
+	mw := &auth.Middleware{Current: func() *auth.Config { return current.Load().Auth }, Required: required, Logger: logger}
+	h := con.Handler(uiPrefix)
+	mux.Handle(uiPrefix, serve.HostGuard(httpOpts, h))
+	mux.Handle(uiPrefix+"events", serve.HostGuard(httpOpts, mw.Wrap(h)))
+}
+
+func consoleURL(scheme string, addr net.Addr) string {
+	return fmt.Sprintf("%s://%s%s", scheme, addr, uiPrefix)
+}

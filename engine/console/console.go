@@ -1,0 +1,214 @@
+// Package console is mcpd's browser console (`mcpd serve --ui`): a page that
+// lists the tools, resources and prompts, calls them through MCP itself (the
+// same /mcp endpoint as every client), and shows the config's reload status
+// and the recent calls live.
+//
+// The package serves the page's embedded assets and one server-sent event
+// stream, /ui/events, of two kinds of event: "status" (the config's
+// generation, files and the latest reload's diagnostics) and "call" (one
+// answered call, from any client). Everything else the page shows it asks
+// /mcp for, so there is no second API to drift from the first.
+//
+// The stream never holds up the server: an event is encoded once and put on
+// each subscriber's bounded queue without waiting; a subscriber whose queue
+// is full is dropped (the browser reconnects and starts from a fresh
+// snapshot), and every write has a deadline.
+package console
+
+import (
+	"embed"
+	"encoding/json"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/mcpd/mcpd/engine/config"
+	"github.com/mcpd/mcpd/engine/reload"
+	"github.com/mcpd/mcpd/engine/serve"
+)
+
+//go:embed assets
+var assets embed.FS
+
+// ClientLabel is the label the console's calls carry under
+// serve.ClientMetaKey, and so in the audit log's "client" field.
+const ClientLabel = "console"
+
+// Options configure a Console.
+type Options struct {
+	// Logger receives one line per call made from the console, marked
+	// client=console, and the stream's warnings.
+	Logger *slog.Logger
+	// RecentCalls is how many calls the console keeps to show a page that
+	// opens; default 100.
+	RecentCalls int
+	// QueueSize is how many events may wait for one subscriber before it is
+	// dropped; default 256.
+	QueueSize int
+	// MaxSubscribers caps the event streams open at once; more get 503.
+	// Default 32.
+	MaxSubscribers int
+	// WriteTimeout bounds one write to a subscriber; default 5s.
+	WriteTimeout time.Duration
+	// Heartbeat is how often an idle stream gets a comment line, so that
+	// proxies keep it open and a dead client is noticed; default 15s.
+	Heartbeat time.Duration
+}
+
+// Console is the state behind the page: the latest config status, the
+// recent calls and the open event streams.
+type Console struct {
+	opts Options
+
+	mu     sync.Mutex
+	status []byte // the latest Status, encoded; nil before the first
+	calls  ring
+	subs   map[*subscriber]struct{}
+	closed bool
+}
+
+// New returns a console with no status yet; SetStatus gives it one.
+func New(opts Options) *Console {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.RecentCalls <= 0 {
+		opts.RecentCalls = 100
+	}
+	if opts.QueueSize <= 0 {
+		opts.QueueSize = 256
+	}
+	if opts.MaxSubscribers <= 0 {
+		opts.MaxSubscribers = 32
+	}
+	if opts.WriteTimeout <= 0 {
+		opts.WriteTimeout = 5 * time.Second
+	}
+	if opts.Heartbeat <= 0 {
+		opts.Heartbeat = 15 * time.Second
+	}
+	return &Console{opts: opts, calls: newRing(opts.RecentCalls), subs: map[*subscriber]struct{}{}}
+}
+
+// Status is the config part of the page, sent as a "status" event.
+type Status struct {
+	Generation int       `json:"generation"`
+	LoadedAt   time.Time `json:"loaded_at"`
+	Files      []string  `json:"files"`
+	LastReload struct {
+		Time   *time.Time `json:"time,omitempty"`
+		Result string     `json:"result"` // none, success, failure (as /healthz)
+		// Diagnostics are the errors of the latest reload when it failed,
+		// each with its file, line, column and source line.
+		Diagnostics []config.JSONDiagnostic `json:"diagnostics"`
+	} `json:"last_reload"`
+	// Pending says why a reload is held back while a file is being
+	// written; empty otherwise.
+	Pending string `json:"pending,omitempty"`
+}
+
+// StatusOf converts the reloader's status.
+func StatusOf(st reload.Status) Status {
+	var s Status
+	s.Generation, s.LoadedAt, s.Files, s.Pending = st.Generation(), st.LastOK, st.Files, st.Pending
+	at, result := st.LastReload()
+	s.LastReload.Result = result
+	if !at.IsZero() {
+		s.LastReload.Time = &at
+	}
+	s.LastReload.Diagnostics = []config.JSONDiagnostic{}
+	if result == reload.ResultFailure {
+		s.LastReload.Diagnostics = st.Diagnostics
+	}
+	if s.Files == nil {
+		s.Files = []string{}
+	}
+	return s
+}
+
+// SetReloadStatus is reload.Reloader.OnStatus: it returns at once.
+func (c *Console) SetReloadStatus(st reload.Status) { c.SetStatus(StatusOf(st)) }
+
+// SetStatus records the config status and sends it to every page open.
+func (c *Console) SetStatus(s Status) {
+	data, err := json.Marshal(s)
+	if err != nil {
+		c.opts.Logger.Error("console: encoding the status", "err", err)
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.status = data
+	c.broadcast(event{name: "status", data: data})
+}
+
+// Call is one answered call as the page shows it, sent as a "call" event.
+type Call struct {
+	Time       time.Time `json:"time"`
+	Kind       string    `json:"kind"`
+	Name       string    `json:"name"`
+	Principal  string    `json:"principal"`
+	Client     string    `json:"client"`
+	Transport  string    `json:"transport"`
+	DurationMS float64   `json:"duration_ms"`
+	Outcome    string    `json:"outcome"`
+	Error      string    `json:"error,omitempty"`
+}
+
+// Record is serve.Options.OnCall: it keeps the call and sends it to every
+// page open, without waiting for any of them.
+func (c *Console) Record(r serve.CallRecord) {
+	call := Call{
+		Time: r.Time, Kind: r.Kind, Name: r.Name, Principal: r.Principal, Client: r.Client, Transport: r.Transport,
+		DurationMS: float64(r.Duration.Microseconds()) / 1000, Outcome: r.Outcome, Error: r.Error,
+	}
+	if r.Client == ClientLabel {
+		c.opts.Logger.Info("call from the console", "client", r.Client, "kind", r.Kind, "name", r.Name,
+			"principal", r.Principal, "outcome", r.Outcome, "took", r.Duration)
+	}
+	data, err := json.Marshal(call)
+	if err != nil {
+		return // strings and numbers only: does not happen
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.calls.add(data)
+	c.broadcast(event{name: "call", data: data})
+}
+
+// Handler serves the console under prefix (e.g. "/ui/"): the page, its
+// assets, and the event stream at prefix+"events". The caller wraps it in
+// the same Host/Origin guard and authentication as /mcp; the assets hold no
+// data, the stream does.
+func (c *Console) Handler(prefix string) http.Handler {
+	sub, err := fs.Sub(assets, "assets")
+	if err != nil {
+		panic(err) // the embedded tree is fixed at build time
+	}
+	files := http.StripPrefix(prefix, http.FileServerFS(sub))
+	mux := http.NewServeMux()
+	mux.Handle("GET "+prefix+"events", http.HandlerFunc(c.serveEvents))
+	mux.Handle("GET "+prefix, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The page is small and changes with the binary: no caching
+		// surprises after an upgrade, and no framing by other sites.
+		w.Header().Set("Cache-Control", "no-cache")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Header().Set("X-Frame-Options", "DENY")
+		w.Header().Set("Referrer-Policy", "no-referrer")
+		w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; media-src data:; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'")
+		files.ServeHTTP(w, r)
+	}))
+	return mux
+}
+
+// Close ends every event stream (for a shutdown) and refuses new ones.
+func (c *Console) Close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	for s := range c.subs {
+		c.drop(s)
+	}
+}
