@@ -212,8 +212,7 @@ func TestRows(t *testing.T) {
 				if got.IsError || want.IsError {
 					t.Fatalf("%s%v: %s / %s", c.converted, c.args, text(got), text(want))
 				}
-				gr, _ := got.StructuredContent.(map[string]any)["rows"].([]any)
-				wr, _ := want.StructuredContent.(map[string]any)["rows"].([]any)
+				gr, wr := textRows(t, got), textRows(t, want)
 				if !reflect.DeepEqual(gr, wr) || len(gr) != c.rows {
 					t.Errorf("%s%v: rows %v, the hand-written tool's %v (want %d rows)", c.converted, c.args, gr, wr, c.rows)
 				}
@@ -367,9 +366,19 @@ func TestMySQL(t *testing.T) {
 	if res.IsError {
 		t.Fatal(text(res))
 	}
-	rows, _ := res.StructuredContent.(map[string]any)["rows"].([]any)
+	rows := textRows(t, res)
 	want := []any{map[string]any{"id": float64(1), "name": "Krafft"}}
 	if !reflect.DeepEqual(rows, want) {
 		t.Errorf("rows %v, want %v", rows, want)
 	}
+}
+
+// textRows reads the rows of a SQL tool's result: its text is their JSON.
+func textRows(t *testing.T, res *mcp.CallToolResult) []any {
+	t.Helper()
+	var rows []any
+	if err := json.Unmarshal([]byte(text(res)), &rows); err != nil {
+		t.Fatalf("the result's text is not the rows' JSON: %v\n%s", err, text(res))
+	}
+	return rows
 }
