@@ -35,13 +35,19 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	mcpdBin = filepath.Join(dir, "mcpd")
-	build := exec.Command("go", "build", "-o", mcpdBin, ".")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building mcpd:", err)
-		os.RemoveAll(dir)
-		os.Exit(1)
+	// mcpd-import beside mcpd, as go install puts it, for the binary; and
+	// named by $MCPD_IMPORT for run() in this test process.
+	importBin := filepath.Join(dir, "mcpd-import")
+	for _, b := range [][2]string{{mcpdBin, "."}, {importBin, "../mcpd-import"}} {
+		build := exec.Command("go", "build", "-o", b[0], b[1])
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "building", b[1]+":", err)
+			os.RemoveAll(dir)
+			os.Exit(1)
+		}
 	}
+	os.Setenv("MCPD_IMPORT", importBin)
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)

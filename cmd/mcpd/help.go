@@ -51,9 +51,8 @@ prompts that interpolate an optional argument without coalesce(), inline
 secrets, shell tools that inherit the whole environment. Exits 1 on config
 errors, and on warnings only with --strict.
 `,
-	"fmt":    fmtUsage,
-	"init":   initUsage,
-	"import": importUsage,
+	"fmt":  fmtUsage,
+	"init": initUsage,
 	"client-config": `usage: mcpd client-config --host HOST [-c PATH] [--http URL] [--name NAME]
 
 Prints the snippet an MCP host needs to start (or reach) this server, in the

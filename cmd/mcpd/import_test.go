@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -127,4 +128,36 @@ tools:
 	if !strings.Contains(stdout.String(), `tool "good"`) || strings.Contains(stdout.String(), `tool "bad"`) {
 		t.Errorf("stdout:\n%s", stdout.String())
 	}
+}
+
+// TestImportFindsItsProgram: the mcpd binary runs the mcpd-import beside
+// it, and says how to install it when there is none.
+func TestImportFindsItsProgram(t *testing.T) {
+	src := filepath.Join("..", "..", "engine", "importer", "toolbox", "testdata", "tools-v1.yaml")
+	cmd := exec.Command(mcpdBin, "import", "toolbox", src)
+	cmd.Env = append(withoutEnv(os.Environ(), "MCPD_IMPORT"), "PATH=/nonexistent")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("mcpd import beside mcpd-import: %v", err)
+	}
+	if !strings.Contains(string(out), `tool "search-hotels-by-name"`) {
+		t.Errorf("stdout:\n%s", out)
+	}
+
+	t.Setenv("MCPD_IMPORT", "")
+	t.Setenv("PATH", t.TempDir())
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"import", "toolbox", src}, &stdout, &stderr); code != 1 || !strings.Contains(stderr.String(), "mcpd-import, the program that converts documents for mcpd import, is neither beside mcpd nor on PATH; install it") {
+		t.Errorf("without mcpd-import: exit %d: %s", code, stderr.String())
+	}
+}
+
+func withoutEnv(env []string, name string) []string {
+	var out []string
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, name+"=") {
+			out = append(out, kv)
+		}
+	}
+	return out
 }

@@ -18,6 +18,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/mcpd/mcpd/adapters/builtin"
 	"github.com/mcpd/mcpd/engine"
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/config"
@@ -97,7 +98,7 @@ func runIO(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case "init":
 		err = initCmd(rest, stdout, stderr)
 	case "import":
-		err = importCmd(rest, stdout, stderr)
+		err = importCmd(rest, stdin, stdout, stderr)
 	case "client-config":
 		err = clientConfigCmd(rest, stdout, stderr)
 	case "test":
@@ -134,7 +135,7 @@ func (e exitError) Error() string { return fmt.Sprintf("exit %d", int(e)) }
 // block name that selects it.
 func registry() *adapter.Registry {
 	reg := adapter.NewRegistry()
-	registerAdapters(reg)
+	builtin.Register(reg)
 	return reg
 }
 

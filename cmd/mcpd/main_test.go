@@ -124,7 +124,8 @@ func configDir(t *testing.T, files map[string]string) string {
 // environment the tests run in cannot change their outcome.
 func clearEnv(t *testing.T) {
 	for _, kv := range os.Environ() {
-		if name, _, _ := strings.Cut(kv, "="); strings.HasPrefix(name, "MCPD_") {
+		// MCPD_IMPORT (TestMain) says where mcpd-import is, not how to serve.
+		if name, _, _ := strings.Cut(kv, "="); strings.HasPrefix(name, "MCPD_") && name != "MCPD_IMPORT" {
 			t.Setenv(name, "")
 			os.Unsetenv(name)
 		}

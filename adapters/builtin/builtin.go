@@ -1,4 +1,6 @@
-package main
+// Package builtin registers the adapters mcpd ships, so that every program
+// that loads configs (mcpd, mcpd-import) offers the same ones.
+package builtin
 
 import (
 	"github.com/mcpd/mcpd/engine/adapter"
@@ -8,9 +10,9 @@ import (
 	sqladapter "github.com/mcpd/mcpd/adapters/sql"
 )
 
-// registerAdapters registers every adapter mcpd ships, under the block name
+// Register registers every adapter mcpd ships in reg, under the block name
 // that selects it in a tool.
-func registerAdapters(reg *adapter.Registry) {
+func Register(reg *adapter.Registry) {
 	reg.Register("http", httpadapter.New())
 	reg.Register("shell", shell.New())
 	reg.Register("sql", sqladapter.New())
