@@ -9,10 +9,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -120,12 +122,12 @@ func Convert(doc *openapi3.T, opts Options) (*Result, error) {
 	c.matched = map[string]bool{}
 	c.baseURL = c.serverURL()
 
-	for _, name := range sortedKeys(doc.Webhooks) {
+	for _, name := range slices.Sorted(maps.Keys(doc.Webhooks)) {
 		c.report.Skip(pointer("webhooks", name), line(doc.Webhooks[name].Origin), "webhooks are not converted: mcpd tools make requests, they receive none")
 	}
 	var tools []*tool
 	paths := doc.Paths.Map()
-	for _, p := range sortedKeys(paths) {
+	for _, p := range slices.Sorted(maps.Keys(paths)) {
 		item := paths[p]
 		ops := item.Operations()
 		for _, m := range methods {
@@ -626,7 +628,7 @@ func (c *converter) body(t *tool, rb *openapi3.RequestBody, where string, ln int
 		}
 	}
 	var fields []importer.Field
-	for _, prop := range sortedKeys(props) {
+	for _, prop := range slices.Sorted(maps.Keys(props)) {
 		ps, _ := props[prop].(map[string]any)
 		if form && !scalar(ps) && !(typeOf(ps) == "array" && scalarItems(ps)) {
 			c.report.Skip(where+"/content/"+strings.ReplaceAll(mt, "/", "~1")+"/schema/properties/"+prop, ln, "a form field that is an object is not converted")
@@ -661,7 +663,7 @@ func scalarItems(s map[string]any) bool {
 // pickMedia chooses the body's media type: JSON first, then a form;
 // multipart and other types cannot be sent by the http adapter.
 func pickMedia(content openapi3.Content) (string, *openapi3.MediaType) {
-	keys := sortedKeys(content)
+	keys := slices.Sorted(maps.Keys(content))
 	for _, k := range keys {
 		if strings.EqualFold(mediaBase(k), "application/json") {
 			return "application/json", content[k]
@@ -707,7 +709,7 @@ func (c *converter) output(op *openapi3.Operation, where string) (map[string]any
 	}
 	if resp == nil {
 		m := op.Responses.Map()
-		for _, k := range sortedKeys(m) {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
 			if len(k) == 3 && k[0] == '2' {
 				code, resp = k, m[k]
 				break
@@ -719,7 +721,7 @@ func (c *converter) output(op *openapi3.Operation, where string) (map[string]any
 	}
 	var media *openapi3.MediaType
 	accept := ""
-	for _, k := range sortedKeys(resp.Value.Content) {
+	for _, k := range slices.Sorted(maps.Keys(resp.Value.Content)) {
 		b := strings.ToLower(mediaBase(k))
 		if b == "application/json" || strings.HasSuffix(b, "+json") {
 			media = resp.Value.Content[k]

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
-	"sort"
 
 	"github.com/getkin/kin-openapi/openapi3"
 )
@@ -361,16 +360,6 @@ func contains(l []string, s string) bool {
 }
 
 func cloneList(l []any) []any { return append([]any(nil), l...) }
-
-// sortedKeys returns a map's keys in order.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
 
 // ecmaEscape is an ECMA-262 \uXXXX escape, which RE2 writes \x{XXXX}.
 var ecmaEscape = regexp.MustCompile(`(^|[^\\])((?:\\\\)*)\\u([0-9A-Fa-f]{4})`)

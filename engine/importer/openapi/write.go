@@ -2,6 +2,8 @@ package openapi
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -46,7 +48,7 @@ func (c *converter) backendFor(op *openapi3.Operation, where string, ln int) str
 		sort.Strings(names)
 		c.report.Skip(swhere, ln, "the security scheme %s is not converted: the tool's requests carry no credentials; add them to its http_backend", strings.Join(names, " + "))
 	}
-	schemes := sortedKeys(chosen)
+	schemes := slices.Sorted(maps.Keys(chosen))
 	key := strings.Join(schemes, "+")
 	if b, ok := c.backends[key]; ok {
 		return b.name
@@ -78,7 +80,7 @@ func (c *converter) isDefault(key string) bool {
 			}
 		}
 		if ok {
-			return strings.Join(sortedKeys(alt), "+") == key
+			return strings.Join(slices.Sorted(maps.Keys(alt)), "+") == key
 		}
 	}
 	return key == ""
@@ -302,7 +304,7 @@ func writeParam(tb *hclwrite.Body, p *param) {
 	} else if !p.required {
 		pb.SetAttributeValue("required", cty.False)
 	}
-	for _, k := range sortedKeys(paramKeys) {
+	for _, k := range slices.Sorted(maps.Keys(paramKeys)) {
 		attr := paramKeys[k]
 		if v, ok := s[k]; ok && attr != "" {
 			pb.SetAttributeRaw(attr, importer.Tokens(v))

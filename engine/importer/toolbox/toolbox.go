@@ -8,9 +8,11 @@ package toolbox
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/url"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -191,7 +193,7 @@ func (c *converter) source(r *resource) {
 			// mcpd's base_url takes no query: its parameters go to the
 			// backend's query.
 			q, _ := url.ParseQuery(base[i+1:])
-			for _, k := range sortedKeys(q) {
+			for _, k := range slices.Sorted(maps.Keys(q)) {
 				for _, v := range q[k] {
 					query = append(query, importer.Field{Name: k, Value: importer.Lit(v)})
 				}
@@ -863,13 +865,4 @@ func (c *converter) writeAuth() {
 		return
 	}
 	c.report.Skip("authServices", 0, "tools need authenticated callers, but no auth service could be converted: add an auth block")
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
