@@ -8,6 +8,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 
 	"github.com/mcpd/mcpd/engine/importer"
+	"github.com/mcpd/mcpd/engine/importer/importtest"
 	"github.com/mcpd/mcpd/engine/importer/openapi"
 )
 
@@ -61,18 +62,18 @@ func TestGitHub(t *testing.T) {
 		}
 	}
 	api.route(t, doc, "")
-	s := loadConfig(t, res.HCL)
-	cs := connect(t, s)
+	s := importtest.Load(t, map[string][]byte{"tools.hcl": res.HCL})
+	cs := importtest.Connect(t, s)
 	for _, tool := range s.Tools {
 		t.Run(tool.Def.Name, func(t *testing.T) {
 			args := argsFor(tool.InputSchema)
-			res := call(t, cs, tool.Def.Name, args)
+			res := importtest.Call(t, cs, tool.Def.Name, args)
 			reqs, errs := api.take()
 			for _, e := range errs {
 				t.Error(e)
 			}
 			if res.IsError {
-				t.Fatalf("%v: tool error: %s", args, text(res))
+				t.Fatalf("%v: tool error: %s", args, importtest.Text(res))
 			}
 			if len(reqs) != 1 {
 				t.Fatalf("%d requests, want 1", len(reqs))

@@ -9,72 +9,16 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/legacy"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	httpadapter "github.com/mcpd/mcpd/adapters/http"
-	"github.com/mcpd/mcpd/engine"
-	"github.com/mcpd/mcpd/engine/adapter"
-	"github.com/mcpd/mcpd/engine/serve"
-	"github.com/mcpd/mcpd/engine/snapshot"
 )
-
-// loadConfig loads generated HCL with the real loader, as mcpd validate
-// and serve do, and fails the test on any error.
-func loadConfig(t *testing.T, src []byte) *snapshot.Snapshot {
-	t.Helper()
-	dir := t.TempDir()
-	path := filepath.Join(dir, "tools.hcl")
-	if err := os.WriteFile(path, src, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	reg := adapter.NewRegistry()
-	reg.Register("http", httpadapter.New())
-	l := engine.LoadWith([]string{path}, reg, nil, "test", engine.Options{UnsetEnvWarning: true})
-	for _, d := range l.Diagnostics {
-		if d.Severity == 1 { // hcl.DiagError
-			t.Errorf("generated config: %s", d.Error())
-		}
-	}
-	if l.Snapshot == nil {
-		t.Fatalf("the generated config does not load")
-	}
-	t.Cleanup(func() { l.Snapshot.Close() })
-	return l.Snapshot
-}
-
-// connect serves a snapshot to a go-sdk client over in-memory transports.
-func connect(t *testing.T, s *snapshot.Snapshot) *mcp.ClientSession {
-	t.Helper()
-	cur := &snapshot.Current{}
-	cur.Swap(s)
-	srv := serve.New(cur, serve.Options{})
-	ct, st := mcp.NewInMemoryTransports()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	ss, err := srv.SDK().Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ss.Close() })
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "import-test", Version: "1"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close() })
-	return cs
-}
 
 // seen is one request the API server received.
 type seen struct {

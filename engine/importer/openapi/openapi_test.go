@@ -18,6 +18,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpd/mcpd/engine/importer/importtest"
 	"github.com/mcpd/mcpd/engine/importer/openapi"
 )
 
@@ -93,31 +94,12 @@ func TestGolden(t *testing.T) {
 			var rep bytes.Buffer
 			res.Report.Write(&rep)
 			golden(t, base+".report.txt", rep.Bytes())
-			s := loadConfig(t, res.HCL)
+			s := importtest.Load(t, map[string][]byte{"tools.hcl": res.HCL})
 			if len(s.Tools) != res.Tools {
 				t.Errorf("the config declares %d tools, the converter says %d", len(s.Tools), res.Tools)
 			}
 		})
 	}
-}
-
-func call(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any) *mcp.CallToolResult {
-	t.Helper()
-	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: args})
-	if err != nil {
-		t.Fatalf("%s: %v", tool, err)
-	}
-	return res
-}
-
-func text(res *mcp.CallToolResult) string {
-	var b strings.Builder
-	for _, c := range res.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			b.WriteString(tc.Text)
-		}
-	}
-	return b.String()
 }
 
 // TestPetstoreCalls calls every tool of the converted Petstore 3.1
@@ -143,8 +125,8 @@ func TestPetstoreCalls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := loadConfig(t, res.HCL)
-	cs := connect(t, s)
+	s := importtest.Load(t, map[string][]byte{"tools.hcl": res.HCL})
+	cs := importtest.Connect(t, s)
 
 	tests := []struct {
 		tool   string
@@ -204,13 +186,13 @@ func TestPetstoreCalls(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.tool, func(t *testing.T) {
-			res := call(t, cs, tt.tool, tt.args)
+			res := importtest.Call(t, cs, tt.tool, tt.args)
 			reqs, errs := api.take()
 			for _, e := range errs {
 				t.Error(e)
 			}
 			if res.IsError {
-				t.Fatalf("tool error: %s", text(res))
+				t.Fatalf("tool error: %s", importtest.Text(res))
 			}
 			if len(reqs) != 1 {
 				t.Fatalf("%d requests, want 1", len(reqs))
@@ -230,13 +212,13 @@ func TestPetstoreCalls(t *testing.T) {
 	// Every tool, with arguments made from its own input schema.
 	for _, tool := range s.Tools {
 		t.Run("schema/"+tool.Def.Name, func(t *testing.T) {
-			res := call(t, cs, tool.Def.Name, argsFor(tool.InputSchema))
+			res := importtest.Call(t, cs, tool.Def.Name, argsFor(tool.InputSchema))
 			_, errs := api.take()
 			if tool.Def.Name == "list_categories" {
 				// Its cookie credentials are not converted (the report says
 				// so): the API refuses the request.
 				if !res.IsError || len(errs) != 1 || !strings.Contains(errs[0], "security requirements failed") {
-					t.Errorf("list_categories: got %v, %q; want the API to refuse a request without the cookie", errs, text(res))
+					t.Errorf("list_categories: got %v, %q; want the API to refuse a request without the cookie", errs, importtest.Text(res))
 				}
 				return
 			}
@@ -244,7 +226,7 @@ func TestPetstoreCalls(t *testing.T) {
 				t.Error(e)
 			}
 			if res.IsError {
-				t.Errorf("tool error: %s", text(res))
+				t.Errorf("tool error: %s", importtest.Text(res))
 			}
 		})
 	}
@@ -260,17 +242,17 @@ func TestPetstore30Calls(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s := loadConfig(t, res.HCL)
-			cs := connect(t, s)
+			s := importtest.Load(t, map[string][]byte{"tools.hcl": res.HCL})
+			cs := importtest.Connect(t, s)
 			for _, tool := range s.Tools {
 				args := argsFor(tool.InputSchema)
-				res := call(t, cs, tool.Def.Name, args)
+				res := importtest.Call(t, cs, tool.Def.Name, args)
 				reqs, errs := api.take()
 				for _, e := range errs {
 					t.Errorf("%s: %s", tool.Def.Name, e)
 				}
 				if res.IsError {
-					t.Errorf("%s%v: tool error: %s", tool.Def.Name, args, text(res))
+					t.Errorf("%s%v: tool error: %s", tool.Def.Name, args, importtest.Text(res))
 				}
 				if len(reqs) != 1 {
 					t.Errorf("%s: %d requests, want 1", tool.Def.Name, len(reqs))

@@ -15,22 +15,15 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-	"time"
 
 	mysqldriver "github.com/go-sql-driver/mysql"
-	"github.com/hashicorp/hcl/v2"
 	"github.com/jackc/pgx/v5"
 	_ "github.com/jackc/pgx/v5/stdlib"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	_ "modernc.org/sqlite"
 
-	httpadapter "github.com/mcpd/mcpd/adapters/http"
-	sqladapter "github.com/mcpd/mcpd/adapters/sql"
-	"github.com/mcpd/mcpd/engine"
-	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/importer/importtest"
 	"github.com/mcpd/mcpd/engine/importer/toolbox"
-	"github.com/mcpd/mcpd/engine/serve"
-	"github.com/mcpd/mcpd/engine/snapshot"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
@@ -81,69 +74,6 @@ func setEnv(t *testing.T, sqlitePath, bookingURL string) {
 	}
 }
 
-func load(t *testing.T, files map[string][]byte) *snapshot.Snapshot {
-	t.Helper()
-	dir := t.TempDir()
-	for name, src := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), src, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	reg := adapter.NewRegistry()
-	reg.Register("http", httpadapter.New())
-	reg.Register("sql", sqladapter.New())
-	l := engine.LoadWith([]string{dir}, reg, nil, "test", engine.Options{UnsetEnvWarning: true})
-	for _, d := range l.Diagnostics {
-		if d.Severity == hcl.DiagError {
-			t.Errorf("config: %s", d.Error())
-		}
-	}
-	if l.Snapshot == nil {
-		t.Fatal("the config does not load")
-	}
-	t.Cleanup(func() { l.Snapshot.Close() })
-	return l.Snapshot
-}
-
-func connect(t *testing.T, s *snapshot.Snapshot) *mcp.ClientSession {
-	t.Helper()
-	cur := &snapshot.Current{}
-	cur.Swap(s)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	t.Cleanup(cancel)
-	ct, st := mcp.NewInMemoryTransports()
-	ss, err := serve.New(cur, serve.Options{}).SDK().Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ss.Close() })
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "toolbox-test", Version: "1"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close() })
-	return cs
-}
-
-func call(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any) *mcp.CallToolResult {
-	t.Helper()
-	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: args})
-	if err != nil {
-		t.Fatalf("%s: %v", tool, err)
-	}
-	return res
-}
-
-func text(res *mcp.CallToolResult) string {
-	var b strings.Builder
-	for _, c := range res.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			b.WriteString(tc.Text)
-		}
-	}
-	return b.String()
-}
-
 // TestGolden converts both Toolbox formats of one configuration: the HCL
 // must be the same, match the golden file and load with the real loader.
 func TestGolden(t *testing.T) {
@@ -163,7 +93,7 @@ func TestGolden(t *testing.T) {
 	if len(v1.Report.Issues) != len(v2.Report.Issues) {
 		t.Errorf("%d issues from the old format, %d from the new", len(v1.Report.Issues), len(v2.Report.Issues))
 	}
-	s := load(t, map[string][]byte{"tools.hcl": v1.HCL})
+	s := importtest.Load(t, map[string][]byte{"tools.hcl": v1.HCL})
 	if len(s.Tools) != v1.Tools || v1.Tools != 9 {
 		t.Errorf("%d tools loaded, %d converted, want 9", len(s.Tools), v1.Tools)
 	}
@@ -191,8 +121,8 @@ func TestRows(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s := load(t, map[string][]byte{"tools.hcl": convert(t, format).HCL, "hand.hcl": hand})
-			cs := connect(t, s)
+			s := importtest.Load(t, map[string][]byte{"tools.hcl": convert(t, format).HCL, "hand.hcl": hand})
+			cs := importtest.Connect(t, s)
 			cases := []struct {
 				converted, hand string
 				args            map[string]any
@@ -207,10 +137,10 @@ func TestRows(t *testing.T) {
 				{"sqlite-hotels-sorted", "hand_sorted", map[string]any{"column": "price"}, 4},
 			}
 			for _, c := range cases {
-				got := call(t, cs, c.converted, c.args)
-				want := call(t, cs, c.hand, c.args)
+				got := importtest.Call(t, cs, c.converted, c.args)
+				want := importtest.Call(t, cs, c.hand, c.args)
 				if got.IsError || want.IsError {
-					t.Fatalf("%s%v: %s / %s", c.converted, c.args, text(got), text(want))
+					t.Fatalf("%s%v: %s / %s", c.converted, c.args, importtest.Text(got), importtest.Text(want))
 				}
 				gr, wr := textRows(t, got), textRows(t, want)
 				if !reflect.DeepEqual(gr, wr) || len(gr) != c.rows {
@@ -219,14 +149,14 @@ func TestRows(t *testing.T) {
 			}
 			// The caller-bound param needs an authenticated caller: the
 			// in-memory client is the local user, who has no claims.
-			res := call(t, cs, "book-hotel", map[string]any{"hotel_id": 1})
-			if !res.IsError || !strings.Contains(text(res), "authenticated caller") {
-				t.Errorf("book-hotel as the local user: %s", text(res))
+			res := importtest.Call(t, cs, "book-hotel", map[string]any{"hotel_id": 1})
+			if !res.IsError || !strings.Contains(importtest.Text(res), "authenticated caller") {
+				t.Errorf("book-hotel as the local user: %s", importtest.Text(res))
 			}
 			// A value the Toolbox parameter did not allow.
-			res = call(t, cs, "sqlite-hotels-sorted", map[string]any{"column": "id; DROP TABLE hotels"})
+			res = importtest.Call(t, cs, "sqlite-hotels-sorted", map[string]any{"column": "id; DROP TABLE hotels"})
 			if !res.IsError {
-				t.Errorf("an identifier outside allowedValues was accepted: %s", text(res))
+				t.Errorf("an identifier outside allowedValues was accepted: %s", importtest.Text(res))
 			}
 		})
 	}
@@ -295,8 +225,8 @@ func TestHTTPTools(t *testing.T) {
 	}))
 	defer api.Close()
 	setEnv(t, filepath.Join(t.TempDir(), "hotels.db"), api.URL+"/api")
-	s := load(t, map[string][]byte{"tools.hcl": convert(t, "tools-v2.yaml").HCL})
-	cs := connect(t, s)
+	s := importtest.Load(t, map[string][]byte{"tools.hcl": convert(t, "tools-v2.yaml").HCL})
+	cs := importtest.Connect(t, s)
 
 	tests := []struct {
 		tool string
@@ -312,9 +242,9 @@ func TestHTTPTools(t *testing.T) {
 				"hotel": float64(3), "guest": "Ann \"A\" O'Neil", "nights": []any{"2024-05-06"}, "extras": map[string]any{"breakfast": true}}}},
 	}
 	for _, tt := range tests {
-		res := call(t, cs, tt.tool, tt.args)
+		res := importtest.Call(t, cs, tt.tool, tt.args)
 		if res.IsError {
-			t.Fatalf("%s: %s", tt.tool, text(res))
+			t.Fatalf("%s: %s", tt.tool, importtest.Text(res))
 		}
 		r := <-got
 		if !reflect.DeepEqual(r, tt.want) {
@@ -360,11 +290,11 @@ func TestMySQL(t *testing.T) {
 	t.Setenv("MYSQL_USER", cfg.User)
 	t.Setenv("MYSQL_PASSWORD", cfg.Passwd)
 
-	s := load(t, map[string][]byte{"tools.hcl": convert(t, "tools-mysql.yaml").HCL})
-	cs := connect(t, s)
-	res := call(t, cs, "hotels-by-city", map[string]any{"city": "Basel", "max": 1})
+	s := importtest.Load(t, map[string][]byte{"tools.hcl": convert(t, "tools-mysql.yaml").HCL})
+	cs := importtest.Connect(t, s)
+	res := importtest.Call(t, cs, "hotels-by-city", map[string]any{"city": "Basel", "max": 1})
 	if res.IsError {
-		t.Fatal(text(res))
+		t.Fatal(importtest.Text(res))
 	}
 	rows := textRows(t, res)
 	want := []any{map[string]any{"id": float64(1), "name": "Krafft"}}
@@ -377,8 +307,8 @@ func TestMySQL(t *testing.T) {
 func textRows(t *testing.T, res *mcp.CallToolResult) []any {
 	t.Helper()
 	var rows []any
-	if err := json.Unmarshal([]byte(text(res)), &rows); err != nil {
-		t.Fatalf("the result's text is not the rows' JSON: %v\n%s", err, text(res))
+	if err := json.Unmarshal([]byte(importtest.Text(res)), &rows); err != nil {
+		t.Fatalf("the result's text is not the rows' JSON: %v\n%s", err, importtest.Text(res))
 	}
 	return rows
 }
