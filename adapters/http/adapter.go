@@ -95,11 +95,10 @@ func (h *handler) MaxOutputBytes() int64 { return h.maxBytes }
 
 // CompileTool decodes and checks a tool's http block.
 func (a *Adapter) CompileTool(b *adapter.ToolBlock) (adapter.Handler, hcl.Diagnostics) {
-	d := &decoder{scope: b.Scope}
-	content, diags := b.Body.Content(toolSchema)
-	d.diags = append(d.diags, diags...)
-	if diags.HasErrors() {
-		return nil, d.diags
+	d := &decoder{adapter.NewDecoder(b.Scope)}
+	content, ok := d.Content(b.Body, toolSchema)
+	if !ok {
+		return nil, d.Diags
 	}
 	attrs := content.Attributes
 	h := &handler{
@@ -114,27 +113,7 @@ func (a *Adapter) CompileTool(b *adapter.ToolBlock) (adapter.Handler, hcl.Diagno
 	// backend
 	var be *liveBackend
 	if attr := attrs["backend"]; attr != nil {
-		if name, ok := d.staticString(attr, "backend"); ok {
-			var found adapter.Backend
-			var exists bool
-			if b.Backend != nil {
-				found, exists = b.Backend("http_backend", name)
-			}
-			lb, isHTTP := found.(*liveBackend)
-			switch {
-			case !exists:
-				if dym := b.BackendSuggestion("http_backend", name); dym != "" {
-					d.errorf(attr.Expr.Range(), "Unknown http_backend", "There is no http_backend named %q.%s", name, dym)
-				} else {
-					d.errorf(attr.Expr.Range(), "Unknown http_backend",
-						`There is no http_backend named %q; declare it with http_backend %q { base_url = "https://..." }.`, name, name)
-				}
-			case !isHTTP:
-				d.errorf(attr.Expr.Range(), "Unknown http_backend", "The backend %q is not an http_backend.", name)
-			default:
-				be = lb
-			}
-		}
+		be, _ = adapter.LookupBackend[*liveBackend](d.Decoder, b, attr, "http_backend", `http_backend %q { base_url = "https://..." }`)
 	}
 	if be != nil {
 		h.client = be.client
@@ -150,10 +129,10 @@ func (a *Adapter) CompileTool(b *adapter.ToolBlock) (adapter.Handler, hcl.Diagno
 
 	// method
 	if attr := attrs["method"]; attr != nil {
-		if m, ok := d.staticString(attr, "method"); ok {
+		if m, ok := d.String(attr, "method"); ok {
 			m = strings.ToUpper(strings.TrimSpace(m))
 			if !allowedMethods[m] {
-				d.errorf(attr.Expr.Range(), "Invalid method", "method must be one of %s; got %q.", methodList(), m)
+				d.Errorf(attr.Expr.Range(), "Invalid method", "method must be one of %s; got %q.", methodList(), m)
 			} else {
 				h.method = m
 			}
@@ -165,13 +144,13 @@ func (a *Adapter) CompileTool(b *adapter.ToolBlock) (adapter.Handler, hcl.Diagno
 	hasBackend := attrs["backend"] != nil
 	switch {
 	case pathAttr != nil && urlAttr != nil:
-		d.errorf(urlAttr.Range, "Conflicting path and url", "Set either path (relative to the backend's base_url) or url (a full URL, without backend), not both.")
+		d.Errorf(urlAttr.Range, "Conflicting path and url", "Set either path (relative to the backend's base_url) or url (a full URL, without backend), not both.")
 	case urlAttr != nil && hasBackend:
-		d.errorf(urlAttr.Range, "url with backend", "url is a full URL and cannot be combined with backend; use path, which is relative to the backend's base_url.")
+		d.Errorf(urlAttr.Range, "url with backend", "url is a full URL and cannot be combined with backend; use path, which is relative to the backend's base_url.")
 	case pathAttr != nil && !hasBackend:
-		d.errorf(pathAttr.Range, "path without backend", "path is relative to an http_backend's base_url; set backend, or use url for a full URL.")
+		d.Errorf(pathAttr.Range, "path without backend", "path is relative to an http_backend's base_url; set backend, or use url for a full URL.")
 	case urlAttr == nil && !hasBackend:
-		d.errorf(b.Range, "Missing backend or url", `The http block needs backend = "<http_backend name>" (with an optional path), or url = "https://...".`)
+		d.Errorf(b.Range, "Missing backend or url", `The http block needs backend = "<http_backend name>" (with an optional path), or url = "https://...".`)
 	case pathAttr != nil:
 		if t, ok := compileTemplate(d, pathAttr); ok && checkLiteralPath(d, pathAttr, t.skeleton()) {
 			h.path = t
@@ -192,11 +171,11 @@ func (a *Adapter) CompileTool(b *adapter.ToolBlock) (adapter.Handler, hcl.Diagno
 		h.body = d.compileBody(attr, &sec)
 	}
 	if attrs["body"] != nil && attrs["form"] != nil {
-		d.errorf(attrs["form"].Range, "Conflicting body and form", "Set either body (sent as JSON) or form (sent as application/x-www-form-urlencoded), not both.")
+		d.Errorf(attrs["form"].Range, "Conflicting body and form", "Set either body (sent as JSON) or form (sent as application/x-www-form-urlencoded), not both.")
 	}
 	for _, name := range []string{"body", "form"} {
 		if attr := attrs[name]; attr != nil && (h.method == http.MethodGet || h.method == http.MethodHead || h.method == http.MethodOptions) {
-			d.errorf(attr.Range, "Request body not allowed", "A %s request has no body; use query = { ... }, or a method such as POST.", h.method)
+			d.Errorf(attr.Range, "Request body not allowed", "A %s request has no body; use query = { ... }, or a method such as POST.", h.method)
 		}
 	}
 
@@ -205,31 +184,31 @@ func (a *Adapter) CompileTool(b *adapter.ToolBlock) (adapter.Handler, hcl.Diagno
 		h.expect = d.decodeExpectStatus(attr)
 	}
 	if attr := attrs["max_response_bytes"]; attr != nil {
-		if n, ok := d.staticInt(attr, "max_response_bytes", 1, maxMaxResponseBytes); ok {
+		if n, ok := d.Int(attr, "max_response_bytes", 1, maxMaxResponseBytes); ok {
 			h.maxBytes = n
 		}
 	}
 	if attr := attrs["timeout"]; attr != nil {
-		if dur, ok := d.staticDuration(attr, "timeout", minTimeout, maxTimeout); ok {
+		if dur, ok := d.Duration(attr, "timeout", minTimeout, maxTimeout); ok {
 			h.timeout = dur
 		}
 	}
-	if rb := d.singleBlock(content.Blocks, "retry"); rb != nil {
+	if rb := d.SingleBlock(content.Blocks, "retry"); rb != nil {
 		if p, ok := d.decodeRetry(rb); ok {
 			h.retry = p
 		}
 	}
 	if attr := attrs["retry_unsafe"]; attr != nil {
-		if v, ok := d.staticBool(attr, "retry_unsafe"); ok {
+		if v, ok := d.Bool(attr, "retry_unsafe"); ok {
 			h.retryUnsafe = v
 		}
 	}
 
-	if d.diags.HasErrors() {
-		return nil, d.diags
+	if d.Diags.HasErrors() {
+		return nil, d.Diags
 	}
 	h.secrets = sec.finish()
-	return h, d.diags
+	return h, d.Diags
 }
 
 func methodList() string {
@@ -247,8 +226,8 @@ func (d *decoder) compileMultiMap(attr *hcl.Attribute, what string, sec *secrets
 	if attr == nil {
 		return nil
 	}
-	if diags := d.scope.Check(attr.Expr); diags.HasErrors() {
-		d.diags = append(d.diags, diags...)
+	if diags := d.Scope.Check(attr.Expr); diags.HasErrors() {
+		d.Diags = append(d.Diags, diags...)
 		return nil
 	}
 	collectSecrets(d, attr.Expr, sec)
@@ -284,19 +263,19 @@ func (d *decoder) checkStaticNames(attr *hcl.Attribute, what string) bool {
 	}
 	keys, ranges, ok := staticKeys(attr.Expr)
 	if !ok {
-		d.errorf(attr.Expr.Range(), "Invalid "+what, "%s must be written as { name = value, ... } with fixed names when its values use the call's arguments; the names cannot come from arguments.", what)
+		d.Errorf(attr.Expr.Range(), "Invalid "+what, "%s must be written as { name = value, ... } with fixed names when its values use the call's arguments; the names cannot come from arguments.", what)
 		return false
 	}
 	good := true
 	for i, k := range keys {
 		if k == "" {
-			d.errorf(ranges[i], "Invalid "+what, "%s: a name must be fixed in the config, not computed from the call's arguments (write it literally, e.g. X-Request-Id = args.id).", what)
+			d.Errorf(ranges[i], "Invalid "+what, "%s: a name must be fixed in the config, not computed from the call's arguments (write it literally, e.g. X-Request-Id = args.id).", what)
 			good = false
 			continue
 		}
 		if what == "headers" {
 			if msg := checkHeaderName(k); msg != "" {
-				d.errorf(ranges[i], "Invalid header", "headers: %s.", msg)
+				d.Errorf(ranges[i], "Invalid header", "headers: %s.", msg)
 				good = false
 			}
 		}
@@ -305,20 +284,20 @@ func (d *decoder) checkStaticNames(attr *hcl.Attribute, what string) bool {
 }
 
 func (d *decoder) compileBody(attr *hcl.Attribute, sec *secrets) *jsonBody {
-	if diags := d.scope.Check(attr.Expr); diags.HasErrors() {
-		d.diags = append(d.diags, diags...)
+	if diags := d.Scope.Check(attr.Expr); diags.HasErrors() {
+		d.Diags = append(d.Diags, diags...)
 		return nil
 	}
 	collectSecrets(d, attr.Expr, sec)
 	b := &jsonBody{expr: attr.Expr}
 	if adapter.IsStatic(attr.Expr) {
-		v, ok := d.static(attr, "body")
+		v, ok := d.Value(attr, "body")
 		if !ok {
 			return nil
 		}
 		data, err := encodeJSON(v)
 		if err != nil {
-			d.errorf(attr.Expr.Range(), "Invalid body", "body cannot be encoded as JSON: %s.", err)
+			d.Errorf(attr.Expr.Range(), "Invalid body", "body cannot be encoded as JSON: %s.", err)
 			return nil
 		}
 		b.static, b.isNull = data, data == nil
@@ -327,21 +306,21 @@ func (d *decoder) compileBody(attr *hcl.Attribute, sec *secrets) *jsonBody {
 }
 
 func (d *decoder) decodeExpectStatus(attr *hcl.Attribute) []int {
-	v, ok := d.static(attr, "expect_status")
+	v, ok := d.Value(attr, "expect_status")
 	if !ok {
 		return nil
 	}
 	const hint = "expect_status must be a non-empty list of HTTP status codes (100-599), such as [200, 201]."
 	if v.IsNull() || !(v.Type().IsListType() || v.Type().IsTupleType() || v.Type().IsSetType()) || v.LengthInt() == 0 {
-		d.errorf(attr.Expr.Range(), "Invalid expect_status", "%s", hint)
+		d.Errorf(attr.Expr.Range(), "Invalid expect_status", "%s", hint)
 		return nil
 	}
 	var out []int
 	for it := v.ElementIterator(); it.Next(); {
 		_, ev := it.Element()
-		n, isNum := wholeNumber(ev)
+		n, isNum := adapter.WholeNumber(ev)
 		if !isNum || n < 100 || n > 599 {
-			d.errorf(attr.Expr.Range(), "Invalid expect_status", "%s Got %s.", hint, describeValue(ev))
+			d.Errorf(attr.Expr.Range(), "Invalid expect_status", "%s Got %s.", hint, describeValue(ev))
 			return nil
 		}
 		out = append(out, int(n))

@@ -45,11 +45,10 @@ func (c *backendConfig) GoString() string { return c.String() }
 // DecodeBackend decodes an http_backend block. All of its attributes are
 // load-time values; headers may use env() and file().
 func (a *Adapter) DecodeBackend(b *adapter.BackendBlock) (adapter.BackendConfig, hcl.Diagnostics) {
-	d := &decoder{scope: b.Scope}
-	content, diags := b.Body.Content(backendSchema)
-	d.diags = append(d.diags, diags...)
-	if diags.HasErrors() {
-		return nil, d.diags
+	d := &decoder{adapter.NewDecoder(b.Scope)}
+	content, ok := d.Content(b.Body, backendSchema)
+	if !ok {
+		return nil, d.Diags
 	}
 	c := &backendConfig{name: b.Name, timeout: defaultTimeout, retry: noRetry}
 
@@ -62,10 +61,10 @@ func (a *Adapter) DecodeBackend(b *adapter.BackendBlock) (adapter.BackendConfig,
 		}
 	}
 	if attr := content.Attributes["base_url"]; attr != nil {
-		if s, ok := d.staticString(attr, "base_url"); ok {
+		if s, ok := d.String(attr, "base_url"); ok {
 			o, msg := parseBase(s)
 			if msg != "" {
-				d.errorf(attr.Expr.Range(), "Invalid base_url", "base_url: %s.", msg)
+				d.Errorf(attr.Expr.Range(), "Invalid base_url", "base_url: %s.", msg)
 			} else {
 				c.baseURL, c.origin = s, o
 			}
@@ -85,34 +84,34 @@ func (a *Adapter) DecodeBackend(b *adapter.BackendBlock) (adapter.BackendConfig,
 		}
 	}
 	if attr := content.Attributes["timeout"]; attr != nil {
-		if dur, ok := d.staticDuration(attr, "timeout", minTimeout, maxTimeout); ok {
+		if dur, ok := d.Duration(attr, "timeout", minTimeout, maxTimeout); ok {
 			c.timeout = dur
 		}
 	}
-	if rb := d.singleBlock(content.Blocks, "retry"); rb != nil {
+	if rb := d.SingleBlock(content.Blocks, "retry"); rb != nil {
 		if p, ok := d.decodeRetry(rb); ok {
 			c.retry = p
 		}
 	}
-	if tb := d.singleBlock(content.Blocks, "tls"); tb != nil {
+	if tb := d.SingleBlock(content.Blocks, "tls"); tb != nil {
 		d.decodeTLS(tb, c)
 	}
 	c.secrets = c.secrets.finish()
-	if d.diags.HasErrors() {
-		return nil, d.diags
+	if d.Diags.HasErrors() {
+		return nil, d.Diags
 	}
-	return c, d.diags
+	return c, d.Diags
 }
 
 // staticMultiMap evaluates a load-time map attribute (headers, query).
 func (d *decoder) staticMultiMap(attr *hcl.Attribute, what string) (map[string][]string, bool) {
-	v, ok := d.static(attr, what)
+	v, ok := d.Value(attr, what)
 	if !ok {
 		return nil, false
 	}
 	m, err := multiMapValue(v)
 	if err != nil {
-		d.errorf(attr.Expr.Range(), "Invalid "+attr.Name, "%s: %s.", what, err)
+		d.Errorf(attr.Expr.Range(), "Invalid "+attr.Name, "%s: %s.", what, err)
 		return nil, false
 	}
 	return m, true
@@ -129,12 +128,12 @@ func (d *decoder) checkHeaders(attr *hcl.Attribute, h map[string][]string) map[s
 	sort.Strings(names)
 	for _, name := range names {
 		if msg := checkHeaderName(name); msg != "" {
-			d.errorf(attr.Expr.Range(), "Invalid header", "headers: %s.", msg)
+			d.Errorf(attr.Expr.Range(), "Invalid header", "headers: %s.", msg)
 			continue
 		}
 		for _, v := range h[name] {
 			if msg := checkHeaderValue(name, v); msg != "" {
-				d.errorf(attr.Expr.Range(), "Invalid header", "headers: %s.", msg)
+				d.Errorf(attr.Expr.Range(), "Invalid header", "headers: %s.", msg)
 			}
 		}
 		ck := http.CanonicalHeaderKey(name)
@@ -144,9 +143,8 @@ func (d *decoder) checkHeaders(attr *hcl.Attribute, h map[string][]string) map[s
 }
 
 func (d *decoder) decodeTLS(b *hcl.Block, c *backendConfig) {
-	content, diags := b.Body.Content(tlsSchema)
-	d.diags = append(d.diags, diags...)
-	if diags.HasErrors() {
+	content, ok := d.Content(b.Body, tlsSchema)
+	if !ok {
 		return
 	}
 	read := func(name string) ([]byte, *hcl.Attribute) {
@@ -154,18 +152,18 @@ func (d *decoder) decodeTLS(b *hcl.Block, c *backendConfig) {
 		if attr == nil {
 			return nil, nil
 		}
-		p, ok := d.staticString(attr, "tls."+name)
+		p, ok := d.String(attr, "tls."+name)
 		if !ok {
 			return nil, attr
 		}
-		full := funcs.Resolve(d.scope.Dir, p)
+		full := funcs.Resolve(d.Scope.Dir, p)
 		data, err := os.ReadFile(full)
 		if err != nil {
 			var pe *os.PathError
 			if errors.As(err, &pe) {
 				err = pe.Err
 			}
-			d.errorf(attr.Expr.Range(), "Cannot read tls."+name, "Reading %s: %s.", full, err)
+			d.Errorf(attr.Expr.Range(), "Cannot read tls."+name, "Reading %s: %s.", full, err)
 			return nil, attr
 		}
 		return data, attr
@@ -175,7 +173,7 @@ func (d *decoder) decodeTLS(b *hcl.Block, c *backendConfig) {
 	key, keyAttr := read("key_file")
 	if ca != nil {
 		if !x509.NewCertPool().AppendCertsFromPEM(ca) {
-			d.errorf(caAttr.Expr.Range(), "Invalid tls.ca_file", "tls.ca_file contains no PEM certificates.")
+			d.Errorf(caAttr.Expr.Range(), "Invalid tls.ca_file", "tls.ca_file contains no PEM certificates.")
 		}
 		c.caPEM = ca
 	}
@@ -187,12 +185,12 @@ func (d *decoder) decodeTLS(b *hcl.Block, c *backendConfig) {
 		} else {
 			rng = keyAttr.Range
 		}
-		d.errorf(rng, "Incomplete client certificate", "tls.cert_file and tls.key_file must be set together.")
+		d.Errorf(rng, "Incomplete client certificate", "tls.cert_file and tls.key_file must be set together.")
 	case cert != nil && key != nil:
 		if _, err := tls.X509KeyPair(cert, key); err != nil {
 			// The error of X509KeyPair describes the PEM blocks, never
 			// their content.
-			d.errorf(certAttr.Range, "Invalid client certificate", "tls.cert_file and tls.key_file do not form a valid key pair: %s.", err)
+			d.Errorf(certAttr.Range, "Invalid client certificate", "tls.cert_file and tls.key_file do not form a valid key pair: %s.", err)
 		}
 		c.certPEM, c.keyPEM = cert, key
 	}

@@ -440,7 +440,7 @@ func (h *handler) excerpt(res *response, sec secrets) string {
 		return ""
 	}
 	mt := mediaType(res.header.Get("Content-Type"))
-	if isMedia(mt) || !utf8.Valid(trimPartialRune(res.body)) {
+	if isMedia(mt) || !utf8.Valid(adapter.TrimPartialRune(res.body)) {
 		return fmt.Sprintf("(%d bytes of %s)", len(res.body), orUnknown(mt))
 	}
 	body := sec.redactBytes(res.body)
@@ -516,7 +516,7 @@ func (h *handler) output(res *response, sec secrets, display string) (*adapter.O
 	}
 	check := body
 	if res.truncated {
-		check = trimPartialRune(body)
+		check = adapter.TrimPartialRune(body)
 	}
 	if !isTextType(mt) && !utf8.Valid(check) {
 		size := fmt.Sprintf("%d bytes", len(body))
@@ -584,18 +584,4 @@ func orUnknown(mt string) string {
 		return "unknown type"
 	}
 	return mt
-}
-
-// trimPartialRune drops an incomplete UTF-8 sequence at the end of b (left
-// there by truncation).
-func trimPartialRune(b []byte) []byte {
-	for i := 1; i <= utf8.UTFMax && i <= len(b); i++ {
-		if utf8.RuneStart(b[len(b)-i]) {
-			if !utf8.FullRune(b[len(b)-i:]) {
-				return b[:len(b)-i]
-			}
-			return b
-		}
-	}
-	return b
 }

@@ -2,7 +2,6 @@ package httpadapter
 
 import (
 	"fmt"
-	"math/big"
 	"net/http"
 	"sort"
 	"strings"
@@ -11,7 +10,6 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
-	"github.com/zclconf/go-cty/cty/convert"
 
 	"github.com/mcpd/mcpd/engine/adapter"
 )
@@ -32,19 +30,35 @@ const (
 	defaultRetryMaxBackoff = 5 * time.Second
 )
 
-// Schemas. Body.Content reports any attribute or block not listed here as an
-// error ("Unsupported argument"), with its range.
+// Schemas, declared once: Content reports any attribute or block not
+// listed here as an error ("Unsupported argument"), with its range, and
+// ToolSchema/BackendSchema hand them to whoever reads them.
 var (
-	backendSchema = &hcl.BodySchema{
+	retrySchema = &adapter.Schema{
+		Attributes: []hcl.AttributeSchema{
+			{Name: "attempts"},
+			{Name: "backoff"},
+			{Name: "max_backoff"},
+			{Name: "on"},
+		},
+	}
+	tlsSchema = &adapter.Schema{
+		Attributes: []hcl.AttributeSchema{
+			{Name: "ca_file"},
+			{Name: "cert_file"},
+			{Name: "key_file"},
+		},
+	}
+	backendSchema = &adapter.Schema{
 		Attributes: []hcl.AttributeSchema{
 			{Name: "base_url", Required: true},
 			{Name: "headers"},
 			{Name: "query"},
 			{Name: "timeout"},
 		},
-		Blocks: []hcl.BlockHeaderSchema{{Type: "retry"}, {Type: "tls"}},
+		Blocks: []adapter.BlockSchema{{Type: "retry", Schema: retrySchema}, {Type: "tls", Schema: tlsSchema}},
 	}
-	toolSchema = &hcl.BodySchema{
+	toolSchema = &adapter.Schema{
 		Attributes: []hcl.AttributeSchema{
 			{Name: "backend"},
 			{Name: "method"},
@@ -59,155 +73,19 @@ var (
 			{Name: "timeout"},
 			{Name: "retry_unsafe"},
 		},
-		Blocks: []hcl.BlockHeaderSchema{{Type: "retry"}},
-	}
-	retrySchema = &hcl.BodySchema{
-		Attributes: []hcl.AttributeSchema{
-			{Name: "attempts"},
-			{Name: "backoff"},
-			{Name: "max_backoff"},
-			{Name: "on"},
-		},
-	}
-	tlsSchema = &hcl.BodySchema{
-		Attributes: []hcl.AttributeSchema{
-			{Name: "ca_file"},
-			{Name: "cert_file"},
-			{Name: "key_file"},
-		},
+		Blocks: []adapter.BlockSchema{{Type: "retry", Schema: retrySchema}},
 	}
 )
 
-// decoder accumulates diagnostics while decoding one block.
-type decoder struct {
-	scope *adapter.Scope
-	diags hcl.Diagnostics
-}
+// ToolSchema is the http block's schema (adapter.Schemaer).
+func (a *Adapter) ToolSchema() *adapter.Schema { return toolSchema }
 
-func (d *decoder) errorf(rng hcl.Range, summary, format string, args ...any) {
-	r := rng
-	d.diags = append(d.diags, &hcl.Diagnostic{
-		Severity: hcl.DiagError,
-		Summary:  summary,
-		Detail:   fmt.Sprintf(format, args...),
-		Subject:  &r,
-	})
-}
+// BackendSchema is the http_backend block's schema (adapter.BackendSchemaer).
+func (a *Adapter) BackendSchema() *adapter.Schema { return backendSchema }
 
-// static evaluates a load-time-only attribute. ok is false when a
-// diagnostic was recorded.
-func (d *decoder) static(attr *hcl.Attribute, what string) (cty.Value, bool) {
-	if diags := d.scope.CheckStatic(attr.Expr, what); diags.HasErrors() {
-		d.diags = append(d.diags, diags...)
-		return cty.NilVal, false
-	}
-	v, diags := attr.Expr.Value(d.scope.EvalContext())
-	if diags.HasErrors() {
-		d.diags = append(d.diags, diags...)
-		return cty.NilVal, false
-	}
-	if !v.IsWhollyKnown() {
-		d.errorf(attr.Expr.Range(), "Value must be known at load time", "%s must be known at load time.", what)
-		return cty.NilVal, false
-	}
-	v, _ = v.UnmarkDeep()
-	return v, true
-}
-
-func (d *decoder) staticString(attr *hcl.Attribute, what string) (string, bool) {
-	v, ok := d.static(attr, what)
-	if !ok {
-		return "", false
-	}
-	if v.IsNull() {
-		d.errorf(attr.Expr.Range(), "Invalid "+attr.Name, "%s must be a string, not null.", what)
-		return "", false
-	}
-	s, err := convert.Convert(v, cty.String)
-	if err != nil {
-		d.errorf(attr.Expr.Range(), "Invalid "+attr.Name, "%s must be a string, got %s.", what, v.Type().FriendlyName())
-		return "", false
-	}
-	return s.AsString(), true
-}
-
-func (d *decoder) staticBool(attr *hcl.Attribute, what string) (bool, bool) {
-	v, ok := d.static(attr, what)
-	if !ok {
-		return false, false
-	}
-	if v.IsNull() || v.Type() != cty.Bool {
-		d.errorf(attr.Expr.Range(), "Invalid "+attr.Name, "%s must be true or false.", what)
-		return false, false
-	}
-	return v.True(), true
-}
-
-// staticInt decodes a whole number in [lo, hi].
-func (d *decoder) staticInt(attr *hcl.Attribute, what string, lo, hi int64) (int64, bool) {
-	v, ok := d.static(attr, what)
-	if !ok {
-		return 0, false
-	}
-	n, ok := wholeNumber(v)
-	if !ok {
-		d.errorf(attr.Expr.Range(), "Invalid "+attr.Name, "%s must be a whole number.", what)
-		return 0, false
-	}
-	if n < lo || n > hi {
-		d.errorf(attr.Expr.Range(), "Invalid "+attr.Name, "%s must be between %d and %d, got %d.", what, lo, hi, n)
-		return 0, false
-	}
-	return n, true
-}
-
-func wholeNumber(v cty.Value) (int64, bool) {
-	if v.IsNull() || v.Type() != cty.Number {
-		return 0, false
-	}
-	bf := v.AsBigFloat()
-	if !bf.IsInt() {
-		return 0, false
-	}
-	n, acc := bf.Int64()
-	return n, acc == big.Exact
-}
-
-// staticDuration decodes a Go duration string ("10s", "1m30s", "250ms") in
-// [lo, hi].
-func (d *decoder) staticDuration(attr *hcl.Attribute, what string, lo, hi time.Duration) (time.Duration, bool) {
-	v, ok := d.static(attr, what)
-	if !ok {
-		return 0, false
-	}
-	if v.IsNull() || v.Type() != cty.String {
-		d.errorf(attr.Expr.Range(), "Invalid "+attr.Name, `%s must be a duration string such as "10s", "1m30s" or "250ms".`, what)
-		return 0, false
-	}
-	dur, err := time.ParseDuration(v.AsString())
-	if err != nil {
-		d.errorf(attr.Expr.Range(), "Invalid "+attr.Name, `%s: %q is not a duration; use a value such as "10s", "1m30s" or "250ms".`, what, v.AsString())
-		return 0, false
-	}
-	if dur < lo || dur > hi {
-		d.errorf(attr.Expr.Range(), "Invalid "+attr.Name, "%s must be between %s and %s, got %s.", what, lo, hi, dur)
-		return 0, false
-	}
-	return dur, true
-}
-
-// singleBlock returns the only block of type typ, reporting duplicates.
-func (d *decoder) singleBlock(blocks hcl.Blocks, typ string) *hcl.Block {
-	var found *hcl.Block
-	for _, b := range blocks.OfType(typ) {
-		if found != nil {
-			d.errorf(b.DefRange, "Duplicate "+typ+" block", "Only one %s block is allowed here; the first is at %s.", typ, found.DefRange)
-			continue
-		}
-		found = b
-	}
-	return found
-}
+// decoder is the toolkit's Decoder, with the decoding of the blocks and
+// values that only HTTP has.
+type decoder struct{ *adapter.Decoder }
 
 // retryPolicy says when and how a failed attempt is tried again.
 type retryPolicy struct {
@@ -228,9 +106,8 @@ var noRetry = retryPolicy{attempts: 1}
 
 // decodeRetry decodes a retry block.
 func (d *decoder) decodeRetry(b *hcl.Block) (retryPolicy, bool) {
-	content, diags := b.Body.Content(retrySchema)
-	d.diags = append(d.diags, diags...)
-	if diags.HasErrors() {
+	content, ok := d.Content(b.Body, retrySchema)
+	if !ok {
 		return noRetry, false
 	}
 	p := retryPolicy{
@@ -241,19 +118,19 @@ func (d *decoder) decodeRetry(b *hcl.Block) (retryPolicy, bool) {
 		onTimeout:    true,
 		onConnection: true,
 	}
-	ok := true
+	ok = true
 	if a := content.Attributes["attempts"]; a != nil {
-		n, good := d.staticInt(a, "retry.attempts", 1, maxRetryAttempts)
+		n, good := d.Int(a, "retry.attempts", 1, maxRetryAttempts)
 		ok = ok && good
 		p.attempts = int(n)
 	}
 	if a := content.Attributes["backoff"]; a != nil {
-		dur, good := d.staticDuration(a, "retry.backoff", 0, time.Minute)
+		dur, good := d.Duration(a, "retry.backoff", 0, time.Minute)
 		ok = ok && good
 		p.backoff = dur
 	}
 	if a := content.Attributes["max_backoff"]; a != nil {
-		dur, good := d.staticDuration(a, "retry.max_backoff", 0, 10*time.Minute)
+		dur, good := d.Duration(a, "retry.max_backoff", 0, 10*time.Minute)
 		ok = ok && good
 		p.maxBackoff = dur
 	}
@@ -262,7 +139,7 @@ func (d *decoder) decodeRetry(b *hcl.Block) (retryPolicy, bool) {
 		if a := content.Attributes["max_backoff"]; a != nil {
 			rng = a.Expr.Range()
 		}
-		d.errorf(rng, "Invalid retry.max_backoff", "retry.max_backoff (%s) must not be less than retry.backoff (%s).", p.maxBackoff, p.backoff)
+		d.Errorf(rng, "Invalid retry.max_backoff", "retry.max_backoff (%s) must not be less than retry.backoff (%s).", p.maxBackoff, p.backoff)
 		ok = false
 	}
 	if a := content.Attributes["on"]; a != nil {
@@ -274,13 +151,13 @@ func (d *decoder) decodeRetry(b *hcl.Block) (retryPolicy, bool) {
 }
 
 func (d *decoder) decodeRetryOn(a *hcl.Attribute) (statuses []int, onTimeout, onConn, ok bool) {
-	v, good := d.static(a, "retry.on")
+	v, good := d.Value(a, "retry.on")
 	if !good {
 		return nil, false, false, false
 	}
 	const hint = `retry.on must be a list of HTTP status codes (500-599, 408 or 429) and the words "timeout" and "connection", such as [502, 503, "timeout"].`
 	if v.IsNull() || !(v.Type().IsListType() || v.Type().IsTupleType() || v.Type().IsSetType()) {
-		d.errorf(a.Expr.Range(), "Invalid retry.on", "%s", hint)
+		d.Errorf(a.Expr.Range(), "Invalid retry.on", "%s", hint)
 		return nil, false, false, false
 	}
 	ok = true
@@ -293,9 +170,9 @@ func (d *decoder) decodeRetryOn(a *hcl.Attribute) (statuses []int, onTimeout, on
 		case !ev.IsNull() && ev.Type() == cty.String && ev.AsString() == "connection":
 			onConn = true
 		default:
-			n, isNum := wholeNumber(ev)
+			n, isNum := adapter.WholeNumber(ev)
 			if !isNum || !(n == 408 || n == 429 || (n >= 500 && n <= 599)) {
-				d.errorf(a.Expr.Range(), "Invalid retry.on", "%s Got %s.", hint, describeValue(ev))
+				d.Errorf(a.Expr.Range(), "Invalid retry.on", "%s Got %s.", hint, describeValue(ev))
 				ok = false
 				continue
 			}
@@ -404,22 +281,4 @@ func staticKeys(expr hcl.Expression) (keys []string, ranges []hcl.Range, ok bool
 		ranges = append(ranges, item.KeyExpr.Range())
 	}
 	return keys, ranges, true
-}
-
-// diagError turns call-time diagnostics into one error without source
-// snippets.
-func diagError(diags hcl.Diagnostics) error {
-	var msgs []string
-	for _, d := range diags {
-		if d.Severity != hcl.DiagError {
-			continue
-		}
-		m := d.Summary
-		if d.Detail != "" {
-			m += ": " + d.Detail
-		}
-		msgs = append(msgs, m)
-	}
-	sort.Strings(msgs)
-	return fmt.Errorf("%s", strings.Join(msgs, "; "))
 }

@@ -174,13 +174,13 @@ http {
 		{"max_response_bytes zero", be + `http {
   backend = "gh"
   max_response_bytes = 0
-}`, "max_response_bytes must be between 1 and 1073741824, got 0", 6},
+}`, "max_response_bytes must be a whole number from 1 to 1073741824, got 0", 6},
 		{"retry attempts", be + `http {
   backend = "gh"
   retry {
     attempts = 0
   }
-}`, "retry.attempts must be between 1 and 10, got 0", 7},
+}`, "retry.attempts must be a whole number from 1 to 10, got 0", 7},
 		{"retry on word", be + `http {
   backend = "gh"
   retry {

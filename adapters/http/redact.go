@@ -80,7 +80,7 @@ func (s secrets) redactValue(v any) any { return s.r.Value(v) }
 // and evaluation errors are left to the attribute's own evaluation.
 func collectSecrets(d *decoder, expr hcl.Expression, out *secrets) {
 	var set redact.Set
-	funcs.EvalSecretCalls(expr, &hcl.EvalContext{Functions: funcs.RecordingTable(d.scope.Dir, &set)})
+	funcs.EvalSecretCalls(expr, &hcl.EvalContext{Functions: funcs.RecordingTable(d.Scope.Dir, &set)})
 	out.vals = append(out.vals, set.Values()...)
 }
 

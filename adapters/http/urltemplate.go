@@ -41,7 +41,7 @@ func (t *pathTemplate) build(ectx *hcl.EvalContext) (string, error) {
 		}
 		v, diags := p.expr.Value(ectx)
 		if diags.HasErrors() {
-			return "", fmt.Errorf("path: %w", diagError(diags))
+			return "", fmt.Errorf("path: %w", adapter.DiagError(diags))
 		}
 		v, _ = v.UnmarkDeep()
 		s, err := adapter.ValueString(v)
@@ -65,21 +65,21 @@ func (t *pathTemplate) build(ectx *hcl.EvalContext) (string, error) {
 // configuration, not input.
 func compileTemplate(d *decoder, attr *hcl.Attribute) (*pathTemplate, bool) {
 	expr := attr.Expr
-	if diags := d.scope.Check(expr); diags.HasErrors() {
-		d.diags = append(d.diags, diags...)
+	if diags := d.Scope.Check(expr); diags.HasErrors() {
+		d.Diags = append(d.Diags, diags...)
 		return nil, false
 	}
 	t := &pathTemplate{}
 	staticPart := func(e hcl.Expression) bool {
-		v, diags := e.Value(d.scope.EvalContext())
+		v, diags := e.Value(d.Scope.EvalContext())
 		if diags.HasErrors() {
-			d.diags = append(d.diags, diags...)
+			d.Diags = append(d.Diags, diags...)
 			return false
 		}
 		v, _ = v.UnmarkDeep()
 		s, err := adapter.ValueString(v)
 		if err != nil {
-			d.errorf(e.Range(), "Invalid "+attr.Name, "%s: %s.", attr.Name, err)
+			d.Errorf(e.Range(), "Invalid "+attr.Name, "%s: %s.", attr.Name, err)
 			return false
 		}
 		t.addLit(s)
@@ -98,7 +98,7 @@ func compileTemplate(d *decoder, attr *hcl.Attribute) (*pathTemplate, bool) {
 	case *hclsyntax.TemplateWrapExpr:
 		parts = []hclsyntax.Expression{e.Wrapped}
 	default:
-		d.errorf(expr.Range(), "Invalid "+attr.Name,
+		d.Errorf(expr.Range(), "Invalid "+attr.Name,
 			`%s must be a quoted string; insert arguments with interpolation, as in "/users/${args.login}/repos", so that each value is escaped as one path segment.`, attr.Name)
 		return nil, false
 	}
@@ -154,17 +154,17 @@ func (t *pathTemplate) dynamic() bool {
 func checkLiteralPath(d *decoder, attr *hcl.Attribute, skel string) bool {
 	rng := attr.Expr.Range()
 	if strings.ContainsAny(skel, "?#") {
-		d.errorf(rng, "Invalid "+attr.Name, "%s must not contain a query string or fragment; set query parameters with query = { ... }.", attr.Name)
+		d.Errorf(rng, "Invalid "+attr.Name, "%s must not contain a query string or fragment; set query parameters with query = { ... }.", attr.Name)
 		return false
 	}
 	for _, seg := range strings.Split(skel, "/") {
 		if seg == "." || seg == ".." {
-			d.errorf(rng, "Invalid "+attr.Name, "%s must not contain %q segments.", attr.Name, seg)
+			d.Errorf(rng, "Invalid "+attr.Name, "%s must not contain %q segments.", attr.Name, seg)
 			return false
 		}
 	}
 	if _, err := url.Parse("http://h/" + strings.TrimPrefix(skel, "/")); err != nil || strings.ContainsAny(skel, " \t\r\n") {
-		d.errorf(rng, "Invalid "+attr.Name, "%s is not a valid URL path; escape special characters in its literal text.", attr.Name)
+		d.Errorf(rng, "Invalid "+attr.Name, "%s is not a valid URL path; escape special characters in its literal text.", attr.Name)
 		return false
 	}
 	return true
@@ -265,22 +265,22 @@ var originRE = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]*://[^/?#]*)(.*)$`)
 func splitURLTemplate(d *decoder, attr *hcl.Attribute, t *pathTemplate) (origin, *pathTemplate, bool) {
 	rng := attr.Expr.Range()
 	if len(t.parts) == 0 || t.parts[0].expr != nil {
-		d.errorf(rng, "Invalid url", `url must start with a literal scheme and host, as in "https://api.example.com/users/${args.login}"; arguments may only be inserted into the path.`)
+		d.Errorf(rng, "Invalid url", `url must start with a literal scheme and host, as in "https://api.example.com/users/${args.login}"; arguments may only be inserted into the path.`)
 		return origin{}, nil, false
 	}
 	m := originRE.FindStringSubmatch(t.parts[0].lit)
 	if m == nil {
-		d.errorf(rng, "Invalid url", "url must be a full URL starting with http:// or https://.")
+		d.Errorf(rng, "Invalid url", "url must be a full URL starting with http:// or https://.")
 		return origin{}, nil, false
 	}
 	rest := m[2]
 	if len(t.parts) > 1 && !strings.HasPrefix(rest, "/") {
-		d.errorf(rng, "Invalid url", `url must spell out its scheme, host and port literally, followed by "/", before any ${...}: arguments may only be inserted into the path.`)
+		d.Errorf(rng, "Invalid url", `url must spell out its scheme, host and port literally, followed by "/", before any ${...}: arguments may only be inserted into the path.`)
 		return origin{}, nil, false
 	}
 	o, msg := parseBase(m[1])
 	if msg != "" {
-		d.errorf(rng, "Invalid url", "url: %s.", msg)
+		d.Errorf(rng, "Invalid url", "url: %s.", msg)
 		return origin{}, nil, false
 	}
 	pt := &pathTemplate{}

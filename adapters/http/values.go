@@ -30,7 +30,7 @@ func (m *multiMap) eval(ectx *hcl.EvalContext) (map[string][]string, error) {
 	}
 	v, diags := m.expr.Value(ectx)
 	if diags.HasErrors() {
-		return nil, fmt.Errorf("%s: %w", m.what, diagError(diags))
+		return nil, fmt.Errorf("%s: %w", m.what, adapter.DiagError(diags))
 	}
 	out, err := multiMapValue(v)
 	if err != nil {
@@ -98,7 +98,7 @@ func (b *jsonBody) eval(ectx *hcl.EvalContext) ([]byte, error) {
 	}
 	v, diags := b.expr.Value(ectx)
 	if diags.HasErrors() {
-		return nil, fmt.Errorf("body: %w", diagError(diags))
+		return nil, fmt.Errorf("body: %w", adapter.DiagError(diags))
 	}
 	data, err := encodeJSON(v)
 	if err != nil {
