@@ -237,7 +237,7 @@ func evalArg(e hcl.Expression, ectx *hcl.EvalContext, index int) ([]argItem, err
 	}
 	v, diags := e.Value(ectx)
 	if diags.HasErrors() {
-		return nil, fmt.Errorf("command[%d]: %w", index, diagsError(diags))
+		return nil, fmt.Errorf("command[%d]: %w", index, adapter.DiagError(diags))
 	}
 	strs, err := argStrings(v, index)
 	if err != nil {
@@ -267,7 +267,7 @@ func evalScalar(e hcl.Expression, ectx *hcl.EvalContext) (argItem, error) {
 	}
 	v, diags := e.Value(ectx)
 	if diags.HasErrors() {
-		return argItem{}, diagsError(diags)
+		return argItem{}, adapter.DiagError(diags)
 	}
 	v, _ = v.UnmarkDeep()
 	if v.IsNull() {
@@ -285,7 +285,7 @@ func evalScalar(e hcl.Expression, ectx *hcl.EvalContext) (argItem, error) {
 func pickBranch(x *hclsyntax.ConditionalExpr, ectx *hcl.EvalContext) (hcl.Expression, error) {
 	cv, diags := x.Condition.Value(ectx)
 	if diags.HasErrors() {
-		return nil, diagsError(diags)
+		return nil, adapter.DiagError(diags)
 	}
 	cv, _ = cv.UnmarkDeep()
 	if cv.IsNull() {
@@ -387,7 +387,7 @@ func (h *handler) environ(ectx *hcl.EvalContext) ([]string, error) {
 		for _, ev := range h.envVars {
 			v, diags := ev.expr.Value(ectx)
 			if diags.HasErrors() {
-				return nil, fmt.Errorf("env %s: %w", ev.name, diagsError(diags))
+				return nil, fmt.Errorf("env %s: %w", ev.name, adapter.DiagError(diags))
 			}
 			if v, _ = v.UnmarkDeep(); v.IsNull() {
 				delete(declared, ev.name) // an optional argument that was not given
@@ -482,7 +482,7 @@ func (h *handler) workDir(ectx *hcl.EvalContext) (string, error) {
 	}
 	v, diags := h.dirExpr.Value(ectx)
 	if diags.HasErrors() {
-		return "", fmt.Errorf("dir: %w", diagsError(diags))
+		return "", fmt.Errorf("dir: %w", adapter.DiagError(diags))
 	}
 	if v.IsNull() {
 		return h.dir, nil
@@ -503,7 +503,7 @@ func (h *handler) stdinValue(ectx *hcl.EvalContext) (*string, error) {
 	}
 	v, diags := h.stdinExpr.Value(ectx)
 	if diags.HasErrors() {
-		return nil, fmt.Errorf("stdin: %w", diagsError(diags))
+		return nil, fmt.Errorf("stdin: %w", adapter.DiagError(diags))
 	}
 	if v.IsNull() {
 		return nil, nil
@@ -724,21 +724,6 @@ func splitLines(s string) []string {
 		lines[i] = strings.TrimSuffix(l, "\r")
 	}
 	return lines
-}
-
-func diagsError(diags hcl.Diagnostics) error {
-	var msgs []string
-	for _, d := range diags {
-		if d.Severity != hcl.DiagError {
-			continue
-		}
-		m := d.Summary
-		if d.Detail != "" {
-			m += ": " + d.Detail
-		}
-		msgs = append(msgs, m)
-	}
-	return errors.New(strings.Join(msgs, "; "))
 }
 
 func signalName(s syscall.Signal) string {

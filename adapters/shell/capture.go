@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/mcpd/mcpd/engine/adapter"
 )
 
 // capture is the writer behind one output stream. It keeps the first limit
@@ -37,7 +39,7 @@ func (c *capture) Write(p []byte) (int, error) {
 		if len(p) <= room {
 			c.head = append(c.head, p...)
 		} else {
-			c.head = trimPartialRune(append(c.head, p[:room]...))
+			c.head = adapter.TrimPartialRune(append(c.head, p[:room]...))
 			c.full = true
 		}
 	}
@@ -84,19 +86,6 @@ func (c *capture) tailText() (string, bool) {
 	return string(t), cut
 }
 
-// trimPartialRune drops an incomplete UTF-8 sequence at the end of b, left
-// by cutting the stream at the limit.
-func trimPartialRune(b []byte) []byte {
-	for i := 1; i <= utf8.UTFMax && i <= len(b); i++ {
-		if utf8.RuneStart(b[len(b)-i]) {
-			if !utf8.FullRune(b[len(b)-i:]) {
-				return b[:len(b)-i]
-			}
-			return b
-		}
-	}
-	return b
-}
 
 // progressScanner splits a stream into lines ("\n" or "\r" ends one, so
 // that the carriage-return updates of progress bars count) and reports the

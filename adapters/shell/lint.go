@@ -11,7 +11,7 @@ import (
 // inherits mcpd's whole environment sees every secret mcpd was started
 // with, which the model can then ask it to print.
 func (*Adapter) LintTool(t *adapter.LintTool) hcl.Diagnostics {
-	content, _, diags := t.Body.PartialContent(blockSchema)
+	content, _, diags := t.Body.PartialContent(blockSchema.Body())
 	if diags.HasErrors() || content == nil {
 		return nil
 	}

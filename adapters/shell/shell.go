@@ -19,7 +19,6 @@ package shell
 
 import (
 	"fmt"
-	"math/big"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -30,7 +29,6 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
-	"github.com/zclconf/go-cty/cty/convert"
 
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/funcs"
@@ -71,7 +69,7 @@ type Adapter struct{}
 // New returns the shell adapter, registered by main as "shell".
 func New() *Adapter { return &Adapter{} }
 
-var blockSchema = &hcl.BodySchema{
+var blockSchema = &adapter.Schema{
 	Attributes: []hcl.AttributeSchema{
 		{Name: "command", Required: true},
 		{Name: "dir"},
@@ -88,10 +86,10 @@ var blockSchema = &hcl.BodySchema{
 		{Name: "queue_timeout"},
 		{Name: "log_stderr"},
 	},
-	Blocks: []hcl.BlockHeaderSchema{{Type: "progress"}},
+	Blocks: []adapter.BlockSchema{{Type: "progress", Schema: progressSchema}},
 }
 
-var progressSchema = &hcl.BodySchema{
+var progressSchema = &adapter.Schema{
 	Attributes: []hcl.AttributeSchema{
 		{Name: "pattern", Required: true},
 		{Name: "total"},
@@ -171,12 +169,15 @@ type progressSpec struct {
 	stderr   bool // scan stderr instead of stdout
 }
 
+// ToolSchema is the shell block's schema (adapter.Schemaer).
+func (a *Adapter) ToolSchema() *adapter.Schema { return blockSchema }
+
 // CompileTool decodes and checks one shell block.
 func (a *Adapter) CompileTool(b *adapter.ToolBlock) (adapter.Handler, hcl.Diagnostics) {
 	if diags := platformCheck(b.Range); diags.HasErrors() {
 		return nil, diags
 	}
-	content, diags := b.Body.Content(blockSchema)
+	content, diags := b.Body.Content(blockSchema.Body())
 	if content == nil {
 		return nil, diags
 	}
@@ -188,23 +189,23 @@ func (a *Adapter) CompileTool(b *adapter.ToolBlock) (adapter.Handler, hcl.Diagno
 		output:    outputText,
 	}
 	maxConc := DefaultMaxConcurrency
-	c := &compiler{scope: b.Scope, diags: diags}
+	c := &compiler{&adapter.Decoder{Scope: b.Scope, Diags: diags}}
 	attrs := content.Attributes
 
 	// Load-time settings first: the PATH used to resolve the executable
 	// depends on env and inherit_env.
 	if at := attrs["timeout"]; at != nil {
-		if d, ok := c.duration(at, false); ok {
+		if d, ok := c.Duration(at, "", time.Nanosecond, 0); ok {
 			h.timeout = d
 		}
 	}
 	if at := attrs["kill_grace"]; at != nil {
-		if d, ok := c.duration(at, true); ok {
+		if d, ok := c.Duration(at, "", 0, 0); ok {
 			h.killGrace = d
 		}
 	}
 	if at := attrs["max_output_bytes"]; at != nil {
-		if n, ok := c.integer(at, 1, maxMaxOutput); ok {
+		if n, ok := c.Int(at, "", 1, maxMaxOutput); ok {
 			h.maxOutput = int(n)
 		}
 	}
@@ -214,26 +215,26 @@ func (a *Adapter) CompileTool(b *adapter.ToolBlock) (adapter.Handler, hcl.Diagno
 		}
 	}
 	if at := attrs["output"]; at != nil {
-		if s, ok := c.staticString(at); ok {
+		if s, ok := c.String(at, ""); ok {
 			switch s {
 			case outputText, outputJSON, outputLines:
 				h.output = s
 			default:
-				c.errorf(at.Expr.Range(), "Invalid output mode", "output must be %q, %q or %q, not %q.", outputText, outputJSON, outputLines, s)
+				c.Errorf(at.Expr.Range(), "Invalid output mode", "output must be %q, %q or %q, not %q.", outputText, outputJSON, outputLines, s)
 			}
 		}
 	}
 	if at := attrs["log_stderr"]; at != nil {
-		if s, ok := c.staticString(at); ok {
+		if s, ok := c.String(at, ""); ok {
 			if adapter.ValidLogLevel(s) {
 				h.logStderr = s
 			} else {
-				c.errorf(at.Expr.Range(), "Invalid log_stderr", "log_stderr is the log level of the stderr lines sent to the client: one of %s, not %q.", strings.Join(adapter.LogLevels, ", "), s)
+				c.Errorf(at.Expr.Range(), "Invalid log_stderr", "log_stderr is the log level of the stderr lines sent to the client: one of %s, not %q.", strings.Join(adapter.LogLevels, ", "), s)
 			}
 		}
 	}
 	if at := attrs["max_concurrency"]; at != nil {
-		if n, ok := c.integer(at, 1, maxMaxConcurrency); ok {
+		if n, ok := c.Int(at, "", 1, maxMaxConcurrency); ok {
 			maxConc = int(n)
 		}
 	}
@@ -241,7 +242,7 @@ func (a *Adapter) CompileTool(b *adapter.ToolBlock) (adapter.Handler, hcl.Diagno
 	// A call waits for a free slot at most as long as it may run.
 	h.queueTimeout = h.timeout
 	if at := attrs["queue_timeout"]; at != nil {
-		if d, ok := c.duration(at, true); ok {
+		if d, ok := c.Duration(at, "", 0, 0); ok {
 			h.queueTimeout = d
 		}
 	}
@@ -249,7 +250,7 @@ func (a *Adapter) CompileTool(b *adapter.ToolBlock) (adapter.Handler, hcl.Diagno
 		h.allowDash = c.allowDash(at)
 	}
 	if at := attrs["inherit_env"]; at != nil {
-		if v, ok := c.static(at, cty.Bool); ok {
+		if v, ok := c.Static(at, "", cty.Bool); ok {
 			h.inherit = v.True()
 		}
 	}
@@ -259,7 +260,7 @@ func (a *Adapter) CompileTool(b *adapter.ToolBlock) (adapter.Handler, hcl.Diagno
 	// The default working directory, and the one used when a dir that
 	// depends on the call evaluates to null: the config file's directory.
 	if d, err := absDir(b.Scope.Dir, "."); err != nil {
-		c.errorf(b.Range, "Invalid dir", "%v.", err)
+		c.Errorf(b.Range, "Invalid dir", "%v.", err)
 	} else {
 		h.dir, h.baseDir = d, d
 	}
@@ -272,12 +273,12 @@ func (a *Adapter) CompileTool(b *adapter.ToolBlock) (adapter.Handler, hcl.Diagno
 	}
 	if at := attrs["stdin"]; at != nil {
 		if adapter.IsStatic(at.Expr) {
-			if v, ok := c.static(at, cty.String); ok && !v.IsNull() {
+			if v, ok := c.Static(at, "", cty.String); ok && !v.IsNull() {
 				s := v.AsString()
 				h.stdin = &s
 			}
 		} else {
-			c.add(b.Scope.Check(at.Expr))
+			c.Add(b.Scope.Check(at.Expr))
 			h.stdinExpr = at.Expr
 		}
 	}
@@ -286,7 +287,7 @@ func (a *Adapter) CompileTool(b *adapter.ToolBlock) (adapter.Handler, hcl.Diagno
 	}
 	if len(content.Blocks) > 1 {
 		rng := content.Blocks[1].DefRange
-		c.errorf(rng, "Duplicate progress block", "A shell block takes at most one progress block; the first is at %s.", content.Blocks[0].DefRange)
+		c.Errorf(rng, "Duplicate progress block", "A shell block takes at most one progress block; the first is at %s.", content.Blocks[0].DefRange)
 	}
 	if len(content.Blocks) > 0 {
 		h.progress = c.progress(content.Blocks[0])
@@ -297,10 +298,10 @@ func (a *Adapter) CompileTool(b *adapter.ToolBlock) (adapter.Handler, hcl.Diagno
 		h.vars = append(h.vars, "json")
 		sort.Strings(h.vars)
 	}
-	if c.diags.HasErrors() {
-		return nil, c.diags
+	if c.Diags.HasErrors() {
+		return nil, c.Diags
 	}
-	return h, c.diags
+	return h, c.Diags
 }
 
 // Vars names the variables of Output.Vars.
@@ -310,118 +311,28 @@ func (h *handler) Vars() []string { return append([]string(nil), h.vars...) }
 // (adapter.OutputBounder).
 func (h *handler) MaxOutputBytes() int64 { return 2 * int64(h.maxOutput) }
 
-// compiler accumulates the diagnostics of one block.
-type compiler struct {
-	scope *adapter.Scope
-	diags hcl.Diagnostics
-}
-
-func (c *compiler) add(d hcl.Diagnostics) { c.diags = append(c.diags, d...) }
-
-func (c *compiler) errorf(rng hcl.Range, summary, format string, a ...any) {
-	c.diags = append(c.diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: fmt.Sprintf(format, a...), Subject: rng.Ptr()})
-}
-
-func (c *compiler) warnf(rng hcl.Range, summary, format string, a ...any) {
-	c.diags = append(c.diags, &hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: summary, Detail: fmt.Sprintf(format, a...), Subject: rng.Ptr()})
-}
-
-// static evaluates a load-time attribute and converts it to want. ok is false
-// when a diagnostic was added.
-func (c *compiler) static(at *hcl.Attribute, want cty.Type) (cty.Value, bool) {
-	return c.staticExpr(at.Expr, at.Name, want)
-}
-
-func (c *compiler) staticExpr(expr hcl.Expression, name string, want cty.Type) (cty.Value, bool) {
-	if d := c.scope.CheckStatic(expr, name); d.HasErrors() {
-		c.add(d)
-		return cty.NilVal, false
-	}
-	v, d := expr.Value(c.scope.EvalContext())
-	c.add(d)
-	if d.HasErrors() {
-		return cty.NilVal, false
-	}
-	v, _ = v.UnmarkDeep()
-	if !v.IsWhollyKnown() {
-		// An unset environment variable in a load that allows it: the
-		// loader reports the variable in place of this error.
-		c.errorf(expr.Range(), "Value must be known at load time", "%s must be known at load time.", name)
-		return cty.NilVal, false
-	}
-	if v.IsNull() {
-		c.errorf(expr.Range(), "Invalid value", "%s must not be null.", name)
-		return cty.NilVal, false
-	}
-	cv, err := convert.Convert(v, want)
-	if err != nil {
-		c.errorf(expr.Range(), "Invalid value", "%s must be a %s, got %s.", name, want.FriendlyName(), v.Type().FriendlyName())
-		return cty.NilVal, false
-	}
-	return cv, true
-}
-
-func (c *compiler) staticString(at *hcl.Attribute) (string, bool) {
-	v, ok := c.static(at, cty.String)
-	if !ok {
-		return "", false
-	}
-	return v.AsString(), true
-}
-
-func (c *compiler) duration(at *hcl.Attribute, zeroOK bool) (time.Duration, bool) {
-	s, ok := c.staticString(at)
-	if !ok {
-		return 0, false
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		c.errorf(at.Expr.Range(), "Invalid duration", "%s must be a duration such as \"30s\", \"1m30s\" or \"500ms\"; %q is not one.", at.Name, s)
-		return 0, false
-	}
-	if d < 0 || (d == 0 && !zeroOK) {
-		c.errorf(at.Expr.Range(), "Invalid duration", "%s must be positive, got %s.", at.Name, s)
-		return 0, false
-	}
-	return d, true
-}
-
-func (c *compiler) integer(at *hcl.Attribute, lo, hi int64) (int64, bool) {
-	v, ok := c.static(at, cty.Number)
-	if !ok {
-		return 0, false
-	}
-	return c.intValue(v, at.Expr.Range(), at.Name, lo, hi)
-}
-
-func (c *compiler) intValue(v cty.Value, rng hcl.Range, name string, lo, hi int64) (int64, bool) {
-	bf := v.AsBigFloat()
-	n, acc := bf.Int64()
-	if !bf.IsInt() || acc != big.Exact || n < lo || n > hi {
-		c.errorf(rng, "Invalid value", "%s must be a whole number from %d to %d, got %s.", name, lo, hi, bf.Text('g', -1))
-		return 0, false
-	}
-	return n, true
-}
+// compiler is the toolkit's Decoder, with the decoding of what only a
+// shell block has.
+type compiler struct{ *adapter.Decoder }
 
 func (c *compiler) exitCodes(at *hcl.Attribute) ([]int, bool) {
-	v, ok := c.static(at, cty.List(cty.Number))
+	v, ok := c.Static(at, "", cty.List(cty.Number))
 	if !ok {
 		return nil, false
 	}
 	if v.LengthInt() == 0 {
-		c.errorf(at.Expr.Range(), "Invalid value", "ok_exit_codes must list at least one exit code.")
+		c.Errorf(at.Expr.Range(), "Invalid value", "ok_exit_codes must list at least one exit code.")
 		return nil, false
 	}
 	var codes []int
 	for it := v.ElementIterator(); it.Next(); {
 		_, ev := it.Element()
 		if ev.IsNull() {
-			c.errorf(at.Expr.Range(), "Invalid value", "ok_exit_codes must not contain null.")
+			c.Errorf(at.Expr.Range(), "Invalid value", "ok_exit_codes must not contain null.")
 			return nil, false
 		}
-		n, ok := c.intValue(ev, at.Expr.Range(), "each of ok_exit_codes", 0, 255)
-		if !ok {
+		n, d := adapter.IntValue(ev, at.Expr.Range(), "each of ok_exit_codes", 0, 255)
+		if !c.Add(d) {
 			return nil, false
 		}
 		codes = append(codes, int(n))
@@ -436,67 +347,57 @@ func (c *compiler) exitCodes(at *hcl.Attribute) ([]int, bool) {
 // which program or library runs.
 func (c *compiler) env(at *hcl.Attribute) (map[string]string, []envVar) {
 	if adapter.IsStatic(at.Expr) {
-		if d := c.scope.CheckStatic(at.Expr, "env"); d.HasErrors() {
-			c.add(d)
+		if d := c.Scope.CheckStatic(at.Expr, "env"); d.HasErrors() {
+			c.Add(d)
 			return nil, nil
 		}
-		m, err := adapter.EvalStringMap(at.Expr, c.scope.EvalContext())
+		m, err := adapter.EvalStringMap(at.Expr, c.Scope.EvalContext())
 		if err != nil {
-			c.errorf(at.Expr.Range(), "Invalid env", "env must be a map of strings: %s.", err)
+			c.Errorf(at.Expr.Range(), "Invalid env", "env must be a map of strings: %s.", err)
 			return nil, nil
 		}
 		if err := checkEnv(m); err != nil {
-			c.errorf(at.Expr.Range(), "Invalid env", "%s.", err)
+			c.Errorf(at.Expr.Range(), "Invalid env", "%s.", err)
 			return nil, nil
 		}
 		return m, nil
 	}
 	obj, ok := at.Expr.(*hclsyntax.ObjectConsExpr)
 	if !ok {
-		c.errorf(at.Expr.Range(), "Invalid env", "env must be an object literal { NAME = value, ... } when it uses args, so that the variable names are fixed by the config; only values may depend on the call.")
+		c.Errorf(at.Expr.Range(), "Invalid env", "env must be an object literal { NAME = value, ... } when it uses args, so that the variable names are fixed by the config; only values may depend on the call.")
 		return nil, nil
 	}
 	static := map[string]string{}
 	var vars []envVar
 	for _, item := range obj.Items {
 		if !adapter.IsStatic(item.KeyExpr) {
-			c.errorf(item.KeyExpr.Range(), "Env name from args", "env names must be fixed by the config: a call must not choose which variable it sets (LD_PRELOAD, PATH, ...). Only values may use args.")
+			c.Errorf(item.KeyExpr.Range(), "Env name from args", "env names must be fixed by the config: a call must not choose which variable it sets (LD_PRELOAD, PATH, ...). Only values may use args.")
 			continue
 		}
-		kv, ok := c.staticExpr(item.KeyExpr, "An env name", cty.String)
+		kv, ok := c.StaticExpr(item.KeyExpr, "An env name", cty.String)
 		if !ok {
 			continue
 		}
 		name := kv.AsString()
 		if err := checkEnv(map[string]string{name: ""}); err != nil {
-			c.errorf(item.KeyExpr.Range(), "Invalid env", "%s.", err)
+			c.Errorf(item.KeyExpr.Range(), "Invalid env", "%s.", err)
 			continue
 		}
 		if !adapter.IsStatic(item.ValueExpr) {
-			d := c.scope.Check(item.ValueExpr)
-			c.add(d)
+			d := c.Scope.Check(item.ValueExpr)
+			c.Add(d)
 			if d.HasErrors() {
 				continue
 			}
 			if hijackVar(name) {
-				c.errorf(item.ValueExpr.Range(), "Env value from args", "env %s cannot depend on the call's arguments: it decides which programs, libraries or configuration the program loads, so a call could make it run code of its choosing. Give it a static value.", name)
+				c.Errorf(item.ValueExpr.Range(), "Env value from args", "env %s cannot depend on the call's arguments: it decides which programs, libraries or configuration the program loads, so a call could make it run code of its choosing. Give it a static value.", name)
 				continue
 			}
 			vars = append(vars, envVar{name: name, expr: item.ValueExpr})
 			continue
 		}
-		if d := c.scope.CheckStatic(item.ValueExpr, "env "+name); d.HasErrors() {
-			c.add(d)
-			continue
-		}
-		v, d := item.ValueExpr.Value(c.scope.EvalContext())
-		c.add(d)
-		if d.HasErrors() {
-			continue
-		}
-		if v, _ = v.UnmarkDeep(); !v.IsWhollyKnown() {
-			// An unset environment variable (see static).
-			c.errorf(item.ValueExpr.Range(), "Value must be known at load time", "env %s must be known at load time.", name)
+		v, ok := c.ExprValue(item.ValueExpr, "env "+name)
+		if !ok {
 			continue
 		}
 		if v.IsNull() {
@@ -504,11 +405,11 @@ func (c *compiler) env(at *hcl.Attribute) (map[string]string, []envVar) {
 		}
 		s, err := adapter.ValueString(v)
 		if err != nil {
-			c.errorf(item.ValueExpr.Range(), "Invalid env", "env %s: %s.", name, err)
+			c.Errorf(item.ValueExpr.Range(), "Invalid env", "env %s: %s.", name, err)
 			continue
 		}
 		if err := checkEnv(map[string]string{name: s}); err != nil {
-			c.errorf(item.ValueExpr.Range(), "Invalid env", "%s.", err)
+			c.Errorf(item.ValueExpr.Range(), "Invalid env", "%s.", err)
 			continue
 		}
 		static[name] = s
@@ -545,7 +446,7 @@ func hijackVar(name string) bool {
 // allowDash decodes allow_dash_args: the params whose values may start
 // with '-' anywhere in command.
 func (c *compiler) allowDash(at *hcl.Attribute) map[string]bool {
-	v, ok := c.static(at, cty.List(cty.String))
+	v, ok := c.Static(at, "", cty.List(cty.String))
 	if !ok {
 		return nil
 	}
@@ -553,12 +454,12 @@ func (c *compiler) allowDash(at *hcl.Attribute) map[string]bool {
 	for it := v.ElementIterator(); it.Next(); {
 		_, ev := it.Element()
 		if ev.IsNull() {
-			c.errorf(at.Expr.Range(), "Invalid allow_dash_args", "allow_dash_args must list param names, not null.")
+			c.Errorf(at.Expr.Range(), "Invalid allow_dash_args", "allow_dash_args must list param names, not null.")
 			continue
 		}
 		name := ev.AsString()
-		if _, declared := c.scope.Params[name]; !declared {
-			c.errorf(at.Expr.Range(), "Invalid allow_dash_args", "allow_dash_args names %q, which is not a declared param; declared params: %s.", name, c.scope.DeclaredParams())
+		if _, declared := c.Scope.Params[name]; !declared {
+			c.Errorf(at.Expr.Range(), "Invalid allow_dash_args", "allow_dash_args names %q, which is not a declared param; declared params: %s.", name, c.Scope.DeclaredParams())
 			continue
 		}
 		m[name] = true
@@ -570,26 +471,26 @@ func (c *compiler) allowDash(at *hcl.Attribute) map[string]bool {
 // now; a missing directory is a warning, since it may be created later.
 func (c *compiler) dir(at *hcl.Attribute, base string) (string, hcl.Expression) {
 	if !adapter.IsStatic(at.Expr) {
-		c.add(c.scope.Check(at.Expr))
+		c.Add(c.Scope.Check(at.Expr))
 		return "", at.Expr
 	}
-	s, ok := c.staticString(at)
+	s, ok := c.String(at, "")
 	if !ok {
 		return "", nil
 	}
 	if s == "" || strings.IndexByte(s, 0) >= 0 {
-		c.errorf(at.Expr.Range(), "Invalid dir", "dir must be a non-empty path without NUL bytes.")
+		c.Errorf(at.Expr.Range(), "Invalid dir", "dir must be a non-empty path without NUL bytes.")
 		return "", nil
 	}
 	p, err := absDir(base, s)
 	if err != nil {
-		c.errorf(at.Expr.Range(), "Invalid dir", "%v.", err)
+		c.Errorf(at.Expr.Range(), "Invalid dir", "%v.", err)
 		return "", nil
 	}
 	if fi, err := os.Stat(p); err != nil {
-		c.warnf(at.Expr.Range(), "Working directory not found", "dir %s does not exist yet (%v); calls will fail until it does.", p, unwrapPathErr(err))
+		c.Warnf(at.Expr.Range(), "Working directory not found", "dir %s does not exist yet (%v); calls will fail until it does.", p, unwrapPathErr(err))
 	} else if !fi.IsDir() {
-		c.warnf(at.Expr.Range(), "Working directory is not a directory", "dir %s is not a directory; calls will fail.", p)
+		c.Warnf(at.Expr.Range(), "Working directory is not a directory", "dir %s is not a directory; calls will fail.", p)
 	}
 	return p, nil
 }
@@ -602,16 +503,16 @@ func (c *compiler) command(h *handler, at *hcl.Attribute) {
 		return
 	}
 	if len(elems) == 0 {
-		c.errorf(at.Expr.Range(), "Empty command", "command must list at least the executable, e.g. [\"git\", \"status\"].")
+		c.Errorf(at.Expr.Range(), "Empty command", "command must list at least the executable, e.g. [\"git\", \"status\"].")
 		return
 	}
 	// The executable is fixed by the config: a call must never choose which
 	// program runs.
-	if v, ok := c.staticExpr(elems[0], "The executable (command[0])", cty.String); ok {
+	if v, ok := c.StaticExpr(elems[0], "The executable (command[0])", cty.String); ok {
 		name := v.AsString()
 		switch {
 		case name == "" || strings.IndexByte(name, 0) >= 0:
-			c.errorf(elems[0].Range(), "Invalid executable", "command[0] must be a non-empty program name or path without NUL bytes.")
+			c.Errorf(elems[0].Range(), "Invalid executable", "command[0] must be a non-empty program name or path without NUL bytes.")
 		default:
 			h.name = name
 			c.resolveExecutable(h, elems[0].Range())
@@ -621,18 +522,18 @@ func (c *compiler) command(h *handler, at *hcl.Attribute) {
 	for i, e := range elems[1:] {
 		el := argElem{index: i + 1}
 		if adapter.IsStatic(e) {
-			if d := c.scope.CheckStatic(e, "command"); d.HasErrors() {
-				c.add(d)
+			if d := c.Scope.CheckStatic(e, "command"); d.HasErrors() {
+				c.Add(d)
 				continue
 			}
-			v, d := e.Value(c.scope.EvalContext())
-			c.add(d)
+			v, d := e.Value(c.Scope.EvalContext())
+			c.Add(d)
 			if d.HasErrors() {
 				continue
 			}
 			strs, err := argStrings(v, el.index)
 			if err != nil {
-				c.errorf(e.Range(), "Invalid command element", "%s.", err)
+				c.Errorf(e.Range(), "Invalid command element", "%s.", err)
 				continue
 			}
 			el.static = strs
@@ -642,13 +543,13 @@ func (c *compiler) command(h *handler, at *hcl.Attribute) {
 				}
 			}
 		} else {
-			d := c.scope.Check(e)
-			c.add(d)
+			d := c.Scope.Check(e)
+			c.Add(d)
 			if d.HasErrors() {
 				continue
 			}
-			if name, ok := argsParam(e); ok && c.scope.Params[name] == "object" {
-				c.errorf(e.Range(), "Invalid command element", "args.%s is an object; a command element must be a string, number, boolean or a list of those.", name)
+			if name, ok := argsParam(e); ok && c.Scope.Params[name] == "object" {
+				c.Errorf(e.Range(), "Invalid command element", "args.%s is an object; a command element must be a string, number, boolean or a list of those.", name)
 				continue
 			}
 			el.expr = e
@@ -658,7 +559,7 @@ func (c *compiler) command(h *handler, at *hcl.Attribute) {
 				el.dashOK = el.dashOK && h.allowDash[p]
 			}
 			if el.dashOK && !afterSep {
-				c.warnf(e.Range(), "Argument may be read as an option", "command[%d] uses %s, listed in allow_dash_args, and no \"--\" comes before it: a value such as --output=FILE reaches %s as an option. Keep it only where %s reads the next argument as a value (after an option that takes one, such as \"-e\"), or put \"--\" before it and drop it from allow_dash_args.", el.index, quoteParams(el.params), h.name, h.name)
+				c.Warnf(e.Range(), "Argument may be read as an option", "command[%d] uses %s, listed in allow_dash_args, and no \"--\" comes before it: a value such as --output=FILE reaches %s as an option. Keep it only where %s reads the next argument as a value (after an option that takes one, such as \"-e\"), or put \"--\" before it and drop it from allow_dash_args.", el.index, quoteParams(el.params), h.name, h.name)
 			}
 		}
 		h.args = append(h.args, el)
@@ -709,7 +610,7 @@ func (c *compiler) commandNotList(at *hcl.Attribute) {
 		detail = "command must be a list, not a string: mcpd never runs a shell, so write each argument as a separate element, e.g. [\"git\", \"show\", args.sha] instead of \"git show ${args.sha}\"."
 	}
 	if adapter.IsStatic(at.Expr) {
-		v, d := at.Expr.Value(c.scope.EvalContext())
+		v, d := at.Expr.Value(c.Scope.EvalContext())
 		switch {
 		case d.HasErrors() || !v.IsWhollyKnown() || v.IsNull():
 		case v.Type() == cty.String:
@@ -723,7 +624,7 @@ func (c *compiler) commandNotList(at *hcl.Attribute) {
 			detail = "command must be a list literal [...], so that the executable is fixed by the config. " + general
 		}
 	}
-	c.errorf(at.Expr.Range(), "command must be a list", "%s", detail)
+	c.Errorf(at.Expr.Range(), "command must be a list", "%s", detail)
 }
 
 // resolveExecutable fixes the program at load time: a path with a slash is
@@ -737,14 +638,14 @@ func (c *compiler) commandNotList(at *hcl.Attribute) {
 // call chooses), and until it is installed answers with a tool error.
 func (c *compiler) resolveExecutable(h *handler, rng hcl.Range) {
 	if strings.ContainsRune(h.name, '/') {
-		p, err := filepath.Abs(funcs.Resolve(c.scope.Dir, h.name))
+		p, err := filepath.Abs(funcs.Resolve(c.Scope.Dir, h.name))
 		if err != nil {
-			c.errorf(rng, "Invalid executable", "cannot make %s absolute: %v.", h.name, err)
+			c.Errorf(rng, "Invalid executable", "cannot make %s absolute: %v.", h.name, err)
 			return
 		}
 		h.exePath = p
 		if err := checkExecutable(p); err != nil {
-			c.warnf(rng, "Executable not found", "%s (%s): %v. Calls of this tool fail until it exists.", h.name, p, err)
+			c.Warnf(rng, "Executable not found", "%s (%s): %v. Calls of this tool fail until it exists.", h.name, p, err)
 		}
 		return
 	}
@@ -752,7 +653,7 @@ func (c *compiler) resolveExecutable(h *handler, rng hcl.Range) {
 	h.searchPath = path
 	p, err := lookPath(h.name, path)
 	if err != nil {
-		c.warnf(rng, "Executable not found", "%q is not in PATH (%s); relative PATH entries are not searched. Calls of this tool fail until it is installed. Install it, declare env = { PATH = \"...\" }, or write an absolute path.", h.name, path)
+		c.Warnf(rng, "Executable not found", "%q is not in PATH (%s); relative PATH entries are not searched. Calls of this tool fail until it is installed. Install it, declare env = { PATH = \"...\" }, or write an absolute path.", h.name, path)
 		return
 	}
 	h.exePath = p
@@ -760,19 +661,18 @@ func (c *compiler) resolveExecutable(h *handler, rng hcl.Range) {
 
 // progress decodes the progress block.
 func (c *compiler) progress(b *hcl.Block) *progressSpec {
-	content, d := b.Body.Content(progressSchema)
-	c.add(d)
-	if d.HasErrors() {
+	content, ok := c.Content(b.Body, progressSchema)
+	if !ok {
 		return nil
 	}
 	spec := &progressSpec{}
-	ok := true
+	ok = true
 	if at := content.Attributes["pattern"]; at != nil {
-		s, sok := c.staticString(at)
+		s, sok := c.String(at, "")
 		if sok {
 			re, err := regexp.Compile(s)
 			if err != nil {
-				c.errorf(at.Expr.Range(), "Invalid progress pattern", "pattern is not a valid regular expression (RE2 syntax): %v.", err)
+				c.Errorf(at.Expr.Range(), "Invalid progress pattern", "pattern is not a valid regular expression (RE2 syntax): %v.", err)
 				ok = false
 			} else {
 				spec.re = re
@@ -783,10 +683,10 @@ func (c *compiler) progress(b *hcl.Block) *progressSpec {
 		}
 	}
 	if at := content.Attributes["total"]; at != nil {
-		if v, vok := c.static(at, cty.Number); vok {
+		if v, vok := c.Static(at, "", cty.Number); vok {
 			f, _ := v.AsBigFloat().Float64()
 			if f <= 0 {
-				c.errorf(at.Expr.Range(), "Invalid progress total", "total must be positive, got %v.", f)
+				c.Errorf(at.Expr.Range(), "Invalid progress total", "total must be positive, got %v.", f)
 				ok = false
 			}
 			spec.static = f
@@ -795,13 +695,13 @@ func (c *compiler) progress(b *hcl.Block) *progressSpec {
 		}
 	}
 	if at := content.Attributes["stream"]; at != nil {
-		if s, sok := c.staticString(at); sok {
+		if s, sok := c.String(at, ""); sok {
 			switch s {
 			case "stdout":
 			case "stderr":
 				spec.stderr = true
 			default:
-				c.errorf(at.Expr.Range(), "Invalid progress stream", "stream must be \"stdout\" or \"stderr\", not %q.", s)
+				c.Errorf(at.Expr.Range(), "Invalid progress stream", "stream must be \"stdout\" or \"stderr\", not %q.", s)
 				ok = false
 			}
 		} else {
@@ -833,7 +733,7 @@ func (c *compiler) progressGroups(spec *progressSpec, rng hcl.Range) bool {
 		case "message":
 			spec.message = i
 		default:
-			c.errorf(rng, "Invalid progress pattern", "capture group %q has an unknown name; named groups may be progress, total and message (or use unnamed groups: the first is the progress, the second the total).", name)
+			c.Errorf(rng, "Invalid progress pattern", "capture group %q has an unknown name; named groups may be progress, total and message (or use unnamed groups: the first is the progress, the second the total).", name)
 			return false
 		}
 	}
@@ -844,7 +744,7 @@ func (c *compiler) progressGroups(spec *progressSpec, rng hcl.Range) bool {
 		spec.total = unnamed[0]
 	}
 	if spec.progress == 0 {
-		c.errorf(rng, "Invalid progress pattern", "pattern has no capture group for the progress value; write one, e.g. \"^(\\\\d+)/(\\\\d+)\" or \"(?P<progress>\\\\d+)%%\".")
+		c.Errorf(rng, "Invalid progress pattern", "pattern has no capture group for the progress value; write one, e.g. \"^(\\\\d+)/(\\\\d+)\" or \"(?P<progress>\\\\d+)%%\".")
 		return false
 	}
 	return true

@@ -910,7 +910,7 @@ func TestLoadDiagnostics(t *testing.T) {
 		{"bad timeout", `shell {
   command = ["true"]
   timeout = "30 seconds"
-}`, `timeout must be a duration such as "30s"`, 3},
+}`, `timeout: "30 seconds" is not a duration`, 3},
 		{"zero timeout", `shell {
   command = ["true"]
   timeout = "0s"
