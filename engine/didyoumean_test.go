@@ -61,7 +61,7 @@ http_backend "api" { base_url = "http://127.0.0.1:1" }
     database = "dbb"
     query    = "SELECT 1 AS one"
   }
-}`, "9:16", `Unknown database: No database block named "dbb" is declared. Did you mean "db"?`},
+}`, "9:16", `Unknown database: There is no database named "dbb". Did you mean "db"?`},
 		{"http_backend name", `tool "t" {
   description = "x"
   http {

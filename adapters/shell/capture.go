@@ -86,7 +86,6 @@ func (c *capture) tailText() (string, bool) {
 	return string(t), cut
 }
 
-
 // progressScanner splits a stream into lines ("\n" or "\r" ends one, so
 // that the carriage-return updates of progress bars count) and reports the
 // lines that match the progress pattern.

@@ -11,6 +11,7 @@ package sqladapter
 
 import (
 	"fmt"
+	"math"
 	"net/url"
 	"sort"
 	"strings"
@@ -21,6 +22,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/redact"
 )
 
 // Adapter owns the `database` block and compiles `sql` blocks.
@@ -35,7 +37,7 @@ var _ adapter.BackendAdapter = (*Adapter)(nil)
 // BackendBlock is the top-level block this adapter owns.
 func (*Adapter) BackendBlock() string { return "database" }
 
-var databaseSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
+var databaseSchema = &adapter.Schema{Attributes: []hcl.AttributeSchema{
 	{Name: "driver", Required: true},
 	{Name: "dsn", Required: true},
 	{Name: "max_open_conns"},
@@ -47,12 +49,19 @@ var databaseSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
 	{Name: "seed"},
 }}
 
+// BackendSchema is the database block's schema (adapter.BackendSchemaer).
+func (*Adapter) BackendSchema() *adapter.Schema { return databaseSchema }
+
+// ToolSchema is the sql block's schema (adapter.Schemaer).
+func (*Adapter) ToolSchema() *adapter.Schema { return sqlSchema }
+
 // DecodeBackend decodes one `database "name" { ... }` block. It reads no
 // file but those the block's own file() calls name, and opens nothing.
 func (*Adapter) DecodeBackend(b *adapter.BackendBlock) (adapter.BackendConfig, hcl.Diagnostics) {
-	content, diags := b.Body.Content(databaseSchema)
-	if diags.HasErrors() {
-		return nil, diags
+	dec := adapter.NewDecoder(b.Scope)
+	content, ok := dec.Content(b.Body, databaseSchema)
+	if !ok {
+		return nil, dec.Diags
 	}
 	cfg := &dbConfig{
 		name:         b.Name,
@@ -64,17 +73,12 @@ func (*Adapter) DecodeBackend(b *adapter.BackendBlock) (adapter.BackendConfig, h
 		maxBytes:     defaultMaxBytes,
 	}
 	attrs := content.Attributes
-	var d hcl.Diagnostics
 
 	driverAttr := attrs["driver"]
-	var driverName string
-	driverName, d = staticString(driverAttr, b.Scope)
-	diags = append(diags, d...)
-	if !d.HasErrors() {
-		var ok bool
+	if driverName, ok := dec.String(driverAttr, ""); ok {
 		if cfg.dialect, ok = dialects[driverName]; !ok {
-			diags = append(diags, attrError(driverAttr, "Unknown database driver",
-				fmt.Sprintf("driver %q is not supported; use \"sqlite\", \"postgres\" or \"mysql\" (which also serves MariaDB).", driverName)))
+			dec.Errorf(driverAttr.Expr.Range(), "Unknown database driver",
+				"driver %q is not supported; use \"sqlite\", \"postgres\" or \"mysql\" (which also serves MariaDB).", driverName)
 		}
 	}
 
@@ -85,60 +89,50 @@ func (*Adapter) DecodeBackend(b *adapter.BackendBlock) (adapter.BackendConfig, h
 	}{{"max_open_conns", 1, &cfg.maxOpen}, {"max_idle_conns", 0, &cfg.maxIdle}, {"max_bytes", 1, &cfg.maxBytes}}
 	for _, a := range ints {
 		if attr := attrs[a.name]; attr != nil {
-			*a.dst, d = staticInt(attr, b.Scope, a.least)
-			diags = append(diags, d...)
+			if n, ok := dec.Int(attr, "", int64(a.least), math.MaxInt64); ok {
+				*a.dst = int(n)
+			}
 		}
 	}
 	if cfg.maxIdle < 0 {
 		cfg.maxIdle = min(defaultMaxIdleConns, cfg.maxOpen)
 	}
 	durations := []struct {
-		name   string
-		zeroOK bool
-		dst    *time.Duration
+		name  string
+		least time.Duration
+		dst   *time.Duration
 	}{
-		{"conn_max_lifetime", true, &cfg.maxLifetime},
-		{"conn_max_idle_time", true, &cfg.maxIdleTime},
-		{"query_timeout", false, &cfg.queryTimeout},
+		{"conn_max_lifetime", 0, &cfg.maxLifetime},
+		{"conn_max_idle_time", 0, &cfg.maxIdleTime},
+		{"query_timeout", time.Nanosecond, &cfg.queryTimeout},
 	}
 	for _, a := range durations {
 		if attr := attrs[a.name]; attr != nil {
-			*a.dst, d = staticDuration(attr, b.Scope, a.zeroOK)
-			diags = append(diags, d...)
+			if dur, ok := dec.Duration(attr, "", a.least, 0); ok {
+				*a.dst = dur
+			}
 		}
 	}
 	if attr := attrs["seed"]; attr != nil {
-		cfg.seed, d = staticString(attr, b.Scope)
-		diags = append(diags, d...)
+		cfg.seed, _ = dec.String(attr, "")
 		if cfg.dialect != sqlite && cfg.dialect != 0 {
-			diags = append(diags, attrError(attr, "Seed is for SQLite only",
-				"A seed script fills a new, empty SQLite database (the demo, a local cache). For PostgreSQL and MySQL, create the schema with your migration tool."))
+			dec.Errorf(attr.Expr.Range(), "Seed is for SQLite only",
+				"A seed script fills a new, empty SQLite database (the demo, a local cache). For PostgreSQL and MySQL, create the schema with your migration tool.")
 		}
 	}
 
 	dsnAttr := attrs["dsn"]
 	if cfg.dsnUnknown = unknownAtLoad(dsnAttr, b.Scope); cfg.dsnUnknown {
-		cfg.redact = strings.NewReplacer()
-		return cfg, diags // nothing to check without the value
+		return cfg, dec.Diags // nothing to check without the value
 	}
-	cfg.dsn, d = staticString(dsnAttr, b.Scope)
-	diags = append(diags, d...)
-	if !d.HasErrors() && cfg.dialect != 0 {
-		diags = append(diags, checkDSN(cfg, dsnAttr, b.Scope.Dir)...)
+	if dsn, ok := dec.String(dsnAttr, ""); ok && cfg.dialect != 0 {
+		cfg.dsn = dsn
+		dec.Add(checkDSN(cfg, dsnAttr, b.Scope.Dir))
 	}
-	if diags.HasErrors() {
-		return nil, diags
+	if dec.HasErrors() {
+		return nil, dec.Diags
 	}
-	return cfg, diags
-}
-
-// noDatabase is the detail of a reference to an undeclared database: the
-// closest declared name when there is one, else how to declare it.
-func noDatabase(name, didYouMean string) string {
-	if didYouMean != "" {
-		return fmt.Sprintf("No database block named %q is declared.%s", name, didYouMean)
-	}
-	return fmt.Sprintf("No database block named %q is declared. Declare it at the top level: database %q { driver = \"sqlite\", dsn = \"...\" }.", name, name)
+	return cfg, dec.Diags
 }
 
 // unknownAtLoad reports whether attr is a valid load-time expression whose
@@ -157,7 +151,7 @@ func unknownAtLoad(attr *hcl.Attribute, scope *adapter.Scope) bool {
 // directory. The value never appears in a diagnostic.
 func checkDSN(cfg *dbConfig, attr *hcl.Attribute, dir string) hcl.Diagnostics {
 	invalid := func(detail string) hcl.Diagnostics {
-		return hcl.Diagnostics{attrError(attr, "Invalid dsn", detail+" (The value is not shown: it may hold a password.)")}
+		return hcl.Diagnostics{adapter.AttrError(attr, "Invalid dsn", detail+" (The value is not shown: it may hold a password.)")}
 	}
 	var password string
 	switch cfg.dialect {
@@ -184,11 +178,11 @@ func checkDSN(cfg *dbConfig, attr *hcl.Attribute, dir string) hcl.Diagnostics {
 		}
 		cfg.dsn, cfg.sqliteFile = resolveSQLite(cfg.dsn, dir)
 	}
-	cfg.redact = newRedactor(cfg.dsn, password)
+	cfg.redact = redact.New([]string{cfg.dsn, password})
 	return nil
 }
 
-var sqlSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
+var sqlSchema = &adapter.Schema{Attributes: []hcl.AttributeSchema{
 	{Name: "database", Required: true},
 	{Name: "query", Required: true},
 	{Name: "read_only"},
@@ -220,55 +214,48 @@ var writeVerbs = map[string]bool{
 
 // CompileTool decodes and checks one `sql { ... }` block.
 func (*Adapter) CompileTool(b *adapter.ToolBlock) (adapter.Handler, hcl.Diagnostics) {
-	content, diags := b.Body.Content(sqlSchema)
-	if diags.HasErrors() {
-		return nil, diags
+	dec := adapter.NewDecoder(b.Scope)
+	content, ok := dec.Content(b.Body, sqlSchema)
+	if !ok {
+		return nil, dec.Diags
 	}
 	attrs := content.Attributes
 	h := &handler{readOnly: true, maxRows: defaultMaxRows, structured: b.Structured}
-	var d hcl.Diagnostics
 
-	dbAttr := attrs["database"]
-	dbName, d := staticString(dbAttr, b.Scope)
-	diags = append(diags, d...)
-	if !d.HasErrors() {
-		live, ok := b.Backend("database", dbName)
-		if !ok {
-			diags = append(diags, attrError(dbAttr, "Unknown database",
-				noDatabase(dbName, b.BackendSuggestion("database", dbName))))
-		} else if be, isOurs := live.(*backend); !isOurs {
-			diags = append(diags, attrError(dbAttr, "Unknown database", fmt.Sprintf("%q is not a database of the sql adapter.", dbName)))
-		} else {
-			h.be, h.dialect, h.timeout, h.maxBytes = be, be.cfg.dialect, be.cfg.queryTimeout, be.cfg.maxBytes
-		}
+	be, _ := adapter.LookupBackend[*backend](dec, b, attrs["database"], "database", `database %q { driver = "sqlite", dsn = "..." }`)
+	if be != nil {
+		h.be, h.dialect, h.timeout, h.maxBytes = be, be.cfg.dialect, be.cfg.queryTimeout, be.cfg.maxBytes
 	}
 	if attr := attrs["read_only"]; attr != nil {
-		h.readOnly, d = staticBool(attr, b.Scope)
-		diags = append(diags, d...)
+		if v, ok := dec.Bool(attr, ""); ok {
+			h.readOnly = v
+		}
 	}
-	if attr := attrs["max_rows"]; attr != nil {
-		h.maxRows, d = staticInt(attr, b.Scope, 1)
-		diags = append(diags, d...)
-	}
-	if attr := attrs["max_bytes"]; attr != nil {
-		h.maxBytes, d = staticInt(attr, b.Scope, 1)
-		diags = append(diags, d...)
+	for _, a := range []struct {
+		name string
+		dst  *int
+	}{{"max_rows", &h.maxRows}, {"max_bytes", &h.maxBytes}} {
+		if attr := attrs[a.name]; attr != nil {
+			if n, ok := dec.Int(attr, "", 1, math.MaxInt64); ok {
+				*a.dst = int(n)
+			}
+		}
 	}
 	if attr := attrs["timeout"]; attr != nil {
-		h.timeout, d = staticDuration(attr, b.Scope, false)
-		diags = append(diags, d...)
+		if dur, ok := dec.Duration(attr, "", time.Nanosecond, 0); ok {
+			h.timeout = dur
+		}
 	}
 	var allowed map[string][]string
 	identAttr := attrs["identifiers"]
 	if identAttr != nil {
-		allowed, d = decodeIdentifiers(identAttr, b.Scope)
-		diags = append(diags, d...)
+		allowed = decodeIdentifiers(dec, identAttr)
 	}
 
 	queryAttr := attrs["query"]
-	text, d := queryText(queryAttr, b.Scope)
-	diags = append(diags, d...)
-	if d.HasErrors() || h.be == nil { // translating the query needs the database's driver
+	text, ok := queryText(dec, queryAttr)
+	diags := dec.Diags
+	if !ok || h.be == nil { // translating the query needs the database's driver
 		return nil, diags
 	}
 	q, problems := parseQuery(text, h.dialect)
@@ -322,7 +309,7 @@ func (*Adapter) CompileTool(b *adapter.ToolBlock) (adapter.Handler, hcl.Diagnost
 
 // queryText evaluates the query, which must be fixed text: a literal, a
 // heredoc, or file("query.sql").
-func queryText(attr *hcl.Attribute, scope *adapter.Scope) (string, hcl.Diagnostics) {
+func queryText(dec *adapter.Decoder, attr *hcl.Attribute) (string, bool) {
 	if vars := attr.Expr.Variables(); len(vars) > 0 {
 		rng := vars[0].SourceRange()
 		name := "x"
@@ -331,45 +318,47 @@ func queryText(attr *hcl.Attribute, scope *adapter.Scope) (string, hcl.Diagnosti
 				name = a.Name
 			}
 		}
-		return "", hcl.Diagnostics{{
+		dec.Add(hcl.Diagnostics{{
 			Severity: hcl.DiagError,
 			Summary:  "Query must be fixed text",
 			Detail: fmt.Sprintf("The query cannot interpolate arguments: pasting a value into SQL lets the caller write SQL. "+
 				"Write :%s where the value goes and the driver binds it; to choose a column or table by argument, write {{%s}} and list the allowed names in `identifiers`.", name, name),
 			Subject: &rng,
-		}}
+		}})
+		return "", false
 	}
-	text, diags := staticString(attr, scope)
-	if !diags.HasErrors() && strings.TrimSpace(text) == "" {
-		diags = append(diags, attrError(attr, "Empty query", "The query has no SQL."))
+	text, ok := dec.String(attr, "")
+	if ok && strings.TrimSpace(text) == "" {
+		dec.Errorf(attr.Expr.Range(), "Empty query", "The query has no SQL.")
+		return "", false
 	}
-	return text, diags
+	return text, ok
 }
 
 // decodeIdentifiers decodes identifiers = { param = ["name", ...] }.
-func decodeIdentifiers(attr *hcl.Attribute, scope *adapter.Scope) (map[string][]string, hcl.Diagnostics) {
-	v, diags := staticValue(attr, scope, cty.Map(cty.List(cty.String)))
-	if diags.HasErrors() {
-		return nil, diags
+func decodeIdentifiers(dec *adapter.Decoder, attr *hcl.Attribute) map[string][]string {
+	v, ok := dec.Static(attr, "", cty.Map(cty.List(cty.String)))
+	if !ok {
+		return nil
 	}
 	out := map[string][]string{}
 	for it := v.ElementIterator(); it.Next(); {
 		k, list := it.Element()
 		name := k.AsString()
 		if list.IsNull() || list.LengthInt() == 0 {
-			diags = append(diags, attrError(attr, "No allowed identifiers", fmt.Sprintf("identifiers.%s must list at least one name.", name)))
+			dec.Errorf(attr.Expr.Range(), "No allowed identifiers", "identifiers.%s must list at least one name.", name)
 			continue
 		}
 		for li := list.ElementIterator(); li.Next(); {
 			_, ev := li.Element()
 			if ev.IsNull() || ev.AsString() == "" || strings.ContainsRune(ev.AsString(), 0) {
-				diags = append(diags, attrError(attr, "Invalid identifier", fmt.Sprintf("identifiers.%s holds an empty or null name, or one with a NUL character.", name)))
+				dec.Errorf(attr.Expr.Range(), "Invalid identifier", "identifiers.%s holds an empty or null name, or one with a NUL character.", name)
 				continue
 			}
 			out[name] = append(out[name], ev.AsString())
 		}
 	}
-	return out, diags
+	return out
 }
 
 // checkNames checks the query's :name and {{name}} against the tool's params
@@ -412,9 +401,9 @@ func checkNames(q *compiledQuery, allowed map[string][]string, queryAttr, identA
 		typ, declared := params[name]
 		switch {
 		case !declared:
-			diags = append(diags, attrError(identAttr, "Unknown identifier param", fmt.Sprintf("identifiers.%s names no param of this tool.", name)))
+			diags = append(diags, adapter.AttrError(identAttr, "Unknown identifier param", fmt.Sprintf("identifiers.%s names no param of this tool.", name)))
 		case typ != "string" && typ != "":
-			diags = append(diags, attrError(identAttr, "Identifier param must be a string", fmt.Sprintf("param %q chooses an identifier, so it must have type = \"string\" (it is %q).", name, typ)))
+			diags = append(diags, adapter.AttrError(identAttr, "Identifier param must be a string", fmt.Sprintf("param %q chooses an identifier, so it must have type = \"string\" (it is %q).", name, typ)))
 		case !slicesContainsRef(q.idents, name):
 			rng := identAttr.Expr.Range()
 			diags = append(diags, &hcl.Diagnostic{

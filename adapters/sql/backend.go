@@ -23,6 +23,7 @@ import (
 	sqlite3 "modernc.org/sqlite" // also registers the "sqlite" driver
 
 	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/redact"
 )
 
 // Defaults of the database block.
@@ -47,10 +48,10 @@ type dbConfig struct {
 	maxLifetime  time.Duration
 	maxIdleTime  time.Duration
 	queryTimeout time.Duration
-	maxBytes     int    // the default of the database's tools
-	seed         string // sqlite: the script that fills a new database
-	sqliteFile   string // sqlite: the database file, for creating its directory
-	redact       *strings.Replacer
+	maxBytes     int              // the default of the database's tools
+	seed         string           // sqlite: the script that fills a new database
+	sqliteFile   string           // sqlite: the database file, for creating its directory
+	redact       *redact.Redactor // the DSN and its password; nil changes nothing
 	// dsnUnknown: the dsn reads an unset environment variable, which a load
 	// for validation allows (and reports). Such a backend declares the
 	// database, so that its tools are still checked, but has no pool.
@@ -94,7 +95,7 @@ func (c *dbConfig) Open() (adapter.Backend, error) {
 		}
 		conn, err := mysqldrv.NewConnector(mc)
 		if err != nil {
-			return nil, fmt.Errorf("database %q: %s", c.name, c.redact.Replace(err.Error()))
+			return nil, fmt.Errorf("database %q: %s", c.name, c.redact.String(err.Error()))
 		}
 		b.kill = conn
 		b.db = sql.OpenDB(mysqlConnector{Connector: conn})
@@ -102,12 +103,12 @@ func (c *dbConfig) Open() (adapter.Backend, error) {
 	case sqlite:
 		rw, err := sql.Open("sqlite", sqliteDSN(c.dsn, false))
 		if err != nil {
-			return nil, fmt.Errorf("database %q: %s", c.name, c.redact.Replace(err.Error()))
+			return nil, fmt.Errorf("database %q: %s", c.name, c.redact.String(err.Error()))
 		}
 		roConn, err := sqlite3.NewConnector(sqliteDSN(c.dsn, true))
 		if err != nil {
 			rw.Close()
-			return nil, fmt.Errorf("database %q: %s", c.name, c.redact.Replace(err.Error()))
+			return nil, fmt.Errorf("database %q: %s", c.name, c.redact.String(err.Error()))
 		}
 		b.db, b.ro = rw, sql.OpenDB(sqliteReadOnly{roConn})
 		b.workers = newWorkers(2 * c.maxOpen) // both pools

@@ -17,6 +17,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/function"
 
 	"github.com/mcpd/mcpd/engine/adapter"
@@ -101,7 +102,7 @@ SQL
   query    = "SELECT 1"
 }`,
 			summary: "Unknown database",
-			detail:  `No database block named "mian" is declared.`,
+			detail:  `There is no database named "mian"`,
 		},
 		{
 			name: "bad driver",
@@ -670,6 +671,30 @@ func TestSeedRunsOnceAcrossProcesses(t *testing.T) {
 	for _, cmd := range cmds {
 		if err := cmd.Wait(); err != nil {
 			t.Errorf("child: %v", err)
+		}
+	}
+}
+
+// The DSN's password is redacted from error messages in the forms a driver
+// or a proxy may quote it in, with engine/redact's rules (the same as for
+// every other secret of a config): raw, percent-encoded, JSON-escaped.
+func TestDSNRedaction(t *testing.T) {
+	const password = "s3cr/t:pw"
+	dsn := "postgres://app:" + url.QueryEscape(password) + "@db.internal:5432/app"
+	cfg := &dbConfig{name: "main", dialect: postgres, dsn: dsn}
+	attr := &hcl.Attribute{Name: "dsn", Expr: hcl.StaticExpr(cty.StringVal(dsn), hcl.Range{})}
+	if diags := checkDSN(cfg, attr, "."); diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	for _, msg := range []string{
+		"failed to connect to " + dsn,
+		"password authentication failed: " + password,
+		`{"password": "s3cr\/t:pw"}`,
+		"password=" + url.QueryEscape(password),
+	} {
+		got := cfg.redact.String(msg)
+		if strings.Contains(got, password) || strings.Contains(got, url.QueryEscape(password)) || strings.Contains(got, `s3cr\/t`) {
+			t.Errorf("%q: the password survives: %q", msg, got)
 		}
 	}
 }

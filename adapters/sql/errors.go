@@ -55,7 +55,7 @@ func (h *handler) explain(parent, ctx context.Context, err error) error {
 	default:
 		msg = "the query failed: " + driverMessage(err)
 	}
-	return errors.New(cfg.redact.Replace(msg))
+	return errors.New(cfg.redact.String(msg))
 }
 
 // connectReason says why a connection failed without the driver's framing,
@@ -116,20 +116,6 @@ func writeRefused(err error) bool {
 		return liteErr.Code()&0xff == 8 // SQLITE_READONLY and its extended codes
 	}
 	return false
-}
-
-// newRedactor replaces the DSN and its password wherever they appear.
-// Passwords shorter than 4 bytes are left alone: replacing every "a" in a
-// message would garble it, and such a password protects nothing.
-func newRedactor(dsn, password string) *strings.Replacer {
-	var pairs []string
-	if dsn != "" {
-		pairs = append(pairs, dsn, "[dsn]")
-	}
-	if len(password) >= 4 {
-		pairs = append(pairs, password, "[password]")
-	}
-	return strings.NewReplacer(pairs...)
 }
 
 // sqliteNotAuthorized reports SQLite refusing a statement through the

@@ -14,7 +14,7 @@ import (
 // them whether to ask the user before a call. The query is classified by
 // its first keyword with the same scanner the load-time checks use.
 func (*Adapter) LintTool(t *adapter.LintTool) hcl.Diagnostics {
-	content, _, diags := t.Body.PartialContent(sqlSchema)
+	content, _, diags := t.Body.PartialContent(sqlSchema.Body())
 	if diags.HasErrors() || content == nil {
 		return nil // validate reports it
 	}

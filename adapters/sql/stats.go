@@ -33,7 +33,7 @@ func (b *backend) Ping(ctx context.Context) error {
 		return b.errNoDSN()
 	}
 	if err := b.db.PingContext(ctx); err != nil {
-		return fmt.Errorf("database %q: %s", b.cfg.name, b.cfg.redact.Replace(err.Error()))
+		return fmt.Errorf("database %q: %s", b.cfg.name, b.cfg.redact.String(err.Error()))
 	}
 	return nil
 }

@@ -109,6 +109,11 @@ func (d *Decoder) Content(body hcl.Body, s *Schema) (content *hcl.BodyContent, o
 	return content, d.Add(diags)
 }
 
+// AttrError is an error about an attribute's value, at its expression.
+func AttrError(attr *hcl.Attribute, summary, detail string) *hcl.Diagnostic {
+	return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: detail, Subject: attr.Expr.Range().Ptr()}
+}
+
 // SingleBlock returns the only block of type typ, reporting the others.
 func (d *Decoder) SingleBlock(blocks hcl.Blocks, typ string) *hcl.Block {
 	var found *hcl.Block
