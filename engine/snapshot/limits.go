@@ -14,6 +14,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	"golang.org/x/time/rate"
 
+	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/config"
 	"github.com/mcpd/mcpd/engine/principal"
 )
@@ -198,24 +199,15 @@ func carryLimits(next, prev *limits) {
 	}
 }
 
+// staticCount decodes a whole number in [lo, hi], with the messages every
+// adapter gives (adapter.IntValue).
 func staticCount(a *hcl.Attribute, lo, hi int) (int, hcl.Diagnostics) {
 	v, d := a.Expr.Value(nil)
 	if d.HasErrors() {
 		return 0, d
 	}
-	bad := hcl.Diagnostics{attrDiag(a, fmt.Sprintf("%s must be a whole number from %d to %d", a.Name, lo, hi))}
-	if v.IsNull() || !v.IsKnown() || v.Type() != cty.Number {
-		return 0, bad
-	}
-	bf := v.AsBigFloat()
-	if !bf.IsInt() {
-		return 0, bad
-	}
-	n, acc := bf.Int64()
-	if acc != 0 || n < int64(lo) || n > int64(hi) {
-		return 0, bad
-	}
-	return int(n), nil
+	n, d := adapter.IntValue(v, a.Expr.Range(), a.Name, int64(lo), int64(hi))
+	return int(n), d
 }
 
 // staticRate parses "N/s", "N/m", "N/h" or "N/<duration>" ("100/10s").

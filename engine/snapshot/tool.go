@@ -335,19 +335,15 @@ func compileProgress(p *config.Progress, ectx *hcl.EvalContext) (*progressSpec, 
 	return spec, diags
 }
 
+// staticDuration decodes a duration of zero or more, with the messages
+// every adapter gives (adapter.DurationValue).
 func staticDuration(a *hcl.Attribute, ectx *hcl.EvalContext) (time.Duration, hcl.Diagnostics) {
 	v, d := a.Expr.Value(ectx)
 	if d.HasErrors() {
 		return 0, d
 	}
-	if v.IsNull() || v.Type() != cty.String {
-		return 0, hcl.Diagnostics{attrDiag(a, "a duration is a string such as \"250ms\" or \"30s\"")}
-	}
-	dur, err := time.ParseDuration(v.AsString())
-	if err != nil || dur < 0 {
-		return 0, hcl.Diagnostics{attrDiag(a, fmt.Sprintf("%q is not a duration such as \"250ms\" or \"30s\"", v.AsString()))}
-	}
-	return dur, nil
+	v, _ = v.UnmarkDeep()
+	return adapter.DurationValue(v, a.Expr.Range(), a.Name, 0, 0)
 }
 
 func attrDiag(a *hcl.Attribute, detail string) *hcl.Diagnostic {
