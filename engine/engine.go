@@ -28,6 +28,9 @@ type Loaded struct {
 	// Config is the loaded config (nil when nothing could be read), for
 	// what reads it beside the snapshot: `mcpd test`'s test blocks.
 	Config *config.Config
+	// Registry holds the adapters the config was compiled with, for what
+	// asks them for capabilities (`mcpd test`'s mocks: adapter.Mocker).
+	Registry *adapter.Registry
 }
 
 // Load reads the config at paths and compiles it. prev, when not nil, is the
@@ -53,7 +56,7 @@ type Options struct {
 func LoadWith(paths []string, reg *adapter.Registry, prev *snapshot.Snapshot, version string, opts Options) *Loaded {
 	cfg, diags := config.LoadWith(paths, config.Blocks{Adapters: reg.ToolBlocks(), Backends: reg.BackendBlocks()},
 		config.Options{UnsetEnvUnknown: true})
-	out := &Loaded{Diagnostics: diags}
+	out := &Loaded{Diagnostics: diags, Registry: reg}
 	if cfg == nil {
 		return out
 	}

@@ -113,6 +113,11 @@ func (h *handler) Call(ctx context.Context, req *adapter.Request) (*adapter.Outp
 			return fail("%s %s: %s while waiting to retry (after %d attempts)", h.method, display, canceledMsg(ctx), n)
 		}
 	}
+	status := 0
+	if res != nil {
+		status = res.status
+	}
+	annotate(ctx, u, sec, status, n)
 	after := ""
 	if n > 1 {
 		after = fmt.Sprintf(" (after %d attempts)", n)

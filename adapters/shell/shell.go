@@ -307,6 +307,10 @@ func (a *Adapter) CompileTool(b *adapter.ToolBlock) (adapter.Handler, hcl.Diagno
 // Vars names the variables of Output.Vars.
 func (h *handler) Vars() []string { return append([]string(nil), h.vars...) }
 
+// DryRuns reports that a call under adapter.WithDryRun records the process
+// it would start instead of starting it (adapter.DryRunner).
+func (h *handler) DryRuns() bool { return true }
+
 // MaxOutputBytes is the cap of stdout plus that of stderr
 // (adapter.OutputBounder).
 func (h *handler) MaxOutputBytes() int64 { return 2 * int64(h.maxOutput) }

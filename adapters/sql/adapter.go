@@ -12,6 +12,7 @@ package sqladapter
 import (
 	"fmt"
 	"math"
+	"net"
 	"net/url"
 	"sort"
 	"strings"
@@ -161,12 +162,23 @@ func checkDSN(cfg *dbConfig, attr *hcl.Attribute, dir string) hcl.Diagnostics {
 			return invalid("The dsn is not a PostgreSQL connection string: expected a URL such as postgres://user:password@host:5432/dbname?sslmode=disable, or key=value pairs such as \"host=localhost dbname=app\".")
 		}
 		password = pc.Password
+		cfg.remote = remoteAttributes("postgresql", pc.Database, pc.Host, int(pc.Port))
 	case mysql:
 		mc, err := mysqlConfig(cfg.dsn)
 		if err != nil {
 			return invalid("The dsn is not a MySQL data source name: expected user:password@tcp(host:3306)/dbname (see github.com/go-sql-driver/mysql).")
 		}
 		password = mc.Passwd
+		host, port := "", 0
+		if mc.Net == "tcp" {
+			h, p, err := net.SplitHostPort(mc.Addr)
+			if err == nil {
+				host, port = h, atoiOrZero(p)
+			}
+		} else {
+			host = mc.Addr // a unix socket's path
+		}
+		cfg.remote = remoteAttributes("mysql", mc.DBName, host, port)
 	case sqlite:
 		if _, query, _ := strings.Cut(cfg.dsn, "?"); query != "" {
 			if _, err := url.ParseQuery(query); err != nil {
@@ -177,6 +189,7 @@ func checkDSN(cfg *dbConfig, attr *hcl.Attribute, dir string) hcl.Diagnostics {
 			return invalid("The dsn names an in-memory SQLite database. Each pooled connection would get its own empty database, so use a file, e.g. \"file:data/app.db\" (relative to this config file).")
 		}
 		cfg.dsn, cfg.sqliteFile = resolveSQLite(cfg.dsn, dir)
+		cfg.remote = remoteAttributes("sqlite", "", "", 0)
 	}
 	cfg.redact = redact.New([]string{cfg.dsn, password})
 	return nil
@@ -267,7 +280,7 @@ func (*Adapter) CompileTool(b *adapter.ToolBlock) (adapter.Handler, hcl.Diagnost
 		rng := textRange(queryAttr.Expr, p.off, p.end)
 		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: p.summary, Detail: p.detail, Subject: &rng})
 	}
-	h.query = q
+	h.query, h.text = q, text
 	names := b.Scope.Params
 	if attr := attrs["params"]; attr != nil {
 		var d hcl.Diagnostics

@@ -52,6 +52,9 @@ type dbConfig struct {
 	seed         string           // sqlite: the script that fills a new database
 	sqliteFile   string           // sqlite: the database file, for creating its directory
 	redact       *redact.Redactor // the DSN and its password; nil changes nothing
+	// remote are the span attributes of the database, from the DSN
+	// (db.system.name, db.namespace, server.address, server.port).
+	remote []adapter.Attribute
 	// dsnUnknown: the dsn reads an unset environment variable, which a load
 	// for validation allows (and reports). Such a backend declares the
 	// database, so that its tools are still checked, but has no pool.

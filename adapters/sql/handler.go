@@ -37,6 +37,7 @@ type handler struct {
 	structured bool
 	timeout    time.Duration
 	dialect    dialect
+	text       string // the query as written, for spans (db.query.text)
 }
 
 // bind is the param bound to one driver placeholder.

@@ -4,26 +4,34 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+
+	"github.com/mcpd/mcpd/engine/adapter"
 )
 
 // The methods here let mcpd's operations side see a database backend
-// without importing this package: cmd/mcpd finds them through small
-// interfaces on the snapshot's backends.
+// without importing this package: cmd/mcpd asks the snapshot's backends
+// for the capabilities adapter.PoolReporter and adapter.Pinger.
 
-// DatabaseName is the name of the database block.
-func (b *backend) DatabaseName() string { return b.cfg.name }
+var (
+	_ adapter.PoolReporter = (*backend)(nil)
+	_ adapter.Pinger       = (*backend)(nil)
+)
 
 // PoolStats returns the statistics of the backend's pools: "rw", and "ro"
 // for the read-only pool of SQLite and MySQL.
-func (b *backend) PoolStats() map[string]sql.DBStats {
+func (b *backend) PoolStats() []adapter.PoolStats {
 	if b.db == nil {
-		return map[string]sql.DBStats{}
+		return nil
 	}
-	out := map[string]sql.DBStats{"rw": b.db.Stats()}
+	out := []adapter.PoolStats{poolStats(b.cfg.name, "rw", b.db.Stats())}
 	if b.ro != nil {
-		out["ro"] = b.ro.Stats()
+		out = append(out, poolStats(b.cfg.name, "ro", b.ro.Stats()))
 	}
 	return out
+}
+
+func poolStats(name, mode string, s sql.DBStats) adapter.PoolStats {
+	return adapter.PoolStats{Name: name, Mode: mode, Idle: s.Idle, InUse: s.InUse, MaxOpen: s.MaxOpenConnections, WaitCount: s.WaitCount, WaitDuration: s.WaitDuration}
 }
 
 // Ping checks that the database answers, for readiness checks. Its error

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"flag"
 	"fmt"
@@ -117,18 +116,11 @@ func watchState(m *telemetry.Metrics, r *reload.Reloader, srv *serve.Server, cur
 		return telemetry.ConfigState{Generation: st.Generation(), Successes: st.Reloads, Failures: st.Failures, LastSuccess: st.LastOK}
 	})
 	m.WatchSessions(srv.SessionCount)
-	m.WatchPools(func() []telemetry.PoolStats {
-		var out []telemetry.PoolStats
+	m.WatchPools(func() []adapter.PoolStats {
+		var out []adapter.PoolStats
 		current.Load().Backends(func(_, _ string, b adapter.Backend) {
-			p, ok := b.(interface {
-				DatabaseName() string
-				PoolStats() map[string]sql.DBStats
-			})
-			if !ok {
-				return
-			}
-			for mode, st := range p.PoolStats() {
-				out = append(out, telemetry.PoolStats{Database: p.DatabaseName(), Mode: mode, Stats: st})
+			if p, ok := b.(adapter.PoolReporter); ok {
+				out = append(out, p.PoolStats()...)
 			}
 		})
 		return out
@@ -168,7 +160,7 @@ func pingBackends(ctx context.Context, current *snapshot.Current) map[string]str
 	var wg sync.WaitGroup
 	failed := map[string]string{}
 	snap.Backends(func(typ, name string, b adapter.Backend) {
-		p, ok := b.(interface{ Ping(context.Context) error })
+		p, ok := b.(adapter.Pinger)
 		if !ok {
 			return
 		}

@@ -7,6 +7,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -14,6 +17,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
 )
@@ -152,5 +156,147 @@ func TestTracesOverOTLP(t *testing.T) {
 	}
 	if child.Kind != tracepb.Span_SPAN_KIND_INTERNAL {
 		t.Errorf("adapter span kind %v", child.Kind)
+	}
+}
+
+// spanAttrValue is the value of an attribute as text, whatever its type.
+func spanAttrValue(s *tracepb.Span, key string) (string, bool) {
+	for _, kv := range s.Attributes {
+		if kv.Key == key {
+			if _, isInt := kv.Value.Value.(*commonpb.AnyValue_IntValue); isInt {
+				return strconv.FormatInt(kv.Value.GetIntValue(), 10), true
+			}
+			return kv.Value.GetStringValue(), true
+		}
+	}
+	return "", false
+}
+
+// The spans of adapters that call a remote service are CLIENT spans with
+// the attributes of OpenTelemetry's semantic conventions: HTTP client
+// attributes for the http adapter (the query's values never in url.full),
+// database attributes for the sql adapter. They come from the adapters'
+// capability (adapter.Remote), not from the engine knowing their names.
+func TestAdapterSpanAttributesOverOTLP(t *testing.T) {
+	rcv := &otlpReceiver{}
+	collector := httptest.NewServer(rcv)
+	defer collector.Close()
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"id": 7}`))
+	}))
+	defer api.Close()
+	u, _ := url.Parse(api.URL)
+	const secret = "k3y-s3cret-in-the-query"
+
+	config := `
+http_backend "api" {
+  base_url = "` + api.URL + `/v1"
+  query    = { api_key = "` + secret + `" }
+}
+tool "get_item" {
+  description = "Fetches an item."
+  param "id" { type = "string" }
+  http {
+    backend = "api"
+    path    = "/items/${args.id}"
+  }
+}
+database "local" {
+  driver = "sqlite"
+  dsn    = "file:spans.db"
+}
+tool "count" {
+  description = "Counts."
+  sql {
+    database = "local"
+    query    = "SELECT 1 AS n"
+  }
+}
+`
+	pg := os.Getenv("MCPD_TEST_POSTGRES_DSN")
+	if pg != "" {
+		config += `
+database "pg" {
+  driver = "postgres"
+  dsn    = "` + pg + `"
+}
+tool "pg_now" {
+  description = "Asks PostgreSQL the time."
+  sql {
+    database = "pg"
+    query    = "SELECT now() AS t"
+  }
+}
+`
+	}
+	dir := configDir(t, map[string]string{"tools.hcl": config})
+	cmd := mcpdCommand("serve", "--http", "127.0.0.1:0", "-c", dir)
+	cmd.Env = append(cmd.Env, "OTEL_EXPORTER_OTLP_ENDPOINT="+collector.URL)
+	endpoint, logs := startHTTPLogs(t, cmd)
+	cs := connectHTTP(t, endpoint, "2025-11-25", nil)
+	calls := map[string]map[string]any{"get_item": {"id": "42"}, "count": {}}
+	if pg != "" {
+		calls["pg_now"] = map[string]any{}
+	}
+	for name, args := range calls {
+		res, err := cs.CallTool(bounded(t), &mcp.CallToolParams{
+			Name: name, Arguments: args,
+			Meta: mcp.Meta{"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"},
+		})
+		if err != nil || res.IsError {
+			t.Fatalf("%s: %v %v", name, err, res)
+		}
+	}
+	cmd.Process.Signal(syscall.SIGTERM) // flushes the spans
+	if code, _ := waitExit(t, cmd, 15e9); code != 0 {
+		t.Fatalf("exit %d; log:\n%s", code, logs.String())
+	}
+
+	check := func(name string, want map[string]string) {
+		t.Helper()
+		s := rcv.find(name)
+		if s == nil {
+			t.Errorf("no span %q", name)
+			return
+		}
+		if s.Kind != tracepb.Span_SPAN_KIND_CLIENT {
+			t.Errorf("%s: kind %v, want CLIENT", name, s.Kind)
+		}
+		for key, w := range want {
+			if got, ok := spanAttrValue(s, key); !ok || got != w {
+				t.Errorf("%s: %s = %q (set: %v), want %q", name, key, got, ok, w)
+			}
+		}
+		for _, kv := range s.Attributes {
+			if strings.Contains(kv.Value.GetStringValue(), secret) {
+				t.Errorf("%s: %s holds the query's secret: %q", name, kv.Key, kv.Value.GetStringValue())
+			}
+		}
+	}
+	check("http get_item", map[string]string{
+		"http.request.method":       "GET",
+		"server.address":            u.Hostname(),
+		"server.port":               u.Port(),
+		"url.full":                  api.URL + "/v1/items/42?api_key=REDACTED",
+		"http.response.status_code": "200",
+	})
+	check("sql count", map[string]string{
+		"db.system.name":    "sqlite",
+		"db.operation.name": "SELECT",
+		"db.query.text":     "SELECT 1 AS n",
+	})
+	if pg != "" {
+		pu, err := url.Parse(pg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		check("sql pg_now", map[string]string{
+			"db.system.name":    "postgresql",
+			"db.namespace":      strings.TrimPrefix(pu.Path, "/"),
+			"server.address":    pu.Hostname(),
+			"server.port":       pu.Port(),
+			"db.operation.name": "SELECT",
+		})
 	}
 }

@@ -6,24 +6,49 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/mcpd/mcpd/engine/adapter"
 )
 
 // adapterSpan starts the span of an adapter's work, a child of the
 // request's span, when that one is being recorded: "{adapter} {tool}",
-// CLIENT for adapters that call a remote service (http, sql), INTERNAL for
-// the others (shell). With tracing off it costs one context lookup.
+// CLIENT with the service's attributes for a handler that calls a remote
+// service (adapter.Remote: http, sql), INTERNAL for the others (shell).
+// The returned context lets the handler add what only its call knows
+// (adapter.Annotate). Every string value goes through the tool's
+// redactor, as everything an adapter hands back does. With tracing off it
+// costs one context lookup.
 func (t *Tool) adapterSpan(ctx context.Context) (context.Context, trace.Span) {
 	parent := trace.SpanFromContext(ctx)
 	if !parent.IsRecording() {
 		return ctx, nil
 	}
 	kind := trace.SpanKindInternal
-	if t.adapterType == "http" || t.adapterType == "sql" {
+	attrs := []attribute.KeyValue{attribute.String("gen_ai.tool.name", t.Def.Name), attribute.String("mcpd.adapter", t.adapterType)}
+	if r, ok := t.handler.(adapter.Remote); ok {
 		kind = trace.SpanKindClient
+		attrs = t.spanAttributes(attrs, r.RemoteAttributes())
 	}
-	return parent.TracerProvider().Tracer("github.com/mcpd/mcpd/engine/snapshot").Start(ctx, t.adapterType+" "+t.Def.Name,
-		trace.WithSpanKind(kind),
-		trace.WithAttributes(attribute.String("gen_ai.tool.name", t.Def.Name), attribute.String("mcpd.adapter", t.adapterType)))
+	ctx, span := parent.TracerProvider().Tracer("github.com/mcpd/mcpd/engine/snapshot").Start(ctx, t.adapterType+" "+t.Def.Name,
+		trace.WithSpanKind(kind), trace.WithAttributes(attrs...))
+	return adapter.WithAnnotate(ctx, func(a ...adapter.Attribute) { span.SetAttributes(t.spanAttributes(nil, a)...) }), span
+}
+
+// spanAttributes appends an adapter's attributes to out as OpenTelemetry's.
+func (t *Tool) spanAttributes(out []attribute.KeyValue, in []adapter.Attribute) []attribute.KeyValue {
+	for _, a := range in {
+		switch v := a.Value.(type) {
+		case string:
+			out = append(out, attribute.String(a.Key, t.redact.String(v)))
+		case int:
+			out = append(out, attribute.Int(a.Key, v))
+		case int64:
+			out = append(out, attribute.Int64(a.Key, v))
+		case bool:
+			out = append(out, attribute.Bool(a.Key, v))
+		}
+	}
+	return out
 }
 
 func endAdapterSpan(span trace.Span, err error) {

@@ -1,10 +1,11 @@
 package telemetry
 
 import (
-	"database/sql"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/mcpd/mcpd/engine/adapter"
 )
 
 // ConfigState is what the reloader knows about the running config.
@@ -48,16 +49,9 @@ func (m *Metrics) WatchSessions(count func() int) {
 	}, func() float64 { return float64(count()) }))
 }
 
-// PoolStats are the statistics of one database/sql pool.
-type PoolStats struct {
-	Database string // the database block's name
-	Mode     string // "rw" or "ro"
-	Stats    sql.DBStats
-}
-
-// WatchPools exports the SQL connection pools' statistics, read at every
-// scrape from the running config's backends.
-func (m *Metrics) WatchPools(pools func() []PoolStats) {
+// WatchPools exports the statistics of the connection pools of the running
+// config's backends (adapter.PoolReporter), read at every scrape.
+func (m *Metrics) WatchPools(pools func() []adapter.PoolStats) {
 	m.reg.MustRegister(&poolCollector{pools: pools})
 }
 
@@ -73,7 +67,7 @@ var (
 		"Time calls spent waiting for a free connection of a SQL pool.", poolLabels, nil)
 )
 
-type poolCollector struct{ pools func() []PoolStats }
+type poolCollector struct{ pools func() []adapter.PoolStats }
 
 func (c *poolCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- poolConns
@@ -84,11 +78,10 @@ func (c *poolCollector) Describe(ch chan<- *prometheus.Desc) {
 
 func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, p := range c.pools() {
-		s := p.Stats
-		ch <- prometheus.MustNewConstMetric(poolConns, prometheus.GaugeValue, float64(s.Idle), p.Database, p.Mode, "idle")
-		ch <- prometheus.MustNewConstMetric(poolConns, prometheus.GaugeValue, float64(s.InUse), p.Database, p.Mode, "used")
-		ch <- prometheus.MustNewConstMetric(poolMax, prometheus.GaugeValue, float64(s.MaxOpenConnections), p.Database, p.Mode)
-		ch <- prometheus.MustNewConstMetric(poolWaits, prometheus.CounterValue, float64(s.WaitCount), p.Database, p.Mode)
-		ch <- prometheus.MustNewConstMetric(poolWaitTime, prometheus.CounterValue, s.WaitDuration.Seconds(), p.Database, p.Mode)
+		ch <- prometheus.MustNewConstMetric(poolConns, prometheus.GaugeValue, float64(p.Idle), p.Name, p.Mode, "idle")
+		ch <- prometheus.MustNewConstMetric(poolConns, prometheus.GaugeValue, float64(p.InUse), p.Name, p.Mode, "used")
+		ch <- prometheus.MustNewConstMetric(poolMax, prometheus.GaugeValue, float64(p.MaxOpen), p.Name, p.Mode)
+		ch <- prometheus.MustNewConstMetric(poolWaits, prometheus.CounterValue, float64(p.WaitCount), p.Name, p.Mode)
+		ch <- prometheus.MustNewConstMetric(poolWaitTime, prometheus.CounterValue, p.WaitDuration.Seconds(), p.Name, p.Mode)
 	}
 }

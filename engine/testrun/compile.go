@@ -101,12 +101,14 @@ type expect struct {
 
 // Compile checks the tests against the config and its compiled snapshot and
 // compiles their expectations. A test with errors is left out; the
-// diagnostics say why.
-func Compile(tests []*config.Test, cfg *config.Config, snap *snapshot.Snapshot) ([]*Case, hcl.Diagnostics) {
+// diagnostics say why. reg is the registry the snapshot was built with:
+// mocks name the backends of the adapters that can mock them
+// (adapter.Mocker).
+func Compile(tests []*config.Test, cfg *config.Config, snap *snapshot.Snapshot, reg *adapter.Registry) ([]*Case, hcl.Diagnostics) {
 	var cases []*Case
 	var diags hcl.Diagnostics
 	for _, t := range tests {
-		c, d := compileTest(t, cfg, snap)
+		c, d := compileTest(t, cfg, snap, reg)
 		diags = append(diags, d...)
 		if c != nil && !d.HasErrors() {
 			cases = append(cases, c)
@@ -185,7 +187,7 @@ func (c *compiler) strMap(a *hcl.Attribute) map[string]string {
 	return m
 }
 
-func compileTest(t *config.Test, cfg *config.Config, snap *snapshot.Snapshot) (*Case, hcl.Diagnostics) {
+func compileTest(t *config.Test, cfg *config.Config, snap *snapshot.Snapshot, reg *adapter.Registry) (*Case, hcl.Diagnostics) {
 	c := &compiler{ectx: &hcl.EvalContext{Functions: funcs.Table(t.Dir)}, dir: t.Dir}
 	tc := &Case{Name: t.Name, Pos: config.Pos(t.DeclRange)}
 
@@ -271,13 +273,13 @@ func compileTest(t *config.Test, cfg *config.Config, snap *snapshot.Snapshot) (*
 		}
 	}
 	for _, m := range t.Mocks {
-		tc.mocks = append(tc.mocks, c.mock(m, cfg))
+		tc.mocks = append(tc.mocks, c.mock(m, cfg, reg))
 	}
 	for _, e := range t.Expects {
 		tc.expects = append(tc.expects, c.expect(e))
 	}
 	if t.ExpectArgv != nil || t.ExpectStdin != nil {
-		c.dryRun(t, tc, cfg)
+		c.dryRun(t, tc, snap)
 	}
 	if len(t.Expects) > 0 && len(t.Mocks) == 0 {
 		c.errorf(t.Expects[0].DeclRange, "expect_request without mock", "expect_request checks the requests sent to mocked backends; declare at least one mock block.")
@@ -333,16 +335,25 @@ func available(s *snapshot.Snapshot, kind string) string {
 	return " (declared: " + strings.Join(names, ", ") + ")"
 }
 
-func (c *compiler) mock(m *config.Mock, cfg *config.Config) *mock {
+func (c *compiler) mock(m *config.Mock, cfg *config.Config, reg *adapter.Registry) *mock {
 	out := &mock{backend: m.Backend, status: http.StatusOK}
 	found := false
 	for _, b := range cfg.Backends {
-		if b.Type == "http_backend" && b.Name == m.Backend {
+		if b.Name == m.Backend && mocker(reg, b.Type) != nil {
 			found = true
 		}
 	}
 	if !found {
-		c.errorf(m.BackendRange, "Unknown mocked backend", "The config declares no http_backend %q; a mock answers for an http_backend.", m.Backend)
+		var types []string
+		if reg != nil {
+			for _, typ := range reg.BackendBlocks() {
+				if mocker(reg, typ) != nil {
+					types = append(types, typ)
+				}
+			}
+		}
+		kinds := strings.Join(types, " or ")
+		c.errorf(m.BackendRange, "Unknown mocked backend", "The config declares no %s %q; a mock answers for an %s.", kinds, m.Backend, kinds)
 	}
 	out.method = strings.ToUpper(c.str(m.Method))
 	out.path = c.str(m.Path)
@@ -479,18 +490,19 @@ func longest(paths []string) []string {
 // dryRun compiles expect_argv and expect_stdin: the test of a shell tool
 // that checks what the tool would run instead of running it. Its result is
 // then an empty output, so no expectation on the result may come with them.
-func (c *compiler) dryRun(t *config.Test, tc *Case, cfg *config.Config) {
+func (c *compiler) dryRun(t *config.Test, tc *Case, snap *snapshot.Snapshot) {
 	at := t.ExpectArgv
 	if at == nil {
 		at = t.ExpectStdin
 	}
-	shell := false
-	for _, tool := range cfg.Tools {
-		if tool.Name == tc.target && tool.Adapter != nil && tool.Adapter.Type == "shell" {
-			shell = true
+	// The tools whose adapter can record what it would run (shell).
+	dry := false
+	if snap != nil {
+		if tool, ok := snap.Tool(tc.target); ok {
+			dry = tool.DryRuns()
 		}
 	}
-	if tc.kind != kindTool || !shell {
+	if tc.kind != kindTool || !dry {
 		c.errorf(at.Range, "Not a shell tool", "%s checks the process a shell tool would start; %s %q is not a shell tool.", at.Name, tc.kind, tc.target)
 		return
 	}

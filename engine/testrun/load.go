@@ -23,6 +23,6 @@ func Load(paths []string, l *engine.Loaded) ([]*Case, *config.Tests, hcl.Diagnos
 	if l.Snapshot == nil || l.Config == nil || diags.HasErrors() {
 		return nil, tests, diags
 	}
-	cases, d := Compile(tests.Tests, l.Config, l.Snapshot)
+	cases, d := Compile(tests.Tests, l.Config, l.Snapshot, l.Registry)
 	return cases, tests, append(diags, d...)
 }

@@ -3,16 +3,10 @@ package testrun
 import (
 	"fmt"
 	"io"
-	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"strings"
 	"sync"
-
-	"github.com/hashicorp/hcl/v2"
-	"github.com/hashicorp/hcl/v2/hclsyntax"
-	"github.com/zclconf/go-cty/cty"
 
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/config"
@@ -112,20 +106,24 @@ func (s *mockSet) recorded() []*request {
 	return append([]*request(nil), s.requests...)
 }
 
-// mockedConfig returns a copy of cfg whose mocked http_backend blocks have
-// their base_url pointed at the mock servers, keeping the path of the
-// original base_url. Only the backend list is copied; everything else is
-// shared with cfg, which is not modified.
-func mockedConfig(cfg *config.Config, servers map[string]*httptest.Server) (*config.Config, error) {
+// mockedConfig returns a copy of cfg whose mocked backends send their
+// requests to the mock servers: the adapter that owns each one rewrites
+// its block (adapter.Mocker). Only the backend list is copied; everything
+// else is shared with cfg, which is not modified.
+func mockedConfig(cfg *config.Config, reg *adapter.Registry, servers map[string]*httptest.Server) (*config.Config, error) {
 	out := *cfg
 	out.Backends = make([]*config.Backend, len(cfg.Backends))
 	for i, b := range cfg.Backends {
 		srv, ok := servers[b.Name]
-		if !ok || b.Type != "http_backend" {
+		m := mocker(reg, b.Type)
+		if !ok || m == nil {
 			out.Backends[i] = b
 			continue
 		}
-		body, err := withBaseURL(b, srv.URL)
+		body, err := m.MockBackend(&adapter.BackendBlock{
+			Name: b.Name, Body: b.Body, Range: b.DeclRange,
+			Scope: &adapter.Scope{Dir: b.Dir, Functions: funcs.Table(b.Dir)},
+		}, srv.URL)
 		if err != nil {
 			return nil, err
 		}
@@ -136,36 +134,16 @@ func mockedConfig(cfg *config.Config, servers map[string]*httptest.Server) (*con
 	return &out, nil
 }
 
-// withBaseURL returns a copy of the backend's body with base_url replaced by
-// a literal: the mock server's URL plus the path of the original base_url
-// (https://example.com/api/v3 becomes http://127.0.0.1:PORT/api/v3). The
-// copy is a real hclsyntax body, so that everything that walks the syntax
-// (secret recording for redaction, for one) sees the rest unchanged.
-func withBaseURL(b *config.Backend, serverURL string) (hcl.Body, error) {
-	sb, ok := b.Body.(*hclsyntax.Body)
+// mocker is the adapter owning backend blocks of type typ when it can mock
+// them, else nil.
+func mocker(reg *adapter.Registry, typ string) adapter.Mocker {
+	if reg == nil {
+		return nil
+	}
+	ba, ok := reg.BackendAdapter(typ)
 	if !ok {
-		return nil, fmt.Errorf("http_backend %q: cannot rewrite its base_url for mocking", b.Name)
+		return nil
 	}
-	base := serverURL
-	rng := sb.SrcRange
-	if a, ok := sb.Attributes["base_url"]; ok {
-		rng = a.SrcRange
-		if s, err := adapter.EvalString(a.Expr, &hcl.EvalContext{Functions: funcs.Table(b.Dir)}); err == nil {
-			if u, err := url.Parse(s); err == nil {
-				base += strings.TrimRight(u.EscapedPath(), "/")
-			}
-		}
-	}
-	nb := *sb
-	nb.Attributes = maps.Clone(sb.Attributes)
-	if nb.Attributes == nil {
-		nb.Attributes = hclsyntax.Attributes{}
-	}
-	nb.Attributes["base_url"] = &hclsyntax.Attribute{
-		Name:      "base_url",
-		Expr:      &hclsyntax.LiteralValueExpr{Val: cty.StringVal(base), SrcRange: rng},
-		SrcRange:  rng,
-		NameRange: rng,
-	}
-	return &nb, nil
+	m, _ := ba.(adapter.Mocker)
+	return m
 }

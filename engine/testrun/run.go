@@ -101,7 +101,7 @@ func (s *Suite) Run(ctx context.Context, cases []*Case, filter *regexp.Regexp, r
 func (s *Suite) runMocked(ctx context.Context, c *Case) *Result {
 	mocks := startMocks(c.mocks)
 	defer mocks.close()
-	cfg, err := mockedConfig(s.cfg, mocks.servers)
+	cfg, err := mockedConfig(s.cfg, s.reg, mocks.servers)
 	if err != nil {
 		return &Result{Failures: []string{err.Error()}}
 	}
