@@ -1,6 +1,8 @@
 // Package importtest runs converted configurations in the importers'
-// tests: loaded with the real loader and every shipped adapter, served by
-// the real server to a go-sdk client over in-memory transports.
+// tests: loaded with the real loader and the adapters the test registers
+// (every shipped one: adapters/builtin), served by the real server to a
+// go-sdk client over in-memory transports. It imports no adapter itself:
+// the engine never does.
 package importtest
 
 import (
@@ -14,7 +16,6 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcpd/mcpd/adapters/builtin"
 	"github.com/mcpd/mcpd/engine"
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/serve"
@@ -22,9 +23,9 @@ import (
 )
 
 // Load writes files (name → source) to a temporary directory and loads it
-// as mcpd validate does (an unset environment variable is only a warning).
-// Any error fails the test.
-func Load(t *testing.T, files map[string][]byte) *snapshot.Snapshot {
+// with the adapters of reg as mcpd validate does (an unset environment
+// variable is only a warning). Any error fails the test.
+func Load(t *testing.T, reg *adapter.Registry, files map[string][]byte) *snapshot.Snapshot {
 	t.Helper()
 	dir := t.TempDir()
 	for name, src := range files {
@@ -32,8 +33,6 @@ func Load(t *testing.T, files map[string][]byte) *snapshot.Snapshot {
 			t.Fatal(err)
 		}
 	}
-	reg := adapter.NewRegistry()
-	builtin.Register(reg)
 	l := engine.LoadWith([]string{dir}, reg, nil, "test", engine.Options{UnsetEnvWarning: true})
 	for _, d := range l.Diagnostics {
 		if d.Severity == hcl.DiagError {

@@ -62,7 +62,7 @@ func TestGitHub(t *testing.T) {
 		}
 	}
 	api.route(t, doc, "")
-	s := importtest.Load(t, map[string][]byte{"tools.hcl": res.HCL})
+	s := importtest.Load(t, registry(), map[string][]byte{"tools.hcl": res.HCL})
 	cs := importtest.Connect(t, s)
 	for _, tool := range s.Tools {
 		t.Run(tool.Def.Name, func(t *testing.T) {

@@ -18,7 +18,17 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/legacy"
+
+	"github.com/mcpd/mcpd/adapters/builtin"
+	"github.com/mcpd/mcpd/engine/adapter"
 )
+
+// registry holds every shipped adapter, as mcpd's own.
+func registry() *adapter.Registry {
+	reg := adapter.NewRegistry()
+	builtin.Register(reg)
+	return reg
+}
 
 // seen is one request the API server received.
 type seen struct {

@@ -94,7 +94,7 @@ func TestGolden(t *testing.T) {
 			var rep bytes.Buffer
 			res.Report.Write(&rep)
 			golden(t, base+".report.txt", rep.Bytes())
-			s := importtest.Load(t, map[string][]byte{"tools.hcl": res.HCL})
+			s := importtest.Load(t, registry(), map[string][]byte{"tools.hcl": res.HCL})
 			if len(s.Tools) != res.Tools {
 				t.Errorf("the config declares %d tools, the converter says %d", len(s.Tools), res.Tools)
 			}
@@ -125,7 +125,7 @@ func TestPetstoreCalls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := importtest.Load(t, map[string][]byte{"tools.hcl": res.HCL})
+	s := importtest.Load(t, registry(), map[string][]byte{"tools.hcl": res.HCL})
 	cs := importtest.Connect(t, s)
 
 	tests := []struct {
@@ -242,7 +242,7 @@ func TestPetstore30Calls(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s := importtest.Load(t, map[string][]byte{"tools.hcl": res.HCL})
+			s := importtest.Load(t, registry(), map[string][]byte{"tools.hcl": res.HCL})
 			cs := importtest.Connect(t, s)
 			for _, tool := range s.Tools {
 				args := argsFor(tool.InputSchema)

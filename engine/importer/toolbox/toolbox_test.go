@@ -22,6 +22,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	_ "modernc.org/sqlite"
 
+	"github.com/mcpd/mcpd/adapters/builtin"
+	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/importer/importtest"
 	"github.com/mcpd/mcpd/engine/importer/toolbox"
 )
@@ -93,7 +95,7 @@ func TestGolden(t *testing.T) {
 	if len(v1.Report.Issues) != len(v2.Report.Issues) {
 		t.Errorf("%d issues from the old format, %d from the new", len(v1.Report.Issues), len(v2.Report.Issues))
 	}
-	s := importtest.Load(t, map[string][]byte{"tools.hcl": v1.HCL})
+	s := importtest.Load(t, registry(), map[string][]byte{"tools.hcl": v1.HCL})
 	if len(s.Tools) != v1.Tools || v1.Tools != 9 {
 		t.Errorf("%d tools loaded, %d converted, want 9", len(s.Tools), v1.Tools)
 	}
@@ -121,7 +123,7 @@ func TestRows(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s := importtest.Load(t, map[string][]byte{"tools.hcl": convert(t, format).HCL, "hand.hcl": hand})
+			s := importtest.Load(t, registry(), map[string][]byte{"tools.hcl": convert(t, format).HCL, "hand.hcl": hand})
 			cs := importtest.Connect(t, s)
 			cases := []struct {
 				converted, hand string
@@ -225,7 +227,7 @@ func TestHTTPTools(t *testing.T) {
 	}))
 	defer api.Close()
 	setEnv(t, filepath.Join(t.TempDir(), "hotels.db"), api.URL+"/api")
-	s := importtest.Load(t, map[string][]byte{"tools.hcl": convert(t, "tools-v2.yaml").HCL})
+	s := importtest.Load(t, registry(), map[string][]byte{"tools.hcl": convert(t, "tools-v2.yaml").HCL})
 	cs := importtest.Connect(t, s)
 
 	tests := []struct {
@@ -290,7 +292,7 @@ func TestMySQL(t *testing.T) {
 	t.Setenv("MYSQL_USER", cfg.User)
 	t.Setenv("MYSQL_PASSWORD", cfg.Passwd)
 
-	s := importtest.Load(t, map[string][]byte{"tools.hcl": convert(t, "tools-mysql.yaml").HCL})
+	s := importtest.Load(t, registry(), map[string][]byte{"tools.hcl": convert(t, "tools-mysql.yaml").HCL})
 	cs := importtest.Connect(t, s)
 	res := importtest.Call(t, cs, "hotels-by-city", map[string]any{"city": "Basel", "max": 1})
 	if res.IsError {
@@ -311,4 +313,11 @@ func textRows(t *testing.T, res *mcp.CallToolResult) []any {
 		t.Fatalf("the result's text is not the rows' JSON: %v\n%s", err, importtest.Text(res))
 	}
 	return rows
+}
+
+// registry holds every shipped adapter, as mcpd's own.
+func registry() *adapter.Registry {
+	reg := adapter.NewRegistry()
+	builtin.Register(reg)
+	return reg
 }
