@@ -20,7 +20,7 @@ func registry() *adapter.Registry {
 // Each shipped adapter's block, with the attributes every test needs and
 // room for the one under test (%s).
 var blocks = map[string]string{
-	"http": "http {\n  url = \"https://api.example.com/x\"\n  %s\n}",
+	"http":  "http {\n  url = \"https://api.example.com/x\"\n  %s\n}",
 	"shell": "shell {\n  command = [\"true\"]\n  %s\n}",
 	"sql": "database \"main\" {\n  driver = \"sqlite\"\n  dsn    = \"file:t.db\"\n}\n" +
 		"sql {\n  database = \"main\"\n  query    = \"SELECT 1\"\n  %s\n}",
