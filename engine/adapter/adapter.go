@@ -7,6 +7,16 @@
 // Everything fallible happens at load time: CompileTool decodes and checks the
 // block and returns a Handler that holds compiled expressions. At call time
 // the engine validates the arguments, then calls Handler.Call with them.
+//
+// An adapter decodes its blocks with the load-time toolkit (decode.go): it
+// declares each block's Schema once, and a Decoder reads the body and the
+// load-time values (strings, bools, whole numbers, durations, the backend a
+// tool names) with the diagnostics every adapter gives for the same
+// mistake. What the engine needs from only some adapters (a readiness
+// ping, pool statistics, span attributes, dry runs, mocks) it asks for as
+// optional interfaces (capability.go), never by the adapter's name, so
+// that a new adapter needs no edit outside its package and the one line
+// that registers it.
 package adapter
 
 import (
