@@ -90,7 +90,7 @@ func serveCmd(args []string, stderr io.Writer) error {
 	}
 	defer closeAudit(auditLog, logger)
 	var reloader *reload.Reloader // set below, before any request is served
-	srv := serve.New(&current, serve.Options{ListTTL: *listTTL, Logger: logger, MaxInflight: limits.maxInflight, OutputBudget: int64(limits.maxOutputBudget),
+	srv := serve.New(&current, serve.Options{ListTTL: *listTTL, Logger: logger, MaxInflight: limits.maxInflight, OutputBudget: int64(limits.maxOutputBudget), Streams: limits.streams(),
 		Metrics: metrics, Tracer: tracer, ShutdownDelay: ops.shutdownDelay, ShutdownGrace: ops.shutdownGrace, AnswerWait: answerWait,
 		Audit: auditLog, Generation: func() int { return reloader.Status().Generation() }, OnCall: onCall(con)})
 
@@ -157,7 +157,7 @@ func serveCmd(args []string, stderr io.Writer) error {
 	}
 	hs := limits.httpServer(metrics.HTTPMiddleware(mux))
 	if con != nil {
-		mountConsole(mux, con, &current, authRequired, httpOpts, logger)
+		mountConsole(mux, con, srv, &current, authRequired, httpOpts, logger)
 		hs.RegisterOnShutdown(con.Close)
 		logger.Info("serving the console", "url", consoleURL(scheme, ln.Addr()))
 	}

@@ -79,6 +79,10 @@ type Options struct {
 	// waits for budget before it is refused (default 5s).
 	OutputBudget     int64
 	OutputBudgetWait time.Duration
+	// Streams bound the long-lived streams (legacy GET, subscriptions/listen,
+	// and those LimitStreams guards) per caller and in total; see
+	// streams.go. The zero value bounds nothing.
+	Streams StreamLimits
 }
 
 // Server serves the current snapshot over MCP.
@@ -89,6 +93,7 @@ type Server struct {
 	notes     *notifier
 	drain     *drain
 	shut      shutdown
+	streams   *streamGate
 	tracer    trace.Tracer        // nil: tracing off
 	sdkLogger *slog.Logger        // opts.Logger with the SDK's info lines at debug
 	running   chan struct{}       // a slot per call or read running; nil: no cap
@@ -122,6 +127,7 @@ func New(current *snapshot.Current, opts Options) *Server {
 	}
 	s := &Server{current: current, opts: opts, drain: newDrain(), tracer: opts.Tracer, sdkLogger: slog.New(demoteInfo(opts.Logger.Handler()))}
 	s.sealer = ask.MustRandomSealer()
+	s.streams = newStreamGate(opts.Streams)
 	if opts.MaxInflight > 0 {
 		s.running = make(chan struct{}, opts.MaxInflight)
 	}
