@@ -30,8 +30,8 @@ import (
 //     keep connections of their own however many streams are open.
 //
 // A refusal is answered at once with a JSON-RPC error that says which limit
-// and what to do, and with Connection: close, so that the refused client
-// does not keep a connection slot either. A refused legacy GET leaves its
+// and what to do, and (HTTP/1) with Connection: close, so that the refused
+// client does not keep a connection slot either. A refused legacy GET leaves its
 // session working, without notifications (clients treat a GET that is not
 // an event stream as "no stream offered"); a refused subscriptions/listen
 // fails that request alone.
@@ -123,8 +123,12 @@ func (s *Server) admitStream(w http.ResponseWriter, r *http.Request, kind string
 	h := w.Header()
 	h.Set("Retry-After", "5")
 	// The refused client gives its connection back: under --max-conns a
-	// kept-alive connection is a slot that calls could use.
-	h.Set("Connection", "close")
+	// kept-alive connection is a slot that calls could use. An HTTP/2
+	// connection carries the client's other requests too, and a refused
+	// stream holds no connection of its own there.
+	if r.ProtoMajor == 1 {
+		h.Set("Connection", "close")
+	}
 	writeJSONRPCError(w, status, codeTooManyStreams, msg)
 	return nil
 }
