@@ -12,8 +12,13 @@ import (
 
 // Register registers every adapter mcpd ships in reg, under the block name
 // that selects it in a tool.
-func Register(reg *adapter.Registry) {
+func Register(reg *adapter.Registry) { RegisterWithGroups(reg, nil) }
+
+// RegisterWithGroups is Register whose shell adapter records the process
+// group of every program it runs in groups (see shell.ProcessGroups), for a
+// server to kill them all on its way out.
+func RegisterWithGroups(reg *adapter.Registry, groups *shell.ProcessGroups) {
 	reg.Register("http", httpadapter.New())
-	reg.Register("shell", shell.New())
+	reg.Register("shell", shell.NewWithGroups(groups))
 	reg.Register("sql", sqladapter.New())
 }

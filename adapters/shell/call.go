@@ -93,7 +93,7 @@ func (h *handler) Call(ctx context.Context, req *adapter.Request) (*adapter.Outp
 		return nil, err
 	}
 	cmd := &exec.Cmd{Path: path, Args: argv, Env: env, Dir: dir}
-	res, err := runProcess(ctx, cmd, sio, h.timeout, h.killGrace)
+	res, err := runProcess(ctx, cmd, sio, h.timeout, h.killGrace, h.groups)
 	var se *startError
 	if errors.As(err, &se) {
 		return nil, h.explainStart(se.err, path, dir)

@@ -16,6 +16,9 @@ import (
 	"github.com/hashicorp/hcl/v2"
 )
 
+// killGroup sends SIGKILL to the process group pgid.
+func killGroup(pgid int) { _ = syscall.Kill(-pgid, syscall.SIGKILL) }
+
 // runResult is how a run ended. state is always set.
 type runResult struct {
 	state    *os.ProcessState
@@ -46,7 +49,10 @@ func platformCheck(hcl.Range) hcl.Diagnostics { return nil }
 // which under heavy load can come before the reader got to buffered data.
 // Here readers run until EOF; only when a process outside the group keeps a
 // pipe open past pipeDrainDelay do they stop, after taking what is buffered.
-func runProcess(ctx context.Context, cmd *exec.Cmd, sio stdio, timeout, grace time.Duration) (runResult, error) {
+//
+// groups (nil: none) holds the group while it lives, so that mcpd's exit
+// can kill it (see ProcessGroups).
+func runProcess(ctx context.Context, cmd *exec.Cmd, sio stdio, timeout, grace time.Duration, groups *ProcessGroups) (runResult, error) {
 	p, err := openPipes(sio.stdin != nil)
 	if err != nil {
 		return runResult{}, &startError{err}
@@ -74,6 +80,9 @@ func runProcess(ctx context.Context, cmd *exec.Cmd, sio stdio, timeout, grace ti
 		return runResult{}, &startError{err}
 	}
 	pid := cmd.Process.Pid
+	if !groups.add(pid) {
+		killGroup(pid) // mcpd is exiting
+	}
 	exited := make(chan struct{})
 	go func() {
 		waitExited(pid)
@@ -114,8 +123,11 @@ func runProcess(ctx context.Context, cmd *exec.Cmd, sio stdio, timeout, grace ti
 		}
 	}
 	// Whatever is left of the group dies now, the leader included.
-	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	killGroup(pid)
 	<-exited
+	// Forgotten before it is reaped, while its ID cannot name another
+	// group.
+	groups.remove(pid)
 
 	// exec.Cmd has no I/O of its own to wait for: Wait only reaps.
 	waitErr := cmd.Wait()
@@ -202,7 +214,7 @@ func readStream(f *os.File, c *capture) chan struct{} {
 				continue
 			}
 			if errors.Is(err, os.ErrDeadlineExceeded) {
-				drainBuffered(f, c, buf)
+				takeBuffered(f, c, buf)
 			}
 			return
 		}
@@ -210,8 +222,8 @@ func readStream(f *os.File, c *capture) chan struct{} {
 	return done
 }
 
-// drainBuffered reads what is already in the pipe without waiting for more.
-func drainBuffered(f *os.File, c *capture, buf []byte) {
+// takeBuffered reads what is already in the pipe without waiting for more.
+func takeBuffered(f *os.File, c *capture, buf []byte) {
 	if f.SetReadDeadline(time.Time{}) != nil {
 		return
 	}

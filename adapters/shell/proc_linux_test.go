@@ -13,7 +13,7 @@ import (
 	"github.com/mcpd/mcpd/engine/funcs"
 )
 
-// After the drain delay a reader takes what the pipe holds, without
+// After pipeDrainDelay a reader takes what the pipe holds, without
 // waiting for EOF from a writer that never closes.
 func TestDrainBufferedTakesWhatIsThere(t *testing.T) {
 	r, w, err := os.Pipe()
@@ -29,16 +29,16 @@ func TestDrainBufferedTakesWhatIsThere(t *testing.T) {
 	c := newCapture(1 << 20)
 	done := make(chan struct{})
 	go func() {
-		drainBuffered(r, c, make([]byte, 4096))
+		takeBuffered(r, c, make([]byte, 4096))
 		close(done)
 	}()
 	select {
 	case <-done:
 	case <-time.After(5 * time.Second):
-		t.Fatal("drainBuffered waited for more data")
+		t.Fatal("takeBuffered waited for more data")
 	}
 	if string(c.head) != data {
-		t.Errorf("drained %d bytes, want %d", len(c.head), len(data))
+		t.Errorf("took %d bytes, want %d", len(c.head), len(data))
 	}
 }
 

@@ -30,6 +30,8 @@ func platformCheck(rng hcl.Range) hcl.Diagnostics {
 	}}
 }
 
-func runProcess(context.Context, *exec.Cmd, stdio, time.Duration, time.Duration) (runResult, error) {
+func killGroup(int) {}
+
+func runProcess(context.Context, *exec.Cmd, stdio, time.Duration, time.Duration, *ProcessGroups) (runResult, error) {
 	return runResult{}, &startError{errors.New("the shell adapter is implemented for Linux only")}
 }

@@ -62,12 +62,20 @@ const (
 	maxProgressLine = 64 << 10
 )
 
-// Adapter is the shell adapter. It has no backend block and no state: every
-// tool's settings live in the Handler that CompileTool returns.
-type Adapter struct{}
+// Adapter is the shell adapter. It has no backend block and no state of its
+// own: every tool's settings live in the Handler that CompileTool returns.
+type Adapter struct {
+	groups *ProcessGroups // nil: not tracked
+}
 
-// New returns the shell adapter, registered by main as "shell".
+// New returns the shell adapter, registered by main as "shell". Its
+// programs' process groups are not tracked: see NewWithGroups.
 func New() *Adapter { return &Adapter{} }
+
+// NewWithGroups returns the shell adapter that records the process group of
+// every program it runs in groups, for the owner of the process's lifecycle
+// to kill on exit.
+func NewWithGroups(groups *ProcessGroups) *Adapter { return &Adapter{groups: groups} }
 
 var blockSchema = &adapter.Schema{
 	Attributes: []hcl.AttributeSchema{
@@ -157,6 +165,8 @@ type handler struct {
 	slots        chan struct{}
 	queueTimeout time.Duration
 	allowDash    map[string]bool // params listed in allow_dash_args
+
+	groups *ProcessGroups // the adapter's; nil: not tracked
 }
 
 // progressSpec turns output lines into progress notifications.
@@ -182,6 +192,7 @@ func (a *Adapter) CompileTool(b *adapter.ToolBlock) (adapter.Handler, hcl.Diagno
 		return nil, diags
 	}
 	h := &handler{
+		groups:    a.groups,
 		timeout:   defaultTimeout,
 		killGrace: defaultKillGrace,
 		maxOutput: defaultMaxOutput,

@@ -35,6 +35,8 @@ type httpLimits struct {
 	maxConns          int
 	maxInflight       int
 	maxSessions       int
+	maxStreams        int
+	maxCallerStreams  int
 }
 
 func addHTTPLimitFlags(fs *flag.FlagSet) *httpLimits {
@@ -50,7 +52,20 @@ func addHTTPLimitFlags(fs *flag.FlagSet) *httpLimits {
 	fs.IntVar(&l.maxConns, "max-conns", 1024, "connections open at once; more wait to be accepted (0: no limit)")
 	fs.IntVar(&l.maxInflight, "max-inflight", 64, "requests served and tool calls running at once; more get 503 or a busy error (0: no limit)")
 	fs.IntVar(&l.maxSessions, "max-sessions", 1000, "2025-11-25 HTTP sessions open at once; a new one closes the one idle longest (0: no limit)")
+	fs.IntVar(&l.maxStreams, "max-streams", 0, "long-lived streams (GET, subscriptions/listen, console events) open at once over all callers, below --max-conns so calls keep connections; more get 503 (0: half of --max-conns, no limit without it)")
+	fs.IntVar(&l.maxCallerStreams, "max-streams-per-caller", 32, "long-lived streams one caller (principal, or client IP without auth) may hold open; more get 429 (0: no limit)")
 	return l
+}
+
+// streams returns the stream limits: by default half of --max-conns for
+// all streams, so that however many listeners are open, calls keep half
+// the connections.
+func (l *httpLimits) streams() serve.StreamLimits {
+	max := l.maxStreams
+	if max == 0 {
+		max = l.maxConns / 2
+	}
+	return serve.StreamLimits{PerCaller: l.maxCallerStreams, Max: max}
 }
 
 // check refuses negative limits, which the flag package lets through.
@@ -63,10 +78,14 @@ func (l *httpLimits) check() error {
 			return fmt.Errorf("--%s must not be negative, got %s", name, d)
 		}
 	}
-	for name, n := range map[string]int{"max-conns": l.maxConns, "max-inflight": l.maxInflight, "max-sessions": l.maxSessions} {
+	for name, n := range map[string]int{"max-conns": l.maxConns, "max-inflight": l.maxInflight, "max-sessions": l.maxSessions,
+		"max-streams": l.maxStreams, "max-streams-per-caller": l.maxCallerStreams} {
 		if n < 0 {
 			return fmt.Errorf("--%s must not be negative, got %d", name, n)
 		}
+	}
+	if l.maxConns > 0 && l.maxStreams >= l.maxConns {
+		return fmt.Errorf("--max-streams (%d) must be below --max-conns (%d): calls need connections that streams cannot take", l.maxStreams, l.maxConns)
 	}
 	if l.maxBody <= 0 || l.maxHeaderBytes <= 0 {
 		return fmt.Errorf("--max-body and --max-header-bytes must be positive")

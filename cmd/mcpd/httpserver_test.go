@@ -31,10 +31,20 @@ func TestHTTPLimitFlags(t *testing.T) {
 	want := httpLimits{
 		readHeaderTimeout: 10 * time.Second, readTimeout: 30 * time.Second, writeTimeout: 30 * time.Second,
 		idleTimeout: 60 * time.Second, maxHeaderBytes: 64 << 10, maxBody: 4 << 20, maxInflightBytes: 64 << 20, maxOutputBudget: 256 << 20,
-		maxConns: 1024, maxInflight: 64, maxSessions: 1000,
+		maxConns: 1024, maxInflight: 64, maxSessions: 1000, maxCallerStreams: 32,
 	}
 	if *l != want {
 		t.Errorf("defaults %+v, want %+v", *l, want)
+	}
+	// Streams get half the connections unless told otherwise.
+	if got := l.streams(); got.PerCaller != 32 || got.Max != 512 {
+		t.Errorf("default stream limits %+v, want 32 per caller and 512", got)
+	}
+	if l, err := parseLimits("--max-conns", "0"); err != nil || l.streams().Max != 0 {
+		t.Errorf("--max-conns 0: %v, stream limits %+v, want no total", err, l.streams())
+	}
+	if l, err := parseLimits("--max-streams", "100", "--max-streams-per-caller", "0"); err != nil || l.streams().Max != 100 || l.streams().PerCaller != 0 {
+		t.Errorf("--max-streams 100: %v, %+v", err, l.streams())
 	}
 
 	t.Setenv("MCPD_MAX_BODY", "1MiB")
@@ -54,6 +64,9 @@ func TestHTTPLimitFlags(t *testing.T) {
 		{"--max-inflight", "-1"},
 		{"--idle-timeout", "-1s"},
 		{"--max-inflight-bytes", "512KiB"}, // less than --max-body (MCPD_MAX_BODY)
+		{"--max-streams", "1024"},          // calls would keep no connection
+		{"--max-streams", "-1"},
+		{"--max-streams-per-caller", "-1"},
 	} {
 		if _, err := parseLimits(bad...); err == nil {
 			t.Errorf("%v: no error", bad)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -16,6 +15,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/mcpd/mcpd/adapters/shell"
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/reload"
 	"github.com/mcpd/mcpd/engine/serve"
@@ -47,14 +47,10 @@ func addOpsFlags(fs *flag.FlagSet) *opsFlags {
 // cancelled calls' answers to be written.
 const answerWait = 5 * time.Second
 
-// streamLinger is how long notification streams stay open after the last
-// answer of a drain was written.
-const streamLinger = 250 * time.Millisecond
-
 // shutdownSignals returns a context cancelled by the first SIGINT or
-// SIGTERM. A second one exits at once with 128+signal, for an operator who
-// does not want to wait for the grace period.
-func shutdownSignals(logger *slog.Logger) (context.Context, func()) {
+// SIGTERM. A second one runs beforeExit and exits at once with 128+signal,
+// for an operator who does not want to wait for the grace period.
+func shutdownSignals(logger *slog.Logger, beforeExit func()) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ch := make(chan os.Signal, 2)
 	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
@@ -74,6 +70,7 @@ func shutdownSignals(logger *slog.Logger) (context.Context, func()) {
 			if s, ok := sig.(syscall.Signal); ok {
 				code = 128 + int(s)
 			}
+			beforeExit()
 			os.Exit(code)
 		case <-stopped:
 		}
@@ -82,6 +79,13 @@ func shutdownSignals(logger *slog.Logger) (context.Context, func()) {
 		signal.Stop(ch)
 		close(stopped)
 		cancel()
+	}
+}
+
+// killGroups kills the process groups of the shell programs still running.
+func killGroups(groups *shell.ProcessGroups, logger *slog.Logger) {
+	if n := groups.KillAll(); n > 0 {
+		logger.Warn("killed the process groups of shell programs still running", "groups", n)
 	}
 }
 
@@ -206,8 +210,8 @@ func startAdmin(addr string, mux http.Handler, logger *slog.Logger) (stop func()
 
 // runStdio serves stdio until the client closes stdin or a signal comes.
 // Either way every request already read is answered, within the grace
-// period, before it returns.
-func runStdio(ctx context.Context, srv *serve.Server, o *opsFlags, logger *slog.Logger) error {
+// period, before it returns (see serve.Server.Shutdown).
+func runStdio(ctx context.Context, srv *serve.Server, logger *slog.Logger) error {
 	done := make(chan error, 1)
 	// The session's own context is not the signal's: cancelling it would
 	// end the session without the answers.
@@ -217,65 +221,28 @@ func runStdio(ctx context.Context, srv *serve.Server, o *opsFlags, logger *slog.
 		return err
 	case <-ctx.Done():
 	}
-	if err := srv.Drain(context.Background(), o.shutdownGrace, answerWait); err != nil {
+	if err := srv.Shutdown(context.Background()); err != nil {
 		logger.Warn("shutdown", "err", err)
 	}
-	select {
-	case err := <-done:
-		return err
-	case <-time.After(answerWait):
-		return errors.New("the stdio session did not end")
-	}
+	return <-done
 }
 
-// runHTTP serves hs on ln until a signal, then shuts down: /readyz turns
-// 503 at once; after --shutdown-delay the listener closes; calls in flight
-// run for up to --shutdown-grace, then are cancelled and answered with a
-// tool error; then every session closes, which ends notification streams,
-// so that an open stream does not hold the exit back.
-func runHTTP(ctx context.Context, hs *http.Server, ln net.Listener, srv *serve.Server, o *opsFlags, logger *slog.Logger) error {
+// runHTTP serves hs on ln until a signal, then shuts down (see
+// serve.Server.Shutdown): /readyz turns 503 at once; after --shutdown-delay
+// the listener closes; calls in flight run for up to --shutdown-grace, then
+// are cancelled and answered with a tool error; then every session closes,
+// which ends notification streams, so that an open stream does not hold the
+// exit back.
+func runHTTP(ctx context.Context, hs *http.Server, ln net.Listener, srv *serve.Server, logger *slog.Logger) error {
 	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
+	go func() { errc <- srv.ServeHTTPServer(hs, ln) }()
 	select {
 	case err := <-errc:
 		return err
 	case <-ctx.Done():
 	}
-	srv.BeginDrain()
-	logger.Info("draining: /readyz answers 503", "delay", o.shutdownDelay, "grace", o.shutdownGrace)
-	time.Sleep(o.shutdownDelay)
-	stopped := make(chan struct{})
-	go func() {
-		// Closes the listener and idle connections, then waits for the
-		// active ones; CloseSessions below ends the streams.
-		_ = hs.Shutdown(context.Background())
-		close(stopped)
-	}()
-	busy := srv.InFlight() > 0
-	if err := srv.Drain(context.Background(), o.shutdownGrace, answerWait); err != nil {
+	if err := srv.Shutdown(context.Background()); err != nil {
 		logger.Warn("shutdown", "err", err)
-	}
-	if busy {
-		// A client reads a POST's answer and its session's GET stream
-		// concurrently; one that sees the stream end first may give up
-		// on the answer it has not yet read.
-		time.Sleep(streamLinger)
-	}
-	closed := make(chan struct{})
-	go func() {
-		srv.CloseSessions()
-		close(closed)
-	}()
-	select {
-	case <-closed:
-	case <-time.After(time.Second):
-		logger.Warn("sessions did not close in time")
-	}
-	select {
-	case <-stopped:
-	case <-time.After(time.Second):
-		logger.Warn("closing the connections still open")
-		_ = hs.Close()
 	}
 	logger.Info("stopped")
 	return nil

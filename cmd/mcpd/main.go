@@ -19,6 +19,7 @@ import (
 	"syscall"
 
 	"github.com/mcpd/mcpd/adapters/builtin"
+	"github.com/mcpd/mcpd/adapters/shell"
 	"github.com/mcpd/mcpd/engine"
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/config"
@@ -133,9 +134,14 @@ func (e exitError) Error() string { return fmt.Sprintf("exit %d", int(e)) }
 
 // registry builds the adapter registry: every adapter mcpd ships, under the
 // block name that selects it.
-func registry() *adapter.Registry {
+func registry() *adapter.Registry { return registryWith(nil) }
+
+// registryWith is registry whose shell programs' process groups are
+// recorded in groups (nil: not recorded), for a command that must kill them
+// all when it exits.
+func registryWith(groups *shell.ProcessGroups) *adapter.Registry {
 	reg := adapter.NewRegistry()
-	builtin.Register(reg)
+	builtin.RegisterWithGroups(reg, groups)
 	return reg
 }
 

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mcpd/mcpd/adapters/shell"
 	"github.com/mcpd/mcpd/engine/reload"
 	"github.com/mcpd/mcpd/engine/serve"
 	"github.com/mcpd/mcpd/engine/snapshot"
@@ -64,7 +65,13 @@ func serveCmd(args []string, stderr io.Writer) error {
 	}
 	logger := c.logger(stderr)
 	con := newConsole(*ui, logger)
-	reg := registry()
+	// Every process group a shell tool started dies with mcpd, whichever
+	// way it exits (see shell.ProcessGroups): on return here, which every
+	// shutdown and the end of stdio's input reach, and in shutdownSignals
+	// on a forced exit.
+	groups := shell.NewProcessGroups()
+	defer killGroups(groups, logger)
+	reg := registryWith(groups)
 	l, err := load(c, reg, stderr)
 	if err != nil {
 		return err
@@ -83,11 +90,11 @@ func serveCmd(args []string, stderr io.Writer) error {
 	}
 	defer closeAudit(auditLog, logger)
 	var reloader *reload.Reloader // set below, before any request is served
-	srv := serve.New(&current, serve.Options{ListTTL: *listTTL, Logger: logger, MaxInflight: limits.maxInflight, OutputBudget: int64(limits.maxOutputBudget),
-		Metrics: metrics, Tracer: tracer, ShutdownGrace: ops.shutdownGrace, AnswerWait: answerWait,
+	srv := serve.New(&current, serve.Options{ListTTL: *listTTL, Logger: logger, MaxInflight: limits.maxInflight, OutputBudget: int64(limits.maxOutputBudget), Streams: limits.streams(),
+		Metrics: metrics, Tracer: tracer, ShutdownDelay: ops.shutdownDelay, ShutdownGrace: ops.shutdownGrace, AnswerWait: answerWait,
 		Audit: auditLog, Generation: func() int { return reloader.Status().Generation() }, OnCall: onCall(con)})
 
-	ctx, cancel := shutdownSignals(logger)
+	ctx, cancel := shutdownSignals(logger, func() { killGroups(groups, logger) })
 	defer cancel()
 	s := l.Snapshot
 	logger.Info("config loaded", "files", strings.Join(l.Files, ","), "tools", len(s.Tools), "resources", len(s.Resources)+len(s.Templates), "prompts", len(s.Prompts))
@@ -127,7 +134,7 @@ func serveCmd(args []string, stderr io.Writer) error {
 
 	if *stdio {
 		logger.Info("serving MCP on stdio")
-		if err := runStdio(ctx, srv, ops, logger); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
+		if err := runStdio(ctx, srv, logger); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
 			return err
 		}
 		return nil
@@ -150,10 +157,10 @@ func serveCmd(args []string, stderr io.Writer) error {
 	}
 	hs := limits.httpServer(metrics.HTTPMiddleware(mux))
 	if con != nil {
-		mountConsole(mux, con, &current, authRequired, httpOpts, logger)
+		mountConsole(mux, con, srv, &current, authRequired, httpOpts, logger)
 		hs.RegisterOnShutdown(con.Close)
 		logger.Info("serving the console", "url", consoleURL(scheme, ln.Addr()))
 	}
 	logger.Info("serving MCP over Streamable HTTP", "url", fmt.Sprintf("%s://%s/mcp", scheme, ln.Addr()), "auth", current.Load().Auth != nil)
-	return runHTTP(ctx, hs, ln, srv, ops, logger)
+	return runHTTP(ctx, hs, ln, srv, logger)
 }

@@ -37,12 +37,13 @@ func onCall(con *console.Console) func(serve.CallRecord) {
 // mountConsole serves the console under /ui/ on mux: the page and its
 // assets behind the Host/Origin guard (they hold no data, and the page must
 // load to ask for a token), the event stream behind the same guard and
-// authentication as /mcp.
-func mountConsole(mux *http.ServeMux, con *console.Console, current *snapshot.Current, required bool, httpOpts serve.HTTPOptions, logger *slog.Logger) {
+// authentication as /mcp, and counted with the other long-lived streams
+// (--max-streams-per-caller, --max-streams).
+func mountConsole(mux *http.ServeMux, con *console.Console, srv *serve.Server, current *snapshot.Current, required bool, httpOpts serve.HTTPOptions, logger *slog.Logger) {
 	mw := &auth.Middleware{Current: func() *auth.Config { return current.Load().Auth }, Required: required, Logger: logger}
 	h := con.Handler(uiPrefix)
 	mux.Handle(uiPrefix, serve.HostGuard(httpOpts, h))
-	mux.Handle(uiPrefix+"events", serve.HostGuard(httpOpts, mw.Wrap(h)))
+	mux.Handle(uiPrefix+"events", serve.HostGuard(httpOpts, mw.Wrap(srv.LimitStreams(serve.StreamConsole, h))))
 }
 
 func consoleURL(scheme string, addr net.Addr) string {

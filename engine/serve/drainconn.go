@@ -40,7 +40,7 @@ type drainConn struct {
 	s *Server
 
 	once sync.Once
-	rctx context.Context // the read context, also cancelled when a drain begins
+	rctx context.Context // the read context, also cancelled when the drain begins
 }
 
 func (c *drainConn) Read(ctx context.Context) (jsonrpc.Message, error) {
@@ -66,7 +66,7 @@ func (c *drainConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		if !d.stopped() {
 			c.s.opts.Logger.Info("input closed; answering the requests in flight")
 		}
-		_ = c.s.Drain(context.Background(), c.s.opts.ShutdownGrace, c.s.opts.AnswerWait)
+		_ = c.s.drainRequests(context.Background())
 		return nil, io.EOF
 	}
 	return nil, err

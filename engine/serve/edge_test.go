@@ -172,7 +172,7 @@ tool "big" {
 
 // serveLimited serves h on a real loopback listener through NewHTTPServer
 // and LimitListener, as mcpd serve does.
-func serveLimited(t *testing.T, h http.Handler, l serve.ConnLimits) string {
+func serveLimited(t testing.TB, h http.Handler, l serve.ConnLimits) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -114,11 +114,26 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// countHTTP: each POST (a request, or a batch of them) is busy while it
 	// is served, so that a drain waits for its answer to be written; each
 	// GET (a 2025 session's notification stream) is an open stream. A 2026
-	// subscriptions/listen POST is a stream, counted by observe.
+	// subscriptions/listen POST is a stream, counted by observe. Streams
+	// are bounded per caller and in total (streams.go).
 	switch {
 	case r.Method == http.MethodGet:
+		// A GET without a session is no stream: the SDK refuses it.
+		if r.Header.Get("Mcp-Session-Id") != "" {
+			release := f.s.admitStream(w, r, StreamGet)
+			if release == nil {
+				return
+			}
+			defer release()
+		}
 		defer f.s.opts.Metrics.StreamOpened("get")()
-	case post && !listen:
+	case listen:
+		release := f.s.admitStream(w, r, StreamListen)
+		if release == nil {
+			return
+		}
+		defer release()
+	case post:
 		f.s.drain.add(1)
 		defer f.s.drain.add(-1)
 	}

@@ -180,7 +180,7 @@ func (n *notifier) sending(next mcp.MethodHandler) mcp.MethodHandler {
 		if !ok || !isServer {
 			return next(ctx, method, req)
 		}
-		// The write happens later, under drain's context: the SDK's ctx
+		// The write happens later, under deliver's context: the SDK's ctx
 		// (a bare timeout) ends when its fan-out returns, which is now.
 		n.enqueue(ss, queued{key: key, send: func(wctx context.Context) error {
 			_, err := next(wctx, method, req)
@@ -196,7 +196,7 @@ func (n *notifier) enqueue(ss *mcp.ServerSession, item queued) {
 	if q == nil {
 		q = &sessionQueue{keys: map[string]bool{}}
 		n.queues[ss] = q
-		go n.drain(ss, q)
+		go n.deliver(ss, q)
 	}
 	switch {
 	case q.closed:
@@ -221,8 +221,8 @@ func (n *notifier) enqueue(ss *mcp.ServerSession, item queued) {
 	n.mu.Unlock()
 }
 
-// drain writes one session's queue in order, and ends when it is empty.
-func (n *notifier) drain(ss *mcp.ServerSession, q *sessionQueue) {
+// deliver writes one session's queue in order, and ends when it is empty.
+func (n *notifier) deliver(ss *mcp.ServerSession, q *sessionQueue) {
 	for {
 		n.mu.Lock()
 		if len(q.items) == 0 {

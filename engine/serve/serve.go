@@ -49,11 +49,13 @@ type Options struct {
 	Metrics *telemetry.Metrics
 	// Tracer, when not nil, gets a span per request and per adapter call.
 	Tracer trace.Tracer
-	// ShutdownGrace is how long a drain waits for the requests in flight
-	// before cancelling them (default 25s); AnswerWait is how long it then
-	// waits for their answers to be written (default 5s). A stdio session
-	// whose input ends drains too.
-	ShutdownGrace, AnswerWait time.Duration
+	// ShutdownDelay is how long Shutdown keeps accepting HTTP connections
+	// while readiness fails, so that load balancers stop sending first (0:
+	// none). ShutdownGrace is how long a drain waits for the requests in
+	// flight before cancelling them (default 25s); AnswerWait is how long
+	// it then waits for their answers to be written (default 5s). A stdio
+	// session whose input ends drains too (see Shutdown).
+	ShutdownDelay, ShutdownGrace, AnswerWait time.Duration
 	// Audit, when not nil, gets one entry per tools/call, resources/read
 	// and prompts/get (see audit.go); Generation, when not nil, tells the
 	// config generation for its entries.
@@ -77,6 +79,10 @@ type Options struct {
 	// waits for budget before it is refused (default 5s).
 	OutputBudget     int64
 	OutputBudgetWait time.Duration
+	// Streams bound the long-lived streams (legacy GET, subscriptions/listen,
+	// and those LimitStreams guards) per caller and in total; see
+	// streams.go. The zero value bounds nothing.
+	Streams StreamLimits
 }
 
 // Server serves the current snapshot over MCP.
@@ -86,6 +92,8 @@ type Server struct {
 	opts      Options
 	notes     *notifier
 	drain     *drain
+	shut      shutdown
+	streams   *streamGate
 	tracer    trace.Tracer        // nil: tracing off
 	sdkLogger *slog.Logger        // opts.Logger with the SDK's info lines at debug
 	running   chan struct{}       // a slot per call or read running; nil: no cap
@@ -119,6 +127,7 @@ func New(current *snapshot.Current, opts Options) *Server {
 	}
 	s := &Server{current: current, opts: opts, drain: newDrain(), tracer: opts.Tracer, sdkLogger: slog.New(demoteInfo(opts.Logger.Handler()))}
 	s.sealer = ask.MustRandomSealer()
+	s.streams = newStreamGate(opts.Streams)
 	if opts.MaxInflight > 0 {
 		s.running = make(chan struct{}, opts.MaxInflight)
 	}
@@ -194,12 +203,28 @@ func (s *Server) ResourceUpdated(_ context.Context, uri string) {
 	s.notes.schedule([3]bool{}, uri)
 }
 
-// RunStdio serves one client on stdin/stdout until stdin closes or ctx ends.
-// When stdin closes, or Drain is called, the requests already read are
-// answered first (see drainTransport); cancelling ctx ends the session at
+// RunStdio serves one client on stdin/stdout until stdin closes, Shutdown
+// is called or ctx ends. In the first two cases the requests already read
+// are drained first (see drainTransport), and RunStdio returns at most
+// AnswerWait after the drain, with an error if a call still runs then (its
+// program, say, ignores cancellation); cancelling ctx ends the session at
 // once.
 func (s *Server) RunStdio(ctx context.Context) error {
-	return s.mcp.Run(ctx, &drainTransport{inner: stdioTransport(), s: s})
+	errc := make(chan error, 1)
+	go func() { errc <- s.mcp.Run(ctx, &drainTransport{inner: stdioTransport(), s: s}) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-s.drain.done:
+	}
+	t := time.NewTimer(s.opts.AnswerWait)
+	defer t.Stop()
+	select {
+	case err := <-errc:
+		return err
+	case <-t.C:
+		return errors.New("the stdio session did not end: a call is still running")
+	}
 }
 
 // SessionCount is the number of sessions open.

@@ -131,9 +131,9 @@ type env struct {
 	fake *fake
 }
 
-func newEnv(t *testing.T) *env { return newEnvConfig(t, testConfig) }
+func newEnv(t testing.TB) *env { return newEnvConfig(t, testConfig) }
 
-func newEnvConfig(t *testing.T, config string) *env {
+func newEnvConfig(t testing.TB, config string) *env {
 	t.Helper()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "tools.hcl"), []byte(config), 0o644); err != nil {
