@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/mcpd/mcpd/engine/config"
+	"github.com/mcpd/mcpd/engine/event"
 	"github.com/mcpd/mcpd/engine/reload"
-	"github.com/mcpd/mcpd/engine/serve"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -75,8 +75,9 @@ func openStream(t *testing.T, url string) (*http.Response, <-chan frame) {
 	return resp, reader(t, resp.Body)
 }
 
-func call(name, client string) serve.CallRecord {
-	return serve.CallRecord{Time: time.Now(), Kind: "tool", Name: name, Principal: "local", Client: client, Transport: "http", Duration: 1500 * time.Microsecond, Outcome: "ok"}
+func call(name, client string) *event.Call {
+	return &event.Call{Time: time.Now(), Kind: "tool", Name: name, Duration: 1500 * time.Microsecond, Outcome: "ok",
+		Detail: event.Detail{Target: name, Principal: "local", Client: client, Transport: "http"}}
 }
 
 // A page that opens the stream gets a hello, the current status and the
@@ -305,7 +306,7 @@ func TestRing(t *testing.T) {
 		{3, 5, []string{"2", "3", "4"}},
 		{1, 4, []string{"3"}},
 	} {
-		r := newRing(tc.size)
+		r := newRing[[]byte](tc.size)
 		for i := range tc.adds {
 			r.add([]byte{byte('0' + i)})
 		}

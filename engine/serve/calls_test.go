@@ -15,27 +15,39 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpd/mcpd/engine"
+	"github.com/mcpd/mcpd/engine/event"
 	"github.com/mcpd/mcpd/engine/principal"
 	"github.com/mcpd/mcpd/engine/serve"
 	"github.com/mcpd/mcpd/engine/snapshot"
 )
 
+// callRecord is what a test keeps of an event Options.OnCall hears: the
+// event is valid only during the call.
+type callRecord struct {
+	event.Detail
+	Time     time.Time
+	Kind     string
+	Name     string
+	Duration time.Duration
+	Outcome  string
+}
+
 // callLog collects what Options.OnCall hears.
 type callLog struct {
 	mu   sync.Mutex
-	recs []serve.CallRecord
+	recs []callRecord
 }
 
-func (c *callLog) add(r serve.CallRecord) {
+func (c *callLog) add(ev *event.Call) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.recs = append(c.recs, r)
+	c.recs = append(c.recs, callRecord{Detail: ev.Detail, Time: ev.Time, Kind: ev.Kind, Name: ev.Name, Duration: ev.Duration, Outcome: ev.Outcome})
 }
 
-func (c *callLog) all() []serve.CallRecord {
+func (c *callLog) all() []callRecord {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return append([]serve.CallRecord(nil), c.recs...)
+	return append([]callRecord(nil), c.recs...)
 }
 
 // OnCall hears of every call, read and prompt once answered, over HTTP in
@@ -105,9 +117,9 @@ func TestOnCall(t *testing.T) {
 			}
 			eventually(t, "the cancelled call's record", func() bool { return len(log.all()) == 6 })
 
-			want := []serve.CallRecord{
-				{Kind: "tool", Name: "zeta_greet", Client: "console", Outcome: "ok"},
-				{Kind: "tool", Name: "mid_check", Outcome: "tool_error", Error: "negative"},
+			want := []callRecord{
+				{Kind: "tool", Name: "zeta_greet", Detail: event.Detail{Client: "console"}, Outcome: "ok"},
+				{Kind: "tool", Name: "mid_check", Outcome: "tool_error", Detail: event.Detail{Error: "negative"}},
 				{Kind: "tool", Name: "no_such_tool", Outcome: "protocol_error"},
 				{Kind: "resource", Name: "docs://readme", Outcome: "ok"},
 				{Kind: "prompt", Name: "trip", Outcome: "ok"},
