@@ -60,8 +60,9 @@ func (s *Server) listen(ctx context.Context, method string, req mcp.Request, nex
 // costs no allocation of its own, and the handlers reach it through their
 // context (observedOf).
 type observed struct {
-	ev   event.Call
-	span trace.Span // nil: tracing off
+	ev    event.Call
+	span  trace.Span // nil: tracing off
+	label string     // the tool's metrics label, once known (see toolLabel)
 }
 
 // observedKey is the context key of the request's *observed.
@@ -113,7 +114,13 @@ func (s *Server) observeBegin(o *observed, rc *reqCtx, method string, req mcp.Re
 	ev.Snapshot = s.current.Load()
 	var ctx context.Context = rc
 	if s.tracer != nil {
-		ctx, o.span = s.startSpan(rc, method, req)
+		// A span is named when it starts (naming it at the end would
+		// cost an allocation per call), so with tracing on the tool's
+		// label is looked up now rather than taken from the handler.
+		if ev.Kind == event.KindTool {
+			o.label = toolLabel(ev)
+		}
+		ctx, o.span = s.startSpan(rc, o, req)
 	}
 	ev.Time = time.Now()
 	return ctx
@@ -137,12 +144,15 @@ func (s *Server) observeEnd(o *observed, ctx context.Context, res mcp.Result, er
 	}
 	if s.opts.Metrics != nil {
 		if ev.Kind == event.KindTool {
-			s.opts.Metrics.CallDone(toolLabel(ev), ev.Outcome, ev.Duration)
+			if o.label == "" {
+				o.label = toolLabel(ev)
+			}
+			s.opts.Metrics.CallDone(o.label, ev.Outcome, ev.Duration)
 		}
 		s.opts.Metrics.RequestDone(ev.Method, errorType(ev.Outcome, err), ev.Duration)
 	}
 	if o.span != nil {
-		endSpan(o.span, ev, errorType(ev.Outcome, err), err)
+		endSpan(o.span, errorType(ev.Outcome, err), err)
 	}
 	if ev.Kind != "" && (s.opts.Audit != nil || s.opts.OnCall != nil) {
 		s.detail(ev, tr)
@@ -235,14 +245,28 @@ func errorType(outcome string, err error) string {
 	return ""
 }
 
-// startSpan starts the SERVER span of one MCP request, parented on the W3C
-// trace context in the request's params._meta when the client sent one.
-// endSpan names it once the handler has found what was called.
-func (s *Server) startSpan(ctx context.Context, method string, req mcp.Request) (context.Context, trace.Span) {
+// startSpan starts the SERVER span of one MCP request, named
+// "{mcp.method.name} {target}", parented on the W3C trace context in the
+// request's params._meta when the client sent one.
+func (s *Server) startSpan(ctx context.Context, o *observed, req mcp.Request) (context.Context, trace.Span) {
 	if meta := paramsMeta(req); meta != nil {
 		ctx = propagation.TraceContext{}.Extract(ctx, telemetry.MetaCarrier(meta))
 	}
-	attrs := []attribute.KeyValue{attribute.String("mcp.method.name", method)}
+	ev := &o.ev
+	name := ev.Method
+	attrs := []attribute.KeyValue{attribute.String("mcp.method.name", ev.Method)}
+	switch ev.Kind {
+	case event.KindTool:
+		if o.label != telemetry.UnknownTool {
+			name += " " + o.label
+			attrs = append(attrs, attribute.String("gen_ai.tool.name", o.label), attribute.String("gen_ai.operation.name", "execute_tool"))
+		}
+	case event.KindPrompt:
+		if _, found := ev.Snapshot.Prompt(ev.Name); found {
+			name += " " + ev.Name
+			attrs = append(attrs, attribute.String("gen_ai.prompt.name", ev.Name))
+		}
+	}
 	if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss != nil {
 		if id := ss.ID(); id != "" {
 			attrs = append(attrs, attribute.String("mcp.session.id", id))
@@ -251,24 +275,10 @@ func (s *Server) startSpan(ctx context.Context, method string, req mcp.Request) 
 			attrs = append(attrs, attribute.String("mcp.protocol.version", ip.ProtocolVersion))
 		}
 	}
-	return s.tracer.Start(ctx, method, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
+	return s.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
 }
 
-// endSpan names the span "{mcp.method.name} {target}" for a declared tool
-// or prompt, records the error and ends it.
-func endSpan(span trace.Span, ev *event.Call, errType string, err error) {
-	switch ev.Kind {
-	case event.KindTool:
-		if tool := toolLabel(ev); tool != telemetry.UnknownTool {
-			span.SetName(ev.Method + " " + tool)
-			span.SetAttributes(attribute.String("gen_ai.tool.name", tool), attribute.String("gen_ai.operation.name", "execute_tool"))
-		}
-	case event.KindPrompt:
-		if _, ok := ev.Snapshot.Prompt(ev.Name); ok {
-			span.SetName(ev.Method + " " + ev.Name)
-			span.SetAttributes(attribute.String("gen_ai.prompt.name", ev.Name))
-		}
-	}
+func endSpan(span trace.Span, errType string, err error) {
 	if errType != "" {
 		span.SetAttributes(attribute.String("error.type", errType))
 		msg := errType
