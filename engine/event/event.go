@@ -113,17 +113,6 @@ type Detail struct {
 	ResultBytes int
 }
 
-// Local reports whether the call was made by the local user.
-func (c *Call) Local() bool { return c.Caller == nil }
-
-// SameCaller reports whether p (nil: the local user) made the call.
-func (c *Call) SameCaller(p *principal.Principal) bool {
-	if c.Caller == nil || p == nil {
-		return c.Caller == nil && p == nil
-	}
-	return c.Caller.Method == p.Method && c.Caller.Name == p.Name
-}
-
 // Outcome is the outcome of a call of kind that answered with a result
 // that is an error (isError) or with the protocol error err; cancelled
 // says that the request's context had ended. A tool's cancellation shows
