@@ -8,6 +8,7 @@ import (
 
 	"github.com/mcpd/mcpd/engine/auth"
 	"github.com/mcpd/mcpd/engine/console"
+	"github.com/mcpd/mcpd/engine/event"
 	"github.com/mcpd/mcpd/engine/serve"
 	"github.com/mcpd/mcpd/engine/snapshot"
 )
@@ -27,7 +28,7 @@ func newConsole(on bool, logger *slog.Logger) *console.Console {
 
 // onCall is serve.Options.OnCall for con: nil without a console, so that
 // no call pays anything for the console.
-func onCall(con *console.Console) func(serve.CallRecord) {
+func onCall(con *console.Console) func(*event.Call) {
 	if con == nil {
 		return nil
 	}

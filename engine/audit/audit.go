@@ -24,32 +24,13 @@ import (
 	"time"
 )
 
-// Kinds of entry.
-const (
-	KindTool     = "tool"
-	KindResource = "resource"
-	KindPrompt   = "prompt"
-)
-
-// Outcomes, as in the mcpd_tool_calls_total metric.
-const (
-	OutcomeOK            = "ok"
-	OutcomeToolError     = "tool_error"
-	OutcomeProtocolError = "protocol_error"
-	OutcomeCancelled     = "cancelled"
-)
-
-// LocalPrincipal is the principal of a request with no verified caller:
-// stdio, or HTTP with authentication off.
-const LocalPrincipal = "local"
-
 // Entry is one audit line. Every field is always written, empty when it
 // does not apply, so that a line has the same shape whatever it records.
 type Entry struct {
 	// Time is when the request was received; written in UTC as RFC 3339
 	// with milliseconds.
 	Time time.Time `json:"-"`
-	// Principal is the caller's name, or "local"; AuthMethod how it was
+	// Principal is the caller's name, or event.LocalPrincipal; AuthMethod how it was
 	// verified ("api_key", "oauth"), or "none".
 	Principal  string `json:"principal"`
 	AuthMethod string `json:"auth_method"`
@@ -66,7 +47,7 @@ type Entry struct {
 	// when it gave none. Any client can claim any label: it tells calls
 	// apart, it proves nothing.
 	Client string `json:"client"`
-	// Kind is tool, resource or prompt; Name the tool's or prompt's name,
+	// Kind is event.KindTool, KindResource or KindPrompt; Name the tool's or prompt's name,
 	// or the resource's URI.
 	Kind string `json:"kind"`
 	Name string `json:"name"`
@@ -74,7 +55,9 @@ type Entry struct {
 	Arguments any `json:"arguments"`
 	// Duration is written as duration_ms, with microsecond precision.
 	Duration time.Duration `json:"-"`
-	Outcome  string        `json:"outcome"`
+	// Outcome is one of event's Outcome constants, as the outcome label
+	// of mcpd_tool_calls_total.
+	Outcome string `json:"outcome"`
 	// BytesOut is the size of the JSON encoding of the result sent; 0 for
 	// a protocol error.
 	BytesOut int `json:"bytes_out"`

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mcpd/mcpd/engine/event"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -19,8 +21,8 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 func entry(name string) *Entry {
 	return &Entry{
 		Time: time.Date(2026, 12, 1, 10, 4, 5, 123456789, time.FixedZone("CET", 3600)), Principal: "ci-bot", AuthMethod: "api_key",
-		SessionID: "s1", RequestID: "r1", Transport: "http", Protocol: "2025-11-25", Kind: KindTool, Name: name,
-		Arguments: map[string]any{"q": "x"}, Duration: 1234567 * time.Nanosecond, Outcome: OutcomeOK, BytesOut: 42, Generation: 3,
+		SessionID: "s1", RequestID: "r1", Transport: "http", Protocol: "2025-11-25", Kind: event.KindTool, Name: name,
+		Arguments: map[string]any{"q": "x"}, Duration: 1234567 * time.Nanosecond, Outcome: event.OutcomeOK, BytesOut: 42, Generation: 3,
 	}
 }
 

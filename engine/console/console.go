@@ -25,8 +25,9 @@ import (
 	"time"
 
 	"github.com/mcpd/mcpd/engine/config"
+	"github.com/mcpd/mcpd/engine/event"
+	"github.com/mcpd/mcpd/engine/principal"
 	"github.com/mcpd/mcpd/engine/reload"
-	"github.com/mcpd/mcpd/engine/serve"
 )
 
 //go:embed assets
@@ -64,7 +65,7 @@ type Console struct {
 
 	mu     sync.Mutex
 	status []byte // the latest Status, encoded; nil before the first
-	calls  ring
+	calls  ring[*record]
 	subs   map[*subscriber]struct{}
 	closed bool
 }
@@ -89,7 +90,7 @@ func New(opts Options) *Console {
 	if opts.Heartbeat <= 0 {
 		opts.Heartbeat = 15 * time.Second
 	}
-	return &Console{opts: opts, calls: newRing(opts.RecentCalls), subs: map[*subscriber]struct{}{}}
+	return &Console{opts: opts, calls: newRing[*record](opts.RecentCalls), subs: map[*subscriber]struct{}{}}
 }
 
 // Status is the config part of the page, sent as a "status" event.
@@ -141,7 +142,7 @@ func (c *Console) SetStatus(s Status) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.status = data
-	c.broadcast(event{name: "status", data: data})
+	c.broadcast(message{name: "status", data: data})
 }
 
 // Call is one answered call as the page shows it, sent as a "call" event.
@@ -155,27 +156,95 @@ type Call struct {
 	DurationMS float64   `json:"duration_ms"`
 	Outcome    string    `json:"outcome"`
 	Error      string    `json:"error,omitempty"`
+	// Other marks a call by another principal than the page's, shown
+	// without its principal, client label and error text (see record).
+	Other bool `json:"other,omitempty"`
 }
 
 // Record is serve.Options.OnCall: it keeps the call and sends it to every
-// page open, without waiting for any of them.
-func (c *Console) Record(r serve.CallRecord) {
+// page that may see it (see record.data), without waiting for any of
+// them.
+func (c *Console) Record(ev *event.Call) {
 	call := Call{
-		Time: r.Time, Kind: r.Kind, Name: r.Name, Principal: r.Principal, Client: r.Client, Transport: r.Transport,
-		DurationMS: float64(r.Duration.Microseconds()) / 1000, Outcome: r.Outcome, Error: r.Error,
+		Time: ev.Time, Kind: ev.Kind, Name: ev.Target, Principal: ev.Principal, Client: ev.Client, Transport: ev.Transport,
+		DurationMS: float64(ev.Duration.Microseconds()) / 1000, Outcome: ev.Outcome, Error: ev.Error,
 	}
-	if r.Client == ClientLabel {
-		c.opts.Logger.Info("call from the console", "client", r.Client, "kind", r.Kind, "name", r.Name,
-			"principal", r.Principal, "outcome", r.Outcome, "took", r.Duration)
+	if ev.Client == ClientLabel {
+		c.opts.Logger.Info("call from the console", "client", ev.Client, "kind", ev.Kind, "name", ev.Target,
+			"principal", ev.Principal, "outcome", ev.Outcome, "took", ev.Duration)
 	}
 	data, err := json.Marshal(call)
 	if err != nil {
 		return // strings and numbers only: does not happen
 	}
+	rec := &record{call: call, full: data, caller: ev.Caller}
+	if ev.Snapshot != nil {
+		rec.sets = ev.Snapshot.Requires(ev.Kind, ev.Name)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.calls.add(data)
-	c.broadcast(event{name: "call", data: data})
+	c.calls.add(rec)
+	for s := range c.subs {
+		if data := rec.data(s.who); data != nil {
+			c.send(s, message{name: "call", data: data})
+		}
+	}
+}
+
+// record is one call the console keeps, with what decides who sees it.
+//
+// A page sees a call only if its principal could see what was called:
+// the tool, prompt or resource, with the scopes it holds (a call to a name
+// the config does not declare, only the caller's own pages see). Of a call
+// by another principal it sees when, what, how long and how it ended, but
+// not who (the principal, the client label) nor the error text, which may
+// hold that principal's data: it is marked Other. The local user's page
+// (no authentication) sees the local user's calls in full, and those of
+// authenticated principals (a reload that adds an auth block) as any
+// other page does. See docs/security.md, "The console".
+type record struct {
+	call   Call
+	full   []byte               // call, encoded
+	anon   []byte               // call as others see it, encoded on first need
+	caller *principal.Principal // nil: the local user
+	sets   [][]string           // snapshot.Requires: who may see what was called
+}
+
+// data is what the page of who (nil: the local user) is sent of r: full,
+// anonymous, or nil for nothing. The caller holds the console's mu.
+func (r *record) data(who *principal.Principal) []byte {
+	if sameCaller(r.caller, who) {
+		return r.full
+	}
+	if !maySee(who, r.sets) {
+		return nil
+	}
+	if r.anon == nil {
+		a := r.call
+		a.Principal, a.Client, a.Error, a.Other = "", "", "", true
+		r.anon, _ = json.Marshal(a) // strings and numbers only
+	}
+	return r.anon
+}
+
+// sameCaller reports whether a and b (nil: the local user) are the same
+// principal: the same name verified the same way.
+func sameCaller(a, b *principal.Principal) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return a.Method == b.Method && a.Name == b.Name
+}
+
+// maySee reports whether who (nil: the local user) holds every scope of
+// one of sets.
+func maySee(who *principal.Principal, sets [][]string) bool {
+	for _, set := range sets {
+		if who.HasScopes(set) {
+			return true
+		}
+	}
+	return false
 }
 
 // Handler serves the console under prefix (e.g. "/ui/"): the page, its

@@ -15,8 +15,9 @@ import (
 	"time"
 
 	"github.com/mcpd/mcpd/engine/config"
+	"github.com/mcpd/mcpd/engine/event"
+	"github.com/mcpd/mcpd/engine/principal"
 	"github.com/mcpd/mcpd/engine/reload"
-	"github.com/mcpd/mcpd/engine/serve"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -75,8 +76,9 @@ func openStream(t *testing.T, url string) (*http.Response, <-chan frame) {
 	return resp, reader(t, resp.Body)
 }
 
-func call(name, client string) serve.CallRecord {
-	return serve.CallRecord{Time: time.Now(), Kind: "tool", Name: name, Principal: "local", Client: client, Transport: "http", Duration: 1500 * time.Microsecond, Outcome: "ok"}
+func call(name, client string) *event.Call {
+	return &event.Call{Time: time.Now(), Kind: "tool", Name: name, Duration: 1500 * time.Microsecond, Outcome: "ok",
+		Detail: event.Detail{Target: name, Principal: "local", Client: client, Transport: "http"}}
 }
 
 // A page that opens the stream gets a hello, the current status and the
@@ -305,7 +307,7 @@ func TestRing(t *testing.T) {
 		{3, 5, []string{"2", "3", "4"}},
 		{1, 4, []string{"3"}},
 	} {
-		r := newRing(tc.size)
+		r := newRing[[]byte](tc.size)
 		for i := range tc.adds {
 			r.add([]byte{byte('0' + i)})
 		}
@@ -399,5 +401,57 @@ func TestStuckReaderClosedByWriteDeadline(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "closing an event stream") {
 		t.Errorf("no log of the closed stream:\n%s", logs.String())
+	}
+}
+
+// What a page is sent of one call, by who made it and who watches: its
+// own calls in full; another's, without who made it nor its error, and
+// only when the page's principal may see what was called. The local
+// user's page (no auth) is no exception for an authenticated caller's
+// call (an auth block added by a reload while it was open).
+func TestRecordData(t *testing.T) {
+	alice := &principal.Principal{Name: "alice", Method: "api_key", Scopes: []string{"read"}}
+	aliceOAuth := &principal.Principal{Name: "alice", Method: "oauth", Scopes: []string{"read"}}
+	bob := &principal.Principal{Name: "bob", Method: "api_key", Scopes: []string{"read", "admin"}}
+	open := [][]string{nil}
+	admin := [][]string{{"admin"}}
+	for _, tc := range []struct {
+		name   string
+		caller *principal.Principal
+		sets   [][]string
+		page   *principal.Principal
+		want   string // "full", "anon" or ""
+	}{
+		{"local, local page", nil, open, nil, "full"},
+		{"local unknown name, local page", nil, nil, nil, "full"},
+		{"own call", alice, open, alice, "full"},
+		{"own call to a name not declared", alice, nil, alice, "full"},
+		{"another's call", bob, open, alice, "anon"},
+		{"same name, other method", aliceOAuth, open, alice, "anon"},
+		{"another's call, out of scope", bob, admin, alice, ""},
+		{"another's call, in scope", alice, admin, bob, "anon"},
+		{"another's call to a name not declared", bob, nil, alice, ""},
+		{"a principal's call, local page", bob, admin, nil, "anon"},
+		{"a resource two templates answer", bob, [][]string{{"admin"}, {"read"}}, alice, "anon"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &record{call: Call{Name: "x", Principal: "p", Client: "c", Error: "e"}, full: []byte("full"), caller: tc.caller, sets: tc.sets}
+			got := r.data(tc.page)
+			switch tc.want {
+			case "full":
+				if string(got) != "full" {
+					t.Errorf("got %s, want the full call", got)
+				}
+			case "anon":
+				var c Call
+				if json.Unmarshal(got, &c) != nil || !c.Other || c.Principal != "" || c.Client != "" || c.Error != "" || c.Name != "x" {
+					t.Errorf("got %s, want the call without who made it", got)
+				}
+			default:
+				if got != nil {
+					t.Errorf("got %s, want nothing", got)
+				}
+			}
+		})
 	}
 }

@@ -4,31 +4,42 @@ import (
 	"bytes"
 	"net/http"
 	"time"
+
+	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
+
+	"github.com/mcpd/mcpd/engine/principal"
 )
 
-// event is one server-sent event, its data encoded once for every
+// message is one server-sent event, its data encoded once for every
 // subscriber.
-type event struct {
+type message struct {
 	name string
 	data []byte
 }
 
 // subscriber is one open event stream.
 type subscriber struct {
-	queue   chan event
+	who     *principal.Principal // the page's verified caller; nil: the local user
+	queue   chan message
 	dropped chan struct{} // closed when the console lets go of it
 }
 
-// broadcast queues ev for every subscriber without waiting: one whose queue
-// is full is not reading, and is dropped. The caller holds c.mu.
-func (c *Console) broadcast(ev event) {
+// broadcast queues ev for every subscriber without waiting. The caller
+// holds c.mu.
+func (c *Console) broadcast(ev message) {
 	for s := range c.subs {
-		select {
-		case s.queue <- ev:
-		default:
-			c.opts.Logger.Warn("console: dropping an event stream that does not keep up; the page reconnects", "queued", len(s.queue))
-			c.drop(s)
-		}
+		c.send(s, ev)
+	}
+}
+
+// send queues ev for s without waiting: a subscriber whose queue is full
+// is not reading, and is dropped. The caller holds c.mu.
+func (c *Console) send(s *subscriber, ev message) {
+	select {
+	case s.queue <- ev:
+	default:
+		c.opts.Logger.Warn("console: dropping an event stream that does not keep up; the page reconnects", "queued", len(s.queue))
+		c.drop(s)
 	}
 }
 
@@ -40,22 +51,30 @@ func (c *Console) drop(s *subscriber) {
 	}
 }
 
-// subscribe registers a new stream and returns it with what it starts
-// from: the current status and the recent calls, oldest first. Nothing
-// can happen between the snapshot and the registration.
-func (c *Console) subscribe() (*subscriber, []event, bool) {
+// subscribe registers a new stream of the local user; see subscribeAs.
+func (c *Console) subscribe() (*subscriber, []message, bool) { return c.subscribeAs(nil) }
+
+// subscribeAs registers a new stream for who (nil: the local user) and
+// returns it with what it starts from: the current status and the recent
+// calls who may see, oldest first. Nothing can happen between the snapshot
+// and the registration.
+func (c *Console) subscribeAs(who *principal.Principal) (*subscriber, []message, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed || len(c.subs) >= c.opts.MaxSubscribers {
 		return nil, nil, false
 	}
-	s := &subscriber{queue: make(chan event, c.opts.QueueSize), dropped: make(chan struct{})}
+	s := &subscriber{who: who, queue: make(chan message, c.opts.QueueSize), dropped: make(chan struct{})}
 	c.subs[s] = struct{}{}
-	var start []event
+	var start []message
 	if c.status != nil {
-		start = append(start, event{name: "status", data: c.status})
+		start = append(start, message{name: "status", data: c.status})
 	}
-	c.calls.each(func(data []byte) { start = append(start, event{name: "call", data: data}) })
+	c.calls.each(func(r *record) {
+		if data := r.data(who); data != nil {
+			start = append(start, message{name: "call", data: data})
+		}
+	})
 	return s, start, true
 }
 
@@ -68,7 +87,9 @@ func (c *Console) unsubscribe(s *subscriber) {
 // serveEvents streams status and call events to one page until it goes,
 // the console drops it, or the server shuts down.
 func (c *Console) serveEvents(w http.ResponseWriter, r *http.Request) {
-	s, start, ok := c.subscribe()
+	// The page sees what its token may see (see record); the auth layer
+	// in front put the verified caller where the SDK's would.
+	s, start, ok := c.subscribeAs(principal.FromTokenInfo(sdkauth.TokenInfoFromContext(r.Context())))
 	if !ok {
 		http.Error(w, "too many console event streams open; close a console tab", http.StatusServiceUnavailable)
 		return
@@ -82,7 +103,7 @@ func (c *Console) serveEvents(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 
 	var buf bytes.Buffer
-	write := func(evs ...event) bool {
+	write := func(evs ...message) bool {
 		buf.Reset()
 		for _, ev := range evs {
 			buf.WriteString("event: ")
@@ -108,7 +129,7 @@ func (c *Console) serveEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	// A first frame even with nothing to say, so the page knows the
 	// stream is up.
-	if !write(append([]event{{name: "hello", data: []byte("{}")}}, start...)...) {
+	if !write(append([]message{{name: "hello", data: []byte("{}")}}, start...)...) {
 		return
 	}
 	beat := time.NewTicker(c.opts.Heartbeat)
@@ -116,7 +137,7 @@ func (c *Console) serveEvents(w http.ResponseWriter, r *http.Request) {
 	for {
 		select {
 		case ev := <-s.queue:
-			evs := []event{ev}
+			evs := []message{ev}
 			for len(evs) < 64 && len(s.queue) > 0 {
 				evs = append(evs, <-s.queue)
 			}
@@ -135,16 +156,16 @@ func (c *Console) serveEvents(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// ring keeps the latest n encoded calls.
-type ring struct {
-	items [][]byte
+// ring keeps the latest n calls.
+type ring[T any] struct {
+	items []T
 	next  int
 	full  bool
 }
 
-func newRing(n int) ring { return ring{items: make([][]byte, n)} }
+func newRing[T any](n int) ring[T] { return ring[T]{items: make([]T, n)} }
 
-func (r *ring) add(b []byte) {
+func (r *ring[T]) add(b T) {
 	r.items[r.next] = b
 	r.next++
 	if r.next == len(r.items) {
@@ -153,7 +174,7 @@ func (r *ring) add(b []byte) {
 }
 
 // each calls f for every item, oldest first.
-func (r *ring) each(f func([]byte)) {
+func (r *ring[T]) each(f func(T)) {
 	if r.full {
 		for _, b := range r.items[r.next:] {
 			f(b)

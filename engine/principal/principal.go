@@ -16,8 +16,9 @@ import (
 
 // Keys of auth.TokenInfo.Extra that carry mcpd's principal.
 const (
-	extraMethod = "mcpd.method" // "api_key" or "oauth"
-	extraClaims = "mcpd.claims" // map[string]any
+	extraMethod    = "mcpd.method"    // "api_key" or "oauth"
+	extraClaims    = "mcpd.claims"    // map[string]any
+	extraPrincipal = "mcpd.principal" // the *Principal itself
 )
 
 // Principal is one verified caller.
@@ -34,19 +35,25 @@ type Principal struct {
 }
 
 // TokenInfo encodes p for the SDK, which passes it on to every request.
+// It carries p itself too, so that reading it back costs no allocation: a
+// Principal is never changed once verified.
 func (p *Principal) TokenInfo() *auth.TokenInfo {
 	return &auth.TokenInfo{
 		UserID: p.Method + ":" + p.Name,
 		Scopes: p.Scopes,
-		Extra:  map[string]any{extraMethod: p.Method, extraClaims: p.Claims, "name": p.Name},
+		Extra:  map[string]any{extraMethod: p.Method, extraClaims: p.Claims, "name": p.Name, extraPrincipal: p},
 	}
 }
 
 // FromTokenInfo decodes what TokenInfo encoded; nil when ti is nil (no
-// authentication on this transport).
+// authentication on this transport). The result must not be changed: it
+// may be the Principal TokenInfo was called on.
 func FromTokenInfo(ti *auth.TokenInfo) *Principal {
 	if ti == nil {
 		return nil
+	}
+	if p, ok := ti.Extra[extraPrincipal].(*Principal); ok && p != nil {
+		return p
 	}
 	p := &Principal{Scopes: ti.Scopes, Name: ti.UserID}
 	if m, ok := ti.Extra[extraMethod].(string); ok {

@@ -120,6 +120,8 @@ type reqCtx struct {
 	mu    sync.Mutex // making inner; ended
 	inner atomic.Pointer[cancelable]
 	ended bool // end was called
+
+	obs observed // the request's event (see observe), carried here to cost no allocation
 }
 
 type cancelable struct {
@@ -175,6 +177,9 @@ func (c *reqCtx) Err() error {
 }
 
 func (c *reqCtx) Value(key any) any {
+	if key == (observedKey{}) {
+		return &c.obs
+	}
 	if in := c.inner.Load(); in != nil {
 		return in.ctx.Value(key)
 	}

@@ -13,15 +13,22 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/mcpd/mcpd/engine/event"
+	"github.com/mcpd/mcpd/engine/principal"
+	"github.com/mcpd/mcpd/engine/snapshot"
 	"github.com/mcpd/mcpd/engine/telemetry"
 )
 
 const methodListen = "subscriptions/listen"
 
 // observe is the outermost middleware: it counts every request as busy for
-// the drain, binds its context to the shutdown's grace period, and records
-// metrics, a span and the audit entry. With metrics and tracing off it
-// costs a counter and a context per request.
+// the drain, binds its context to the shutdown's grace period, and builds
+// the request's event.Call, once, which metrics, the span, the audit log
+// and Options.OnCall (the console) are all told of. With metrics and
+// tracing off it costs a counter and a context per request.
+//
+// It is the one place a call is recorded: the handlers below only note the
+// tool they found (noteTool), so that it is looked up once.
 //
 // Its frame is on the stack of every request's goroutine, under the whole
 // call: the work before and after the request is done in functions of
@@ -33,10 +40,10 @@ func (s *Server) observe(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		rc := s.drain.begin(ctx)
 		defer s.drain.end(rc)
-		var o observed
-		s.observeBegin(&o, rc, method, req)
-		res, err := next(o.ctx, method, req)
-		s.observeEnd(&o, method, res, err)
+		o := &rc.obs
+		ctx = s.observeBegin(o, rc, method, req)
+		res, err := next(ctx, method, req)
+		s.observeEnd(o, ctx, res, err)
 		return res, err
 	}
 }
@@ -48,64 +55,170 @@ func (s *Server) listen(ctx context.Context, method string, req mcp.Request, nex
 	return next(ctx, method, req)
 }
 
-// observed is what observe records of one request.
+// observed is what observe records of one request. It lives in the
+// request's reqCtx, which is made for every request anyway: the event
+// costs no allocation of its own, and the handlers reach it through their
+// context (observedOf).
 type observed struct {
-	ctx     context.Context
-	call    *mcp.CallToolRequest // nil: not a tools/call
-	tool    string               // call's metrics label
-	span    trace.Span           // nil: tracing off
-	start   time.Time
-	audited *auditCall // nil: not audited
+	ev    event.Call
+	span  trace.Span // nil: tracing off
+	label string     // the tool's metrics label, once known (see toolLabel)
 }
 
-func (s *Server) observeBegin(o *observed, ctx context.Context, method string, req mcp.Request) {
-	o.ctx = ctx
-	if call, ok := req.(*mcp.CallToolRequest); ok {
-		o.call, o.tool = call, telemetry.UnknownTool
-		if _, ok := s.current.Load().Tool(call.Params.Name); ok {
-			o.tool = call.Params.Name
-		}
-		s.opts.Metrics.CallStarted()
+// observedKey is the context key of the request's *observed.
+type observedKey struct{}
+
+// observedOf returns the observed of the request whose context is ctx; nil
+// without observe (a benchmark's bare server).
+func observedOf(ctx context.Context) *observed {
+	o, _ := ctx.Value(observedKey{}).(*observed)
+	return o
+}
+
+// noteTool tells the request's event which tool runs, as the handler found
+// it with the caller's scopes.
+func noteTool(ctx context.Context, t *snapshot.Tool) {
+	if o := observedOf(ctx); o != nil {
+		o.ev.Tool = t
 	}
+}
+
+// callerFor is the verified caller of req: the one observe decoded, or,
+// without observe, decoded now.
+func callerFor(ctx context.Context, req mcp.Request) *principal.Principal {
+	if o := observedOf(ctx); o != nil {
+		return o.ev.Caller
+	}
+	return callerOf(req)
+}
+
+func (s *Server) observeBegin(o *observed, rc *reqCtx, method string, req mcp.Request) context.Context {
+	ev := &o.ev
+	ev.Method, ev.Request = method, req
+	switch r := req.(type) {
+	case *mcp.CallToolRequest:
+		if r.Params != nil {
+			ev.Kind, ev.Name = event.KindTool, r.Params.Name
+			s.opts.Metrics.CallStarted()
+		}
+	case *mcp.ReadResourceRequest:
+		if r.Params != nil {
+			ev.Kind, ev.Name = event.KindResource, r.Params.URI
+		}
+	case *mcp.GetPromptRequest:
+		if r.Params != nil {
+			ev.Kind, ev.Name = event.KindPrompt, r.Params.Name
+		}
+	}
+	ev.Caller = callerOf(req)
+	ev.Snapshot = s.current.Load()
+	var ctx context.Context = rc
 	if s.tracer != nil {
-		o.ctx, o.span = s.startSpan(ctx, method, o.tool, req)
+		// A span is named when it starts (naming it at the end would
+		// cost an allocation per call), so with tracing on the tool's
+		// label is looked up now rather than taken from the handler.
+		if ev.Kind == event.KindTool {
+			o.label = toolLabel(ev)
+		}
+		ctx, o.span = s.startSpan(rc, o, req)
 	}
-	o.start = time.Now()
-	o.audited = s.auditBegin(req, o.start)
+	ev.Time = time.Now()
+	return ctx
 }
 
-func (s *Server) observeEnd(o *observed, method string, res mcp.Result, err error) {
-	outcome := ""
-	if o.call != nil {
-		outcome = telemetry.OutcomeOK
-		r, _ := res.(*mcp.CallToolResult)
-		switch {
-		case err != nil:
-			outcome = telemetry.OutcomeProtocolError
-		case r != nil && r.IsError && o.ctx.Err() != nil:
-			outcome = telemetry.OutcomeCancelled
-			if s.drain.aborted() {
-				// The adapter says "cancelled"; tell the model why.
-				r.Content = []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(
-					"tool %s was cancelled: the server is shutting down and its grace period ended; call it again", o.call.Params.Name)}}
-				r.StructuredContent = nil
-			}
-		case r != nil && r.IsError:
-			outcome = telemetry.OutcomeToolError
+func (s *Server) observeEnd(o *observed, ctx context.Context, res mcp.Result, err error) {
+	ev := &o.ev
+	ev.Duration = time.Since(ev.Time)
+	ev.Result, ev.Err = res, err
+	tr, _ := res.(*mcp.CallToolResult)
+	if ev.Kind != "" {
+		isError := tr != nil && tr.IsError
+		// The context is asked only when the outcome depends on it.
+		ev.Outcome = event.Outcome(ev.Kind, isError, err, (err != nil || isError) && ctx.Err() != nil)
+		if ev.Outcome == event.OutcomeCancelled && tr != nil && s.drain.aborted() {
+			// The adapter says "cancelled"; tell the model why.
+			tr.Content = []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(
+				"tool %s was cancelled: the server is shutting down and its grace period ended; call it again", ev.Name)}}
+			tr.StructuredContent = nil
 		}
 	}
-	took := time.Since(o.start)
 	if s.opts.Metrics != nil {
-		if o.call != nil {
-			s.opts.Metrics.CallDone(o.tool, outcome, took)
+		if ev.Kind == event.KindTool {
+			if o.label == "" {
+				o.label = toolLabel(ev)
+			}
+			s.opts.Metrics.CallDone(o.label, ev.Outcome, ev.Duration)
 		}
-		s.opts.Metrics.RequestDone(method, errorType(outcome, err), took)
+		s.opts.Metrics.RequestDone(ev.Method, errorType(ev.Outcome, err), ev.Duration)
 	}
 	if o.span != nil {
-		endSpan(o.span, errorType(outcome, err), err)
+		endSpan(o.span, errorType(ev.Outcome, err), err)
 	}
-	if o.audited != nil {
-		s.auditEnd(o.ctx, o.audited, res, err, outcome, took)
+	if ev.Kind != "" && (s.opts.Audit != nil || s.opts.OnCall != nil) {
+		s.detail(ev, tr)
+		s.opts.Audit.ObserveCall(ev)
+		if s.opts.OnCall != nil {
+			s.opts.OnCall(ev)
+		}
+	}
+	// Let go of the request, its result and its snapshot: the context
+	// may outlive the request.
+	*o = observed{}
+}
+
+// toolLabel is the metrics label of a tools/call: the tool's name when the
+// config declares it (whether or not the caller could see it), else
+// telemetry.UnknownTool, so that no request can add a series.
+func toolLabel(ev *event.Call) string {
+	if ev.Tool != nil {
+		return ev.Name
+	}
+	if _, ok := ev.Snapshot.Tool(ev.Name); ok {
+		return ev.Name
+	}
+	return telemetry.UnknownTool
+}
+
+// detail fills in what the audit log and the console show of a call.
+func (s *Server) detail(ev *event.Call, tr *mcp.CallToolResult) {
+	d := &ev.Detail
+	d.Principal, d.AuthMethod, d.Transport = event.LocalPrincipal, "none", "stdio"
+	if ev.Caller != nil {
+		d.Principal, d.AuthMethod = ev.Caller.Name, ev.Caller.Method
+	}
+	req := ev.Request
+	if extra := req.GetExtra(); extra != nil && extra.Header != nil {
+		d.Transport = "http"
+		d.Protocol = extra.Header.Get("Mcp-Protocol-Version")
+	}
+	modern := false
+	if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss != nil {
+		d.SessionID = ss.ID()
+		if ip := ss.InitializeParams(); ip != nil && ip.ProtocolVersion != "" {
+			d.Protocol = ip.ProtocolVersion
+			modern = ip.ProtocolVersion >= protocol2026
+		}
+	}
+	d.Client = clientLabel(req)
+	if s.opts.Generation != nil {
+		d.Generation = s.opts.Generation()
+	}
+	red := ev.Snapshot.Redactor()
+	d.Target = red.String(ev.Name)
+	if ev.Err != nil {
+		d.Error = ev.Err.Error()
+	} else if tr != nil && tr.IsError {
+		d.Error = event.ResultText(tr)
+	}
+	if d.Error != "" {
+		// Tool errors are redacted by the snapshot already; protocol
+		// errors (a template variable echoed back) may not be.
+		d.Error = event.Truncate(red.String(d.Error), event.MaxError)
+	}
+	if s.opts.Audit != nil && ev.Err == nil && ev.Result != nil {
+		// markCall gave the results of 2026 sessions resultType
+		// "complete".
+		d.ResultBytes = event.Size(ev.Result, modern)
 	}
 }
 
@@ -124,9 +237,9 @@ func errorType(outcome string, err error) string {
 		return "_OTHER"
 	}
 	switch outcome {
-	case telemetry.OutcomeToolError:
+	case event.OutcomeToolError:
 		return "tool_error"
-	case telemetry.OutcomeCancelled:
+	case event.OutcomeCancelled:
 		return "cancelled"
 	}
 	return ""
@@ -135,20 +248,23 @@ func errorType(outcome string, err error) string {
 // startSpan starts the SERVER span of one MCP request, named
 // "{mcp.method.name} {target}", parented on the W3C trace context in the
 // request's params._meta when the client sent one.
-func (s *Server) startSpan(ctx context.Context, method, tool string, req mcp.Request) (context.Context, trace.Span) {
+func (s *Server) startSpan(ctx context.Context, o *observed, req mcp.Request) (context.Context, trace.Span) {
 	if meta := paramsMeta(req); meta != nil {
 		ctx = propagation.TraceContext{}.Extract(ctx, telemetry.MetaCarrier(meta))
 	}
-	name := method
-	attrs := []attribute.KeyValue{attribute.String("mcp.method.name", method)}
-	if tool != "" && tool != telemetry.UnknownTool {
-		name += " " + tool
-		attrs = append(attrs, attribute.String("gen_ai.tool.name", tool), attribute.String("gen_ai.operation.name", "execute_tool"))
-	}
-	if p, ok := req.(*mcp.GetPromptRequest); ok && p.Params != nil {
-		if _, found := s.current.Load().Prompt(p.Params.Name); found {
-			name += " " + p.Params.Name
-			attrs = append(attrs, attribute.String("gen_ai.prompt.name", p.Params.Name))
+	ev := &o.ev
+	name := ev.Method
+	attrs := []attribute.KeyValue{attribute.String("mcp.method.name", ev.Method)}
+	switch ev.Kind {
+	case event.KindTool:
+		if o.label != telemetry.UnknownTool {
+			name += " " + o.label
+			attrs = append(attrs, attribute.String("gen_ai.tool.name", o.label), attribute.String("gen_ai.operation.name", "execute_tool"))
+		}
+	case event.KindPrompt:
+		if _, found := ev.Snapshot.Prompt(ev.Name); found {
+			name += " " + ev.Name
+			attrs = append(attrs, attribute.String("gen_ai.prompt.name", ev.Name))
 		}
 	}
 	if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss != nil {

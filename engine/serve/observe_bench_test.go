@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcpd/mcpd/engine"
 	"github.com/mcpd/mcpd/engine/audit"
+	"github.com/mcpd/mcpd/engine/event"
 	"github.com/mcpd/mcpd/engine/serve"
 	"github.com/mcpd/mcpd/engine/snapshot"
 	"github.com/mcpd/mcpd/engine/telemetry"
@@ -51,7 +52,7 @@ func BenchmarkObserveCost(b *testing.B) {
 		{"audit", serve.Options{Logger: quiet, Metrics: telemetry.NewMetrics("bench"), Audit: audit.New(io.Discard, audit.Options{Logger: quiet})}},
 		// mcpd serve --ui: the call record built for the console (whose
 		// own share is BenchmarkRecord in engine/console).
-		{"oncall", serve.Options{Logger: quiet, Metrics: telemetry.NewMetrics("bench"), OnCall: func(serve.CallRecord) {}}},
+		{"oncall", serve.Options{Logger: quiet, Metrics: telemetry.NewMetrics("bench"), OnCall: func(*event.Call) {}}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			srv := serve.New(cur, bc.opts)

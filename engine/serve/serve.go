@@ -25,6 +25,7 @@ import (
 
 	"github.com/mcpd/mcpd/engine/ask"
 	"github.com/mcpd/mcpd/engine/audit"
+	"github.com/mcpd/mcpd/engine/event"
 	"github.com/mcpd/mcpd/engine/principal"
 	"github.com/mcpd/mcpd/engine/snapshot"
 	"github.com/mcpd/mcpd/engine/telemetry"
@@ -57,14 +58,16 @@ type Options struct {
 	// session whose input ends drains too (see Shutdown).
 	ShutdownDelay, ShutdownGrace, AnswerWait time.Duration
 	// Audit, when not nil, gets one entry per tools/call, resources/read
-	// and prompts/get (see audit.go); Generation, when not nil, tells the
-	// config generation for its entries.
+	// and prompts/get; Generation, when not nil, tells the config
+	// generation for its entries.
 	Audit      *audit.Logger
 	Generation func() int
 	// OnCall, when not nil, hears of every tools/call, resources/read and
-	// prompts/get once answered (see calls.go); it runs on the request's
-	// goroutine, so it must return at once. Nil costs a call nothing.
-	OnCall func(CallRecord)
+	// prompts/get once answered, as the audit log does (see observe.go):
+	// the console. It runs on the request's goroutine, so it must return
+	// at once, and the event is valid only until it returns. Nil costs a
+	// call nothing.
+	OnCall func(*event.Call)
 
 	// bare leaves out the observe middleware, for benchmarking its cost.
 	bare bool
@@ -159,9 +162,6 @@ func New(current *snapshot.Current, opts Options) *Server {
 	s.notes.srv = s.mcp
 	s.mcp.AddReceivingMiddleware(s.middleware)
 	s.mcp.AddSendingMiddleware(s.notes.sending)
-	if opts.OnCall != nil {
-		s.mcp.AddReceivingMiddleware(s.recordCalls)
-	}
 	// Added last, so outermost: it sees every request first.
 	if !opts.bare {
 		s.mcp.AddReceivingMiddleware(s.observe)
@@ -241,7 +241,7 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		// The verified caller, if the transport authenticated one: what it
 		// may see and call is decided here and below (snapshot, adapters,
 		// audit), which read it from ctx.
-		caller := callerOf(req)
+		caller := callerFor(ctx, req)
 		if caller != nil {
 			ctx = principal.NewContext(ctx, caller)
 		}
@@ -308,6 +308,7 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest, caller 
 	if !ok {
 		return nil, unknownTool(req.Params.Name)
 	}
+	noteTool(ctx, t)
 	reserved, refused := s.reserveOutput(ctx, t)
 	if refused != nil {
 		return markCall(req.Session, refused), nil

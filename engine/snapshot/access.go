@@ -163,3 +163,34 @@ func (s *Snapshot) Completable(ref *mcp.CompleteReference, p *principal.Principa
 	}
 	return true
 }
+
+// Requires returns the scope sets that would let a caller see what a call
+// of kind ("tool", "prompt" or "resource") named name reached: one set for
+// a tool or a prompt, one per static resource or template that answers a
+// URI. A caller sees it when it holds every scope of some set; nil when
+// nothing of that name is declared, which no caller sees. The console
+// filters the calls it shows with it (see engine/console).
+func (s *Snapshot) Requires(kind, name string) [][]string {
+	switch kind {
+	case "tool":
+		if t, ok := s.tools[name]; ok {
+			return [][]string{t.scopes}
+		}
+	case "prompt":
+		if p, ok := s.prompts[name]; ok {
+			return [][]string{p.scopes}
+		}
+	case "resource":
+		var sets [][]string
+		if r, ok := s.resources[name]; ok {
+			sets = append(sets, r.scopes)
+		}
+		for _, t := range s.Templates {
+			if _, ok, _ := t.Bind(name); ok {
+				sets = append(sets, t.scopes)
+			}
+		}
+		return sets
+	}
+	return nil
+}

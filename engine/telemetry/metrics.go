@@ -20,14 +20,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-)
 
-// Outcomes of a tool call, the values of the outcome label.
-const (
-	OutcomeOK            = "ok"             // a result that is not an error
-	OutcomeToolError     = "tool_error"     // a result with isError: bad arguments, backend failures
-	OutcomeProtocolError = "protocol_error" // a JSON-RPC error: unknown tool, malformed request
-	OutcomeCancelled     = "cancelled"      // the client or a shutdown cancelled the call
+	"github.com/mcpd/mcpd/engine/event"
 )
 
 // UnknownTool is the tool label of calls to tools that are not declared.
@@ -126,7 +120,7 @@ func (m *Metrics) tool(name string) *toolSeries {
 		return ts.(*toolSeries)
 	}
 	ts := &toolSeries{outcomes: map[string]prometheus.Counter{}, duration: m.duration.WithLabelValues(name)}
-	for _, o := range []string{OutcomeOK, OutcomeToolError, OutcomeProtocolError, OutcomeCancelled} {
+	for _, o := range event.Outcomes {
 		ts.outcomes[o] = m.calls.WithLabelValues(name, o)
 	}
 	actual, _ := m.toolsCache.LoadOrStore(name, ts)
@@ -141,7 +135,7 @@ func (m *Metrics) CallStarted() {
 }
 
 // CallDone records an answered tool call. tool must be a declared tool's
-// name or UnknownTool.
+// name or UnknownTool; outcome one of event.Outcomes.
 func (m *Metrics) CallDone(tool, outcome string, took time.Duration) {
 	if m == nil {
 		return

@@ -11,6 +11,8 @@ import (
 
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/mcpd/mcpd/engine/event"
 )
 
 // Health answers by state: alive always, ready until a drain begins or a
@@ -82,7 +84,7 @@ func TestBoundedLabels(t *testing.T) {
 	// An unknown tool's calls are all one series.
 	m := NewMetrics("test")
 	m.CallStarted()
-	m.CallDone(UnknownTool, OutcomeProtocolError, time.Millisecond)
+	m.CallDone(UnknownTool, event.OutcomeProtocolError, time.Millisecond)
 	rec := httptest.NewRecorder()
 	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	if !strings.Contains(rec.Body.String(), `mcpd_tool_calls_total{gen_ai_tool_name="unknown",outcome="protocol_error"} 1`) {

@@ -705,7 +705,9 @@ function caretLine(src, col, endCol) {
 function addCall(c, fresh) {
   const tbody = $("calls").tBodies[0];
   const bad = c.outcome !== "ok";
-  const who = [c.principal, c.client ? null : c.transport].filter(Boolean).join(" · ");
+  // Another principal's call comes without who made it (see
+  // docs/security.md, "The console's call stream").
+  const who = [c.other ? "another caller" : c.principal, c.client ? null : c.transport].filter(Boolean).join(" · ");
   const row = el(
     "tr",
     { class: (bad ? "bad" : "ok") + (fresh ? " fresh" : ""), "data-name": c.name, "data-client": c.client || "" },
