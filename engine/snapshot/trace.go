@@ -26,6 +26,22 @@ func (t *Tool) adapterSpan(ctx context.Context) (context.Context, trace.Span) {
 		trace.WithAttributes(attribute.String("gen_ai.tool.name", t.Def.Name), attribute.String("mcpd.adapter", t.adapterType)))
 }
 
+// adapterSpan is the span of a resource read's adapter work, as a tool's
+// (Tool.adapterSpan), with the resource's URI.
+func (s *source) adapterSpan(ctx context.Context, uri string) (context.Context, trace.Span) {
+	parent := trace.SpanFromContext(ctx)
+	if !parent.IsRecording() {
+		return ctx, nil
+	}
+	kind := trace.SpanKindInternal
+	if s.adapterType == "http" || s.adapterType == "sql" {
+		kind = trace.SpanKindClient
+	}
+	return parent.TracerProvider().Tracer("github.com/mcpd/mcpd/engine/snapshot").Start(ctx, s.adapterType+" "+s.name,
+		trace.WithSpanKind(kind),
+		trace.WithAttributes(attribute.String("mcp.resource.uri", uri), attribute.String("mcpd.adapter", s.adapterType)))
+}
+
 func endAdapterSpan(span trace.Span, err error) {
 	if span == nil {
 		return
