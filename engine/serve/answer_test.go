@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/mcpd/mcpd/engine/serve"
 )
@@ -127,4 +129,28 @@ func TestAskWire(t *testing.T) {
 			t.Errorf("%s: data = %s, want %s", tc.tool, asJSON(got), asJSON(want))
 		}
 	}
+}
+
+// The SERVER span of a resources/read names the resource: mcp.resource.uri.
+func TestReadSpanNamesURI(t *testing.T) {
+	e := newEnv(t)
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	e.srv = serve.New(e.cur, serve.Options{Logger: quiet, Tracer: tp.Tracer("test")})
+	cs := inMemory(modern)(t, e, nil)
+	if _, err := cs.ReadResource(bounded(t), &mcp.ReadResourceParams{URI: "users://7/profile"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, sp := range rec.Ended() {
+		if sp.Name() != "resources/read" {
+			continue
+		}
+		for _, kv := range sp.Attributes() {
+			if kv.Key == "mcp.resource.uri" && kv.Value.AsString() == "users://7/profile" {
+				return
+			}
+		}
+		t.Fatalf("resources/read span attributes %v, want mcp.resource.uri", sp.Attributes())
+	}
+	t.Fatal("no resources/read span")
 }
