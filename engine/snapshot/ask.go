@@ -20,11 +20,13 @@ import (
 	"github.com/mcpd/mcpd/engine/schema"
 )
 
-// The ask blocks of a tool or prompt: questions for the client, answered
-// before the tool runs (or the prompt renders), in rounds. One declaration
-// serves both protocol eras: the questions become the InputRequests of an
-// input_required result, which a 2026-07-28 client answers by retrying and
-// which engine/serve fulfils itself for a 2025-11-25 session.
+// The ask blocks of a tool or prompt: questions for the user, answered
+// before the tool runs (or the prompt renders), in rounds. "Ask" means
+// these blocks only. One declaration serves both protocol eras, through
+// one loop (asker.resolve): the questions of a round go to the request's
+// Answerer when it has one (a 2025-11-25 session, the CLI: see Answers in
+// call.go), or become the InputRequests of an input_required result, with
+// a requestState (engine/requeststate) to retry with (2026-07-28).
 
 type askKind int
 
