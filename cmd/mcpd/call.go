@@ -148,7 +148,7 @@ func (confirmer) Answer(_ context.Context, questions mcp.InputRequestMap) (mcp.I
 			props, _ = form["properties"].(map[string]any)
 		}
 		if !ok || len(props) > 0 {
-			return nil, fmt.Errorf("the tool asks for input (%s), which mcpd call cannot give; call it from an MCP client", id)
+			return nil, fmt.Errorf("question %q needs input, which mcpd call cannot give; call the tool from an MCP client", id)
 		}
 		answers[id] = &mcp.ElicitResult{Action: "accept"}
 	}
