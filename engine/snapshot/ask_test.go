@@ -155,3 +155,64 @@ tool "deploy" {
 		t.Fatalf("message %q, want %q", msg, want)
 	}
 }
+
+// With an Answerer the one ask loop asks round after round within the
+// call, with no requestState; an answer that does not fit is asked again,
+// up to a bound.
+func TestAskAnswerer(t *testing.T) {
+	s, _ := build(t, nil, nil, map[string]string{"tools.hcl": `
+tool "two" {
+  description = "d"
+  ask "first" {
+    elicit = "Name?"
+    field "name" { type = "string" }
+  }
+  ask "second" {
+    round  = 2
+    elicit = "Colour, ${inputs.first.name}?"
+    field "color" { type = "string" }
+  }
+  result {
+    text = "inputs.first.name + ' likes ' + inputs.second.color"
+  }
+}
+`})
+	tl := tool(t, s, "two")
+	var asked []string
+	byQuestion := snapshot.AnswerFunc(func(_ context.Context, q mcp.InputRequestMap) (mcp.InputResponseMap, error) {
+		out := mcp.InputResponseMap{}
+		for id, r := range q {
+			asked = append(asked, r.(*mcp.ElicitParams).Message)
+			switch id {
+			case "first":
+				out[id] = &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ann"}}
+			case "second":
+				out[id] = &mcp.ElicitResult{Action: "accept", Content: map[string]any{"color": "blue"}}
+			}
+		}
+		return out, nil
+	})
+	res, err := tl.Call(context.Background(), &snapshot.CallRequest{Answers: snapshot.Answers{Caps: elicitCaps, Answerer: byQuestion}})
+	if err != nil || render(res) != "text:Ann likes blue" {
+		t.Fatalf("%v %q", err, render(res))
+	}
+	if !slices.Equal(asked, []string{"Name?", "Colour, Ann?"}) {
+		t.Fatalf("asked %q", asked)
+	}
+	asked = nil
+	invalid := snapshot.AnswerFunc(func(_ context.Context, q mcp.InputRequestMap) (mcp.InputResponseMap, error) {
+		asked = append(asked, "again")
+		return mcp.InputResponseMap{"first": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": 7}}}, nil
+	})
+	res, err = tl.Call(context.Background(), &snapshot.CallRequest{Answers: snapshot.Answers{Caps: elicitCaps, Answerer: invalid}})
+	if err != nil || !res.IsError || !strings.Contains(render(res), "no valid answer after 10 questions; it did not run") || len(asked) != 9 {
+		t.Fatalf("%v %q, asked %d times", err, render(res), len(asked))
+	}
+	failing := snapshot.AnswerFunc(func(context.Context, mcp.InputRequestMap) (mcp.InputResponseMap, error) {
+		return nil, errors.New("connection lost")
+	})
+	res, err = tl.Call(context.Background(), &snapshot.CallRequest{Answers: snapshot.Answers{Caps: elicitCaps, Answerer: failing}})
+	if err != nil || render(res) != "ERROR\ntext:tool two did not run: asking the user failed: connection lost" {
+		t.Fatalf("%v %q", err, render(res))
+	}
+}
