@@ -18,7 +18,7 @@ import (
 	"github.com/mcpd/mcpd/adapters/shell"
 	"github.com/mcpd/mcpd/engine"
 	"github.com/mcpd/mcpd/engine/adapter"
-	"github.com/mcpd/mcpd/engine/ask"
+	"github.com/mcpd/mcpd/engine/requeststate"
 	"github.com/mcpd/mcpd/engine/snapshot"
 )
 
@@ -50,7 +50,10 @@ func callTool(t *testing.T, snap *snapshot.Snapshot, name, args string) (text st
 	if !ok {
 		t.Fatalf("no tool %s", name)
 	}
-	res := tl.Call(context.Background(), json.RawMessage(args), nil)
+	res, err := tl.Call(context.Background(), &snapshot.CallRequest{Args: json.RawMessage(args)})
+	if err != nil { // a protocol error: read as the tool error it would be
+		return err.Error(), nil, true
+	}
 	for _, c := range res.Content {
 		if tc, ok := c.(*mcp.TextContent); ok {
 			text += tc.Text
@@ -356,13 +359,13 @@ tool "add_book" {
 func confirmedCall(t *testing.T, snap *snapshot.Snapshot, name, args string) (map[string]any, bool) {
 	t.Helper()
 	tl, _ := snap.Tool(name)
-	ac := &snapshot.AskCall{Sealer: ask.MustRandomSealer(), Caps: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{}}}
-	res, err := tl.CallAsking(context.Background(), json.RawMessage(args), nil, nil, ac)
+	req := &snapshot.CallRequest{Args: json.RawMessage(args), Answers: snapshot.Answers{Sealer: requeststate.MustRandomSealer(), Caps: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{}}}}
+	res, err := tl.Call(context.Background(), req)
 	if err != nil || res.InputRequests == nil {
 		t.Fatalf("%s did not ask for confirmation: %v %v", name, err, res)
 	}
-	ac.Responses, ac.State = mcp.InputResponseMap{"confirm": &mcp.ElicitResult{Action: "accept"}}, res.RequestState
-	if res, err = tl.CallAsking(context.Background(), json.RawMessage(args), nil, nil, ac); err != nil {
+	req.Answers.Responses, req.Answers.State = mcp.InputResponseMap{"confirm": &mcp.ElicitResult{Action: "accept"}}, res.RequestState
+	if res, err = tl.Call(context.Background(), req); err != nil {
 		t.Fatal(err)
 	}
 	var s map[string]any

@@ -15,7 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpd/mcpd/engine"
-	"github.com/mcpd/mcpd/engine/ask"
+	"github.com/mcpd/mcpd/engine/requeststate"
 	"github.com/mcpd/mcpd/engine/serve"
 	"github.com/mcpd/mcpd/engine/snapshot"
 )
@@ -412,8 +412,8 @@ func TestAskRequestState(t *testing.T) {
 		t.Fatalf("first call: %v %+v", err, first)
 	}
 	accept := mcp.InputResponseMap{"confirm": &mcp.ElicitResult{Action: "accept"}}
-	expired, err := ask.NewSealer([]byte(askStateKey), time.Minute).WithClock(func() time.Time { return time.Now().Add(-time.Hour) }).
-		Seal(ask.State{Round: 1, Bind: ask.Bind("tool", "add", map[string]any{"copies": 2.0})})
+	expired, err := requeststate.NewSealer([]byte(askStateKey), time.Minute).WithClock(func() time.Time { return time.Now().Add(-time.Hour) }).
+		Seal(requeststate.State{Round: 1, Bind: requeststate.Bind("tool", "add", map[string]any{"copies": 2.0})})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpd/mcpd/engine/adapter"
-	"github.com/mcpd/mcpd/engine/ask"
 	"github.com/mcpd/mcpd/engine/snapshot"
 )
 
@@ -120,38 +119,40 @@ func callArgs(argsJSON string, pairs []string, schema any) (json.RawMessage, err
 // a tool asks (a form, sampling, roots) cannot be answered, and the tool
 // does not run.
 func callConfirming(ctx context.Context, tool *snapshot.Tool, raw json.RawMessage, yes bool, progress snapshot.ProgressFunc) *mcp.CallToolResult {
-	ac := &snapshot.AskCall{Sealer: ask.MustRandomSealer()}
+	req := &snapshot.CallRequest{Args: raw, Progress: progress}
 	if yes {
-		ac.Caps = &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{}}
+		req.Answers = snapshot.Answers{Caps: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{}}, Answerer: confirmer{}}
 	}
-	for {
-		res, err := tool.CallAsking(ctx, raw, progress, nil, ac)
-		if err != nil {
-			msg := err.Error()
-			if !yes {
-				msg += " (mcpd call cannot ask; run it with --yes to accept its confirmation)"
-			}
-			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}}
+	res, err := tool.Call(ctx, req)
+	if err != nil {
+		msg := err.Error()
+		if !yes {
+			msg += " (mcpd call cannot ask; run it with --yes to accept its confirmation)"
 		}
-		if res.InputRequests == nil {
-			return res
-		}
-		answers := mcp.InputResponseMap{}
-		for id, ir := range res.InputRequests {
-			var props map[string]any
-			p, ok := ir.(*mcp.ElicitParams)
-			if ok {
-				form, _ := p.RequestedSchema.(map[string]any)
-				props, _ = form["properties"].(map[string]any)
-			}
-			if !ok || len(props) > 0 {
-				return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(
-					"tool %s asks the user for input (%s), which mcpd call cannot give; call it from an MCP client", tool.Def.Name, id)}}}
-			}
-			answers[id] = &mcp.ElicitResult{Action: "accept"}
-		}
-		ac.Responses, ac.State = answers, res.RequestState
+		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}}
 	}
+	return res
+}
+
+// confirmer is --yes: it accepts every confirmation (an elicitation with
+// an empty form) and cannot answer any other question.
+type confirmer struct{}
+
+func (confirmer) Answer(_ context.Context, questions mcp.InputRequestMap) (mcp.InputResponseMap, error) {
+	answers := mcp.InputResponseMap{}
+	for id, ir := range questions {
+		var props map[string]any
+		p, ok := ir.(*mcp.ElicitParams)
+		if ok {
+			form, _ := p.RequestedSchema.(map[string]any)
+			props, _ = form["properties"].(map[string]any)
+		}
+		if !ok || len(props) > 0 {
+			return nil, fmt.Errorf("question %q needs input, which mcpd call cannot give; call the tool from an MCP client", id)
+		}
+		answers[id] = &mcp.ElicitResult{Action: "accept"}
+	}
+	return answers, nil
 }
 
 func printResult(w io.Writer, res *mcp.CallToolResult) {

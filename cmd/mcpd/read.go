@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpd/mcpd/engine/snapshot"
 )
 
 // parseInterleaved parses flags that may come before, between or after the
@@ -50,7 +52,7 @@ func readCmd(args []string, stdout, stderr io.Writer) error {
 	defer s.Close()
 	ctx, cancel := signalContext()
 	defer cancel()
-	res, found, err := s.ReadResource(ctx, uri)
+	res, found, err := s.ReadResource(ctx, &snapshot.ReadRequest{URI: uri})
 	if !found {
 		var known []string
 		for _, r := range s.Resources {
@@ -123,7 +125,10 @@ func promptCmd(args []string, stdout, stderr io.Writer) error {
 		}
 		return fmt.Errorf("no prompt %q; the config declares: %s", name, strings.Join(names, ", "))
 	}
-	res, err := p.Get(pargs)
+	ctx, cancel := signalContext()
+	defer cancel()
+	// No one to ask: a prompt that asks does not render (fail closed).
+	res, err := p.Get(ctx, &snapshot.GetRequest{Args: pargs})
 	if err != nil {
 		return err
 	}

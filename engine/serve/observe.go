@@ -267,6 +267,10 @@ func (s *Server) startSpan(ctx context.Context, o *observed, req mcp.Request) (c
 			attrs = append(attrs, attribute.String("gen_ai.prompt.name", ev.Name))
 		}
 	}
+	if r, ok := req.(*mcp.ReadResourceRequest); ok && r.Params != nil {
+		// As the audit log names it: with the config's secrets redacted.
+		attrs = append(attrs, attribute.String("mcp.resource.uri", s.current.Load().Redactor().String(r.Params.URI)))
+	}
 	if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss != nil {
 		if id := ss.ID(); id != "" {
 			attrs = append(attrs, attribute.String("mcp.session.id", id))

@@ -23,10 +23,10 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/mcpd/mcpd/engine/ask"
 	"github.com/mcpd/mcpd/engine/audit"
 	"github.com/mcpd/mcpd/engine/event"
 	"github.com/mcpd/mcpd/engine/principal"
+	"github.com/mcpd/mcpd/engine/requeststate"
 	"github.com/mcpd/mcpd/engine/snapshot"
 	"github.com/mcpd/mcpd/engine/telemetry"
 )
@@ -97,11 +97,11 @@ type Server struct {
 	drain     *drain
 	shut      shutdown
 	streams   *streamGate
-	tracer    trace.Tracer        // nil: tracing off
-	sdkLogger *slog.Logger        // opts.Logger with the SDK's info lines at debug
-	running   chan struct{}       // a slot per call or read running; nil: no cap
-	budget    *semaphore.Weighted // Options.OutputBudget; nil: no bound
-	sealer    *ask.Sealer         // signs requestState when the config sets no key
+	tracer    trace.Tracer         // nil: tracing off
+	sdkLogger *slog.Logger         // opts.Logger with the SDK's info lines at debug
+	running   chan struct{}        // a slot per call or read running; nil: no cap
+	budget    *semaphore.Weighted  // Options.OutputBudget; nil: no bound
+	sealer    *requeststate.Sealer // signs requestState when the config sets no key
 }
 
 // The SDK fans list_changed out to every legacy session and every modern
@@ -129,7 +129,7 @@ func New(current *snapshot.Current, opts Options) *Server {
 		opts.AnswerWait = 5 * time.Second
 	}
 	s := &Server{current: current, opts: opts, drain: newDrain(), tracer: opts.Tracer, sdkLogger: slog.New(demoteInfo(opts.Logger.Handler()))}
-	s.sealer = ask.MustRandomSealer()
+	s.sealer = requeststate.MustRandomSealer()
 	s.streams = newStreamGate(opts.Streams)
 	if opts.MaxInflight > 0 {
 		s.running = make(chan struct{}, opts.MaxInflight)
@@ -314,7 +314,29 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest, caller 
 		return markCall(req.Session, refused), nil
 	}
 	defer s.releaseOutput(reserved)
-	return s.callAsking(ctx, req, snap, t, s.progress(ctx, req), s.toolLog(ctx, req))
+	cr := snapshot.CallRequest{Args: req.Params.Arguments, Caller: caller, Progress: s.progress(ctx, req), Log: s.toolLog(ctx, req)}
+	if t.Asks() {
+		cr.Answers = s.answers(snap, req.Session, req.ClientCapabilities(), req.Params.InputResponses, req.Params.RequestState)
+	}
+	res, err := t.Call(ctx, &cr)
+	if err != nil {
+		return callFailed(req.Session, err)
+	}
+	if res.InputRequests != nil {
+		return newInputRequired(res.InputRequests, res.RequestState), nil
+	}
+	return markCall(req.Session, res), nil
+}
+
+// callFailed answers a call that failed with a protocol error.
+func callFailed(ss *mcp.ServerSession, err error) (mcp.Result, error) {
+	var me *snapshot.MissingCapabilityError
+	if !isModernSession(ss) && errors.As(err, &me) {
+		// A 2025 client has no error code for this: the model reads why
+		// the tool did not run.
+		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}, nil
+	}
+	return nil, protocolError(err)
 }
 
 func unknownTool(name string) error {
@@ -422,7 +444,15 @@ func (s *Server) getPrompt(ctx context.Context, req *mcp.GetPromptRequest, calle
 	if !ok {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %q", req.Params.Name)}
 	}
-	return s.getAsking(ctx, req, snap, p)
+	res, err := p.Get(ctx, &snapshot.GetRequest{Args: req.Params.Arguments, Caller: caller,
+		Answers: s.answers(snap, req.Session, req.ClientCapabilities(), req.Params.InputResponses, req.Params.RequestState)})
+	if err != nil {
+		return nil, protocolError(err)
+	}
+	if res.InputRequests != nil {
+		return newInputRequired(res.InputRequests, res.RequestState), nil
+	}
+	return markPrompt(req.Session, res), nil
 }
 
 func (s *Server) listResources(req *mcp.ListResourcesRequest, caller *principal.Principal) (mcp.Result, error) {
@@ -454,7 +484,7 @@ func (s *Server) listTemplates(req *mcp.ListResourceTemplatesRequest, caller *pr
 func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest) (mcp.Result, error) {
 	snap := s.current.Acquire()
 	defer snap.Release()
-	res, found, err := snap.ReadResource(ctx, req.Params.URI)
+	res, found, err := snap.ReadResource(ctx, &snapshot.ReadRequest{URI: req.Params.URI, Caller: principal.FromContext(ctx)})
 	if !found {
 		return nil, mcp.ResourceNotFoundError(req.Params.URI)
 	}

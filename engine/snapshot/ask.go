@@ -1,11 +1,13 @@
 package snapshot
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -13,16 +15,18 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/mcpd/mcpd/engine/adapter"
-	"github.com/mcpd/mcpd/engine/ask"
 	"github.com/mcpd/mcpd/engine/config"
+	"github.com/mcpd/mcpd/engine/requeststate"
 	"github.com/mcpd/mcpd/engine/schema"
 )
 
-// The ask blocks of a tool or prompt: questions for the client, answered
-// before the tool runs (or the prompt renders), in rounds. One declaration
-// serves both protocol eras: the questions become the InputRequests of an
-// input_required result, which a 2026-07-28 client answers by retrying and
-// which engine/serve fulfils itself for a 2025-11-25 session.
+// The ask blocks of a tool or prompt: questions for the user, answered
+// before the tool runs (or the prompt renders), in rounds. "Ask" means
+// these blocks only. One declaration serves both protocol eras, through
+// one loop (asker.resolve): the questions of a round go to the request's
+// Answerer when it has one (a 2025-11-25 session, the CLI: see Answers in
+// call.go), or become the InputRequests of an input_required result, with
+// a requestState (engine/requeststate) to retry with (2026-07-28).
 
 type askKind int
 
@@ -59,18 +63,6 @@ type asker struct {
 	scope      *adapter.Scope // Inputs holds every ask
 }
 
-// AskCall is what one call brings for the asks of a tool or prompt: the
-// client's answers and state from a previous round, what the client can
-// answer, and the key that signs the state.
-type AskCall struct {
-	Responses mcp.InputResponseMap
-	State     string
-	// Caps are the client's capabilities; nil: it can answer nothing (the
-	// CLI, or a client that declared none).
-	Caps   *mcp.ClientCapabilities
-	Sealer *ask.Sealer
-}
-
 // StateError is a requestState that is refused: tampered, expired or
 // minted for another call. It is a protocol error, not a tool error.
 type StateError struct{ Err error }
@@ -83,12 +75,25 @@ func (e *StateError) Unwrap() error { return e.Err }
 type MissingCapabilityError struct {
 	What string   // "tool x" or "prompt x"
 	Asks []string // the kinds of the questions
-	// Required names the missing capabilities, as a ClientCapabilities.
-	Required *mcp.ClientCapabilities
+	// Capabilities names the client capabilities missing, as keys of
+	// ClientCapabilities: "elicitation", "roots", "sampling", sorted.
+	Capabilities []string
 }
 
 func (e *MissingCapabilityError) Error() string {
 	return fmt.Sprintf("%s needs to ask the user (%s) but the client did not declare that capability, so it did not run", e.What, strings.Join(e.Asks, ", "))
+}
+
+// RequiredCapabilities is the ClientCapabilities object that names
+// exactly the missing capabilities, each as {}: the data.requiredCapabilities
+// of the -32021 error. (mcp.ClientCapabilities cannot say it: it always
+// encodes "roots".)
+func (e *MissingCapabilityError) RequiredCapabilities() map[string]any {
+	out := make(map[string]any, len(e.Capabilities))
+	for _, c := range e.Capabilities {
+		out[c] = map[string]any{}
+	}
+	return out
 }
 
 // askOutcome is one step of resolving the asks: the inputs (all answered),
@@ -540,19 +545,18 @@ func contentText(c mcp.Content) string {
 }
 
 // resolve gathers the inputs of one call: the answers carried by the state
-// and the responses, and, while a round is unanswered, its questions.
-func (a *asker) resolve(args map[string]any, ac *AskCall) (*askOutcome, error) {
-	if ac == nil {
-		ac = &AskCall{}
-	}
-	bind := ask.Bind(a.kind, a.name, args)
-	st := ask.State{Round: 1}
-	if ac.State != "" {
-		if ac.Sealer == nil {
-			return nil, &StateError{ask.ErrTampered}
+// and the responses, and, while a round is unanswered, its questions. It
+// is the one ask loop: with an Answerer it asks round after round within
+// the call; without, it returns the open questions and a state to retry
+// with. bind is what the state is bound to (see callBind).
+func (a *asker) resolve(ctx context.Context, args map[string]any, bind string, in *Answers) (*askOutcome, error) {
+	st := requeststate.State{Round: 1}
+	if in.State != "" {
+		if in.Sealer == nil {
+			return nil, &StateError{requeststate.ErrTampered}
 		}
 		var err error
-		if st, err = ac.Sealer.Open(ac.State, bind); err != nil {
+		if st, err = in.Sealer.Open(in.State, bind); err != nil {
 			return nil, &StateError{err}
 		}
 	}
@@ -560,62 +564,84 @@ func (a *asker) resolve(args map[string]any, ac *AskCall) (*askOutcome, error) {
 	for k, v := range st.Answers {
 		inputs[k] = v
 	}
-	responses := ac.Responses
-	for r := st.Round; r <= a.rounds; r++ {
-		reqs := mcp.InputRequestMap{}
-		var missing []*askSpec
-		var ectx *hcl.EvalContext
-		for _, q := range a.asks {
-			if q.round != r {
-				continue
-			}
-			if _, done := inputs[q.name]; done {
-				continue
-			}
-			if resp, ok := responses[q.name]; ok {
-				v, status, action := q.interpret(resp)
-				switch status {
-				case answerOK:
-					inputs[q.name] = v
-					continue
-				case answerDeclined:
-					return &askOutcome{declined: a.declined(q, action, args)}, nil
-				}
-			}
-			if !q.supported(ac.Caps) {
-				if q.optional {
-					inputs[q.name] = nil
-					continue
-				}
-				missing = append(missing, q)
-				continue
-			}
-			if ectx == nil {
-				ectx = a.scope.CallContextInputs(args, inputs)
-			}
-			req, err := q.request(ectx, args)
-			if err != nil {
-				return nil, err
-			}
-			reqs[q.name] = req
+	responses := in.Responses
+	asked := 0
+	for r := st.Round; r <= a.rounds; {
+		reqs, out, err := a.round(r, args, inputs, responses, in.Caps)
+		if out != nil || err != nil {
+			return out, err
 		}
-		if len(missing) > 0 {
-			return nil, a.missing(missing)
+		if len(reqs) == 0 {
+			// Answers count for the round the client was asked only.
+			r, responses = r+1, nil
+			continue
 		}
-		// Answers count for the round the client was asked only.
-		responses = nil
-		if len(reqs) > 0 {
-			if ac.Sealer == nil {
+		if in.Answerer == nil {
+			if in.Sealer == nil {
 				return nil, errors.New("no requestState key")
 			}
-			state, err := ac.Sealer.Seal(ask.State{Round: r, Answers: inputs, Bind: bind})
+			state, err := in.Sealer.Seal(requeststate.State{Round: r, Answers: inputs, Bind: bind})
 			if err != nil {
 				return nil, err
 			}
 			return &askOutcome{requests: reqs, state: state}, nil
 		}
+		if asked++; asked >= maxAskRounds {
+			return nil, &noValidAnswer{asked}
+		}
+		if responses, err = in.Answerer.Answer(ctx, reqs); err != nil {
+			return nil, &AnswerError{Err: err}
+		}
 	}
 	return &askOutcome{inputs: inputs}, nil
+}
+
+// round works through the questions of round r still open: it takes in
+// the responses that answer them and returns the questions left to ask,
+// or the outcome that ends the call (declined), or the error (a question
+// the client cannot answer).
+func (a *asker) round(r int, args, inputs map[string]any, responses mcp.InputResponseMap, caps *mcp.ClientCapabilities) (mcp.InputRequestMap, *askOutcome, error) {
+	reqs := mcp.InputRequestMap{}
+	var missing []*askSpec
+	var ectx *hcl.EvalContext
+	for _, q := range a.asks {
+		if q.round != r {
+			continue
+		}
+		if _, done := inputs[q.name]; done {
+			continue
+		}
+		if resp, ok := responses[q.name]; ok {
+			v, status, action := q.interpret(resp)
+			switch status {
+			case answerOK:
+				inputs[q.name] = v
+				continue
+			case answerDeclined:
+				return nil, &askOutcome{declined: a.declined(q, action, args)}, nil
+			}
+		}
+		if !q.supported(caps) {
+			if q.optional {
+				inputs[q.name] = nil
+				continue
+			}
+			missing = append(missing, q)
+			continue
+		}
+		if ectx == nil {
+			ectx = a.scope.CallContextInputs(args, inputs)
+		}
+		req, err := q.request(ectx, args)
+		if err != nil {
+			return nil, nil, err
+		}
+		reqs[q.name] = req
+	}
+	if len(missing) > 0 {
+		return nil, nil, a.missing(missing)
+	}
+	return reqs, nil, nil
 }
 
 func (a *asker) declined(q *askSpec, action string, args map[string]any) string {
@@ -638,23 +664,21 @@ func (a *asker) declined(q *askSpec, action string, args map[string]any) string 
 }
 
 func (a *asker) missing(qs []*askSpec) error {
-	e := &MissingCapabilityError{What: a.kind + " " + a.name, Required: &mcp.ClientCapabilities{}}
-	kinds := map[string]bool{}
+	e := &MissingCapabilityError{What: a.kind + " " + a.name}
+	kinds, caps := map[string]bool{}, map[string]bool{}
 	for _, q := range qs {
 		kinds[askKindNames[q.kind]] = true
 		switch q.kind {
 		case askSample:
-			e.Required.Sampling = &mcp.SamplingCapabilities{}
+			caps["sampling"] = true
 		case askRoots:
-			e.Required.RootsV2 = &mcp.RootCapabilities{}
+			caps["roots"] = true
 		default:
-			e.Required.Elicitation = &mcp.ElicitationCapabilities{}
+			caps["elicitation"] = true
 		}
 	}
-	for k := range kinds {
-		e.Asks = append(e.Asks, k)
-	}
-	sort.Strings(e.Asks)
+	e.Asks = slices.Sorted(maps.Keys(kinds))
+	e.Capabilities = slices.Sorted(maps.Keys(caps))
 	return e
 }
 
@@ -701,6 +725,6 @@ func stateSealer(sv *config.Server, info *ServerInfo) hcl.Diagnostics {
 			Detail:  fmt.Sprintf("request_state_key must be at least %d bytes; generate one with `openssl rand -base64 32`.", minStateKey),
 			Subject: &rng}}
 	}
-	info.StateSealer = ask.NewSealer([]byte(sv.RequestStateKey), ask.DefaultTTL)
+	info.StateSealer = requeststate.NewSealer([]byte(sv.RequestStateKey), requeststate.DefaultTTL)
 	return nil
 }

@@ -4,12 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcpd/mcpd/engine/ask"
+	"github.com/mcpd/mcpd/engine/requeststate"
 	"github.com/mcpd/mcpd/engine/snapshot"
 )
 
@@ -51,8 +52,8 @@ var elicitCaps = &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabiliti
 func TestAskForm(t *testing.T) {
 	s, _ := build(t, nil, nil, map[string]string{"tools.hcl": askFormConfig})
 	tl := tool(t, s, "pick")
-	sealer := ask.MustRandomSealer()
-	first, err := tl.CallAsking(context.Background(), nil, nil, nil, &snapshot.AskCall{Caps: elicitCaps, Sealer: sealer})
+	sealer := requeststate.MustRandomSealer()
+	first, err := tl.Call(context.Background(), &snapshot.CallRequest{Answers: snapshot.Answers{Caps: elicitCaps, Sealer: sealer}})
 	if err != nil || first.InputRequests == nil {
 		t.Fatalf("first call: %v %+v", err, first)
 	}
@@ -76,8 +77,8 @@ func TestAskForm(t *testing.T) {
 		{"wrong type", map[string]any{"single": 1}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res, err := tl.CallAsking(context.Background(), nil, nil, nil, &snapshot.AskCall{Caps: elicitCaps, Sealer: sealer, State: first.RequestState,
-				Responses: mcp.InputResponseMap{"form": &mcp.ElicitResult{Action: "accept", Content: tc.content}}})
+			res, err := tl.Call(context.Background(), &snapshot.CallRequest{Answers: snapshot.Answers{Caps: elicitCaps, Sealer: sealer, State: first.RequestState,
+				Responses: mcp.InputResponseMap{"form": &mcp.ElicitResult{Action: "accept", Content: tc.content}}}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -112,19 +113,19 @@ tool "t" {
 }
 `})
 	tl := tool(t, s, "t")
-	sealer := ask.MustRandomSealer()
-	_, err := tl.CallAsking(context.Background(), nil, nil, nil, &snapshot.AskCall{Sealer: sealer, Caps: &mcp.ClientCapabilities{}})
+	sealer := requeststate.MustRandomSealer()
+	_, err := tl.Call(context.Background(), &snapshot.CallRequest{Answers: snapshot.Answers{Sealer: sealer, Caps: &mcp.ClientCapabilities{}}})
 	var me *snapshot.MissingCapabilityError
-	if !errors.As(err, &me) || me.Required.RootsV2 == nil || me.Required.Elicitation != nil {
+	if !errors.As(err, &me) || !slices.Equal(me.Capabilities, []string{"roots"}) {
 		t.Fatalf("err = %v, want roots missing only", err)
 	}
 	caps := &mcp.ClientCapabilities{RootsV2: &mcp.RootCapabilities{}}
-	res, err := tl.CallAsking(context.Background(), nil, nil, nil, &snapshot.AskCall{Sealer: sealer, Caps: caps})
+	res, err := tl.Call(context.Background(), &snapshot.CallRequest{Answers: snapshot.Answers{Sealer: sealer, Caps: caps}})
 	if err != nil || len(res.InputRequests) != 1 || res.InputRequests["roots"] == nil {
 		t.Fatalf("with roots only: %v %+v", err, res)
 	}
-	res, err = tl.CallAsking(context.Background(), nil, nil, nil, &snapshot.AskCall{Sealer: sealer, Caps: caps, State: res.RequestState,
-		Responses: mcp.InputResponseMap{"roots": &mcp.ListRootsResult{Roots: []*mcp.Root{{URI: "file:///work", Name: "work"}}}}})
+	res, err = tl.Call(context.Background(), &snapshot.CallRequest{Answers: snapshot.Answers{Sealer: sealer, Caps: caps, State: res.RequestState,
+		Responses: mcp.InputResponseMap{"roots": &mcp.ListRootsResult{Roots: []*mcp.Root{{URI: "file:///work", Name: "work"}}}}}})
 	if err != nil || render(res) != "text:anon sees file:///work" {
 		t.Fatalf("answered: %v %q", err, render(res))
 	}
@@ -145,13 +146,73 @@ tool "deploy" {
   }
 }
 `})
-	res, err := tool(t, s, "deploy").CallAsking(context.Background(), json.RawMessage(`{"env":"prod","token":"s3cret"}`), nil, nil,
-		&snapshot.AskCall{Caps: elicitCaps, Sealer: ask.MustRandomSealer()})
+	res, err := tool(t, s, "deploy").Call(context.Background(), &snapshot.CallRequest{Args: json.RawMessage(`{"env":"prod","token":"s3cret"}`), Answers: snapshot.Answers{Caps: elicitCaps, Sealer: requeststate.MustRandomSealer()}})
 	if err != nil || res.InputRequests["confirm"] == nil {
 		t.Fatalf("%v %+v", err, res)
 	}
 	msg := res.InputRequests["confirm"].(*mcp.ElicitParams).Message
 	if want := `Allow "Deploy" to run with {"env":"prod","token":"(hidden)"}? It deploys the app.`; msg != want {
 		t.Fatalf("message %q, want %q", msg, want)
+	}
+}
+
+// With an Answerer the one ask loop asks round after round within the
+// call, with no requestState; an answer that does not fit is asked again,
+// up to a bound.
+func TestAskAnswerer(t *testing.T) {
+	s, _ := build(t, nil, nil, map[string]string{"tools.hcl": `
+tool "two" {
+  description = "d"
+  ask "first" {
+    elicit = "Name?"
+    field "name" { type = "string" }
+  }
+  ask "second" {
+    round  = 2
+    elicit = "Colour, ${inputs.first.name}?"
+    field "color" { type = "string" }
+  }
+  result {
+    text = "inputs.first.name + ' likes ' + inputs.second.color"
+  }
+}
+`})
+	tl := tool(t, s, "two")
+	var asked []string
+	byQuestion := snapshot.AnswerFunc(func(_ context.Context, q mcp.InputRequestMap) (mcp.InputResponseMap, error) {
+		out := mcp.InputResponseMap{}
+		for id, r := range q {
+			asked = append(asked, r.(*mcp.ElicitParams).Message)
+			switch id {
+			case "first":
+				out[id] = &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ann"}}
+			case "second":
+				out[id] = &mcp.ElicitResult{Action: "accept", Content: map[string]any{"color": "blue"}}
+			}
+		}
+		return out, nil
+	})
+	res, err := tl.Call(context.Background(), &snapshot.CallRequest{Answers: snapshot.Answers{Caps: elicitCaps, Answerer: byQuestion}})
+	if err != nil || render(res) != "text:Ann likes blue" {
+		t.Fatalf("%v %q", err, render(res))
+	}
+	if !slices.Equal(asked, []string{"Name?", "Colour, Ann?"}) {
+		t.Fatalf("asked %q", asked)
+	}
+	asked = nil
+	invalid := snapshot.AnswerFunc(func(_ context.Context, q mcp.InputRequestMap) (mcp.InputResponseMap, error) {
+		asked = append(asked, "again")
+		return mcp.InputResponseMap{"first": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": 7}}}, nil
+	})
+	res, err = tl.Call(context.Background(), &snapshot.CallRequest{Answers: snapshot.Answers{Caps: elicitCaps, Answerer: invalid}})
+	if err != nil || !res.IsError || !strings.Contains(render(res), "no valid answer after 10 questions; it did not run") || len(asked) != 9 {
+		t.Fatalf("%v %q, asked %d times", err, render(res), len(asked))
+	}
+	failing := snapshot.AnswerFunc(func(context.Context, mcp.InputRequestMap) (mcp.InputResponseMap, error) {
+		return nil, errors.New("connection lost")
+	})
+	res, err = tl.Call(context.Background(), &snapshot.CallRequest{Answers: snapshot.Answers{Caps: elicitCaps, Answerer: failing}})
+	if err != nil || render(res) != "ERROR\ntext:tool two did not run: asking the user failed: connection lost" {
+		t.Fatalf("%v %q", err, render(res))
 	}
 }

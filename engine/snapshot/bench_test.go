@@ -112,7 +112,7 @@ func benchCall(b *testing.B, reg *adapter.Registry, src string) {
 		b.Run(bm.tool, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if res := t.Call(ctx, args, nil); res.IsError {
+				if res := call(t, ctx, args, nil); res.IsError {
 					b.Fatalf("%+v", res.Content[0])
 				}
 			}

@@ -31,7 +31,7 @@ func TestToolTimeoutSources(t *testing.T) {
 			// A bound so that a missing timeout fails instead of hanging.
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			res := tool(t, s, "b").Call(ctx, nil, nil)
+			res := call(tool(t, s, "b"), ctx, nil, nil)
 			if got := render(res); !res.IsError || !strings.Contains(got, tc.want) {
 				t.Errorf("got %q, want an error with %q", got, tc.want)
 			}
@@ -42,7 +42,7 @@ func TestToolTimeoutSources(t *testing.T) {
 		s, _ := build(t, f.register(), nil, map[string]string{"tools.hcl": blocker("  timeout = \"10s\"\n")})
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 		defer cancel()
-		res := tool(t, s, "b").Call(ctx, nil, nil)
+		res := call(tool(t, s, "b"), ctx, nil, nil)
 		if got := render(res); !res.IsError || strings.Contains(got, "timed out") || !strings.Contains(got, "cancelled") {
 			t.Errorf("got %q, want a cancellation", got)
 		}
@@ -72,17 +72,17 @@ tool "whoami" {
 `})
 	tl := tool(t, s, "whoami")
 	p := &principal.Principal{Name: "ann", Method: "oauth", Claims: map[string]any{"user": map[string]any{"id": float64(42)}}}
-	res := tl.Call(principal.NewContext(context.Background(), p), nil, nil)
+	res := call(tl, principal.NewContext(context.Background(), p), nil, nil)
 	echo, _ := res.StructuredContent.(map[string]any)["echo"].(map[string]any)
 	if res.IsError || echo["uid"] != int64(42) || echo["who"] != "ann" {
 		t.Errorf("got %s %#v", render(res), res.StructuredContent)
 	}
 	p.Claims = map[string]any{"user": map[string]any{"id": float64(0)}}
-	res = tl.Call(principal.NewContext(context.Background(), p), nil, nil)
+	res = call(tl, principal.NewContext(context.Background(), p), nil, nil)
 	if got := render(res); !res.IsError || !strings.Contains(got, "claim user.id does not fit param uid") {
 		t.Errorf("claim 0: %q", got)
 	}
-	res = tl.Call(context.Background(), nil, nil)
+	res = call(tl, context.Background(), nil, nil)
 	if got := render(res); !res.IsError || !strings.Contains(got, "needs an authenticated caller with claim user.id") {
 		t.Errorf("local user: %q", got)
 	}

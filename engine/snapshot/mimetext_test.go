@@ -8,6 +8,7 @@ import (
 
 	"github.com/mcpd/mcpd/engine"
 	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/snapshot"
 )
 
 // A file resource of a textual MIME type reaches the client as text, not
@@ -58,7 +59,7 @@ func TestFileResourceTextOrBlob(t *testing.T) {
 				t.Fatalf("load: %v", l.Diagnostics)
 			}
 			defer l.Snapshot.Close()
-			res, found, err := l.Snapshot.ReadResource(context.Background(), "demo://r")
+			res, found, err := l.Snapshot.ReadResource(context.Background(), &snapshot.ReadRequest{URI: "demo://r"})
 			if !found || err != nil {
 				t.Fatalf("read: found %v, %v", found, err)
 			}

@@ -1,6 +1,8 @@
 package snapshot
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -11,6 +13,7 @@ import (
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/config"
 	"github.com/mcpd/mcpd/engine/redact"
+	"github.com/mcpd/mcpd/engine/requeststate"
 )
 
 // Prompt is one compiled prompt.
@@ -78,19 +81,16 @@ func compilePrompt(pc *config.Prompt, ft funcTables) (*Prompt, hcl.Diagnostics) 
 	return p, diags
 }
 
-// Get renders the prompt with the given arguments, its messages and errors
-// redacted. A missing required argument or an unknown one is an error the
-// client sees as invalid params.
-func (p *Prompt) Get(args map[string]string) (*mcp.GetPromptResult, error) {
-	return p.GetAsking(args, nil)
-}
-
-// GetAsking is Get for a prompt that may ask its client for input first
-// (see ask.go): the result is input_required until every question is
-// answered. A refused state is a *StateError, a question the client
-// cannot answer a *MissingCapabilityError.
-func (p *Prompt) GetAsking(args map[string]string, ac *AskCall) (*mcp.GetPromptResult, error) {
-	res, err := p.get(args, ac)
+// Get renders the prompt with the request's arguments, its messages and
+// errors redacted, after asking what its ask blocks ask (see Tool.Call
+// and Answers: the result is input_required, InputRequests set, until
+// every question is answered). A missing required argument or an unknown
+// one, a declined question or no valid answer is an error the client sees
+// as invalid params; a refused state is a *StateError, a question the
+// client cannot answer a *MissingCapabilityError, and an Answerer that
+// failed an *AnswerError.
+func (p *Prompt) Get(ctx context.Context, req *GetRequest) (*mcp.GetPromptResult, error) {
+	res, err := p.get(ctx, req)
 	if res != nil && p.redact != nil {
 		for i, m := range res.Messages {
 			if c := redactContent(p.redact, m.Content); c != m.Content {
@@ -103,7 +103,8 @@ func (p *Prompt) GetAsking(args map[string]string, ac *AskCall) (*mcp.GetPromptR
 	return res, redactError(p.redact, err)
 }
 
-func (p *Prompt) get(args map[string]string, ac *AskCall) (*mcp.GetPromptResult, error) {
+func (p *Prompt) get(ctx context.Context, req *GetRequest) (*mcp.GetPromptResult, error) {
+	args := req.Args
 	var missing []string
 	for _, a := range p.Def.Arguments {
 		if _, ok := args[a.Name]; !ok && a.Required {
@@ -129,8 +130,15 @@ func (p *Prompt) get(args map[string]string, ac *AskCall) (*mcp.GetPromptResult,
 	}
 	var inputs map[string]any
 	if p.asks != nil {
-		out, err := p.asks.resolve(goArgs, ac)
+		bind := requeststate.BindCaller("prompt", p.Def.Name, goArgs, callerID(req.Caller), nil)
+		out, err := p.asks.resolve(ctx, goArgs, bind, &req.Answers)
+		var ae *AnswerError
+		var nv *noValidAnswer
 		switch {
+		case errors.As(err, &ae):
+			return nil, &AnswerError{What: "prompt " + p.Def.Name, Err: ae.Err}
+		case errors.As(err, &nv):
+			return nil, fmt.Errorf("prompt %s: %v", p.Def.Name, err)
 		case err != nil:
 			return nil, err
 		case out.declined != "":

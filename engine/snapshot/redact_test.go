@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpd/mcpd/engine/redact"
+	"github.com/mcpd/mcpd/engine/snapshot"
 )
 
 const secretsConfig = `
@@ -143,7 +144,7 @@ func TestRedactSecrets(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.tool+tc.args, func(t *testing.T) {
-			res := tool(t, s, tc.tool).Call(ctx, json.RawMessage(tc.args), nil)
+			res := call(tool(t, s, tc.tool), ctx, json.RawMessage(tc.args), nil)
 			if got := strings.Join(strings.Split(render(res), "\n"), " "); got != tc.want {
 				t.Errorf("got  %s\nwant %s", got, tc.want)
 			}
@@ -154,32 +155,32 @@ func TestRedactSecrets(t *testing.T) {
 	}
 
 	// Binary contents are left alone: an image is not text a model reads.
-	res := tool(t, s, "say_media").Call(ctx, json.RawMessage(`{}`), nil)
+	res := call(tool(t, s, "say_media"), ctx, json.RawMessage(`{}`), nil)
 	if img, ok := res.Content[0].(*mcp.ImageContent); !ok || string(img.Data) != secret {
 		t.Errorf("media changed: %+v", res.Content[0])
 	}
 
 	var messages []string
-	tool(t, s, "say_progress").Call(ctx, json.RawMessage(`{}`), func(_, _ float64, msg string) { messages = append(messages, msg) })
+	call(tool(t, s, "say_progress"), ctx, json.RawMessage(`{}`), func(_, _ float64, msg string) { messages = append(messages, msg) })
 	if len(messages) != 1 || messages[0] != "at [redacted]" {
 		t.Errorf("progress messages = %q", messages)
 	}
 
-	rr, found, err := s.ReadResource(ctx, "secret://said")
+	rr, found, err := s.ReadResource(ctx, &snapshot.ReadRequest{URI: "secret://said"})
 	if !found || err != nil || rr.Contents[0].Text != redact.Mark {
 		t.Errorf("resource: %v %v %+v", found, err, rr)
 	}
-	rr, _, err = s.ReadResource(ctx, "docs://prompt")
+	rr, _, err = s.ReadResource(ctx, &snapshot.ReadRequest{URI: "docs://prompt"})
 	if err != nil || rr.Contents[0].Text != prompt {
 		t.Errorf("text resource from file(): %v %+v", err, rr)
 	}
-	rr, _, err = s.ReadResource(ctx, "docs://seed")
+	rr, _, err = s.ReadResource(ctx, &snapshot.ReadRequest{URI: "docs://seed"})
 	if err != nil || rr.Contents[0].Text != seed {
 		t.Errorf("a file resource the config declares is published whole, though a backend reads it too: %v %+v", err, rr)
 	}
 
 	p, _ := s.Prompt("p")
-	pr, err := p.Get(map[string]string{})
+	pr, err := p.Get(ctx, &snapshot.GetRequest{Args: map[string]string{}})
 	if err != nil {
 		t.Fatal(err)
 	}

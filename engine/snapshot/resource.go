@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"mime"
@@ -36,6 +37,11 @@ type source struct {
 	file    string
 	handler adapter.Handler
 	redact  *redact.Redactor // nil: no secrets
+	// adapterType is the adapter block's type, for spans; limits holds
+	// the timeout of an adapter's reads: the server's default_timeout, as
+	// for a tool that sets none.
+	adapterType string
+	limits      *limits
 }
 
 // Resource is one compiled static resource.
@@ -57,7 +63,7 @@ type Template struct {
 	scopes      []string // required to list and read it
 }
 
-func compileSource(owner, name string, text, blob, file *hcl.Attribute, ab *config.AdapterBlock, scope *adapter.Scope, reg *adapter.Registry, backend *backendSet, declRange hcl.Range) (*source, hcl.Diagnostics) {
+func compileSource(owner, name string, text, blob, file *hcl.Attribute, ab *config.AdapterBlock, scope *adapter.Scope, reg *adapter.Registry, backend *backendSet, sl serverLimits, declRange hcl.Range) (*source, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
 	src := &source{name: name, scope: scope}
 	n := 0
@@ -95,7 +101,8 @@ func compileSource(owner, name string, text, blob, file *hcl.Attribute, ab *conf
 		}
 		h, d := a.CompileTool(&adapter.ToolBlock{Tool: name, Type: ab.Type, Body: ab.Body, Range: ab.DeclRange, Scope: scope, Backend: backend.get, BackendNames: backend.names})
 		diags = append(diags, d...)
-		src.handler = h
+		src.handler, src.adapterType = h, ab.Type
+		src.limits = &limits{spec: limitSpec{timeout: sl.defaultTimeout}}
 	}
 	if n != 1 {
 		diags = append(diags, &hcl.Diagnostic{
@@ -108,10 +115,10 @@ func compileSource(owner, name string, text, blob, file *hcl.Attribute, ab *conf
 	return src, diags
 }
 
-func compileResource(rc *config.Resource, reg *adapter.Registry, backend *backendSet, ft funcTables) (*Resource, hcl.Diagnostics) {
+func compileResource(rc *config.Resource, reg *adapter.Registry, backend *backendSet, ft funcTables, sl serverLimits) (*Resource, hcl.Diagnostics) {
 	scope := &adapter.Scope{Dir: rc.Dir, Functions: ft.get(rc.Dir), Params: map[string]string{}}
 	owner := fmt.Sprintf("resource %q", rc.Name)
-	src, diags := compileSource(owner, rc.Name, rc.Text, rc.Blob, rc.File, rc.Adapter, scope, reg, backend, rc.DeclRange)
+	src, diags := compileSource(owner, rc.Name, rc.Text, rc.Blob, rc.File, rc.Adapter, scope, reg, backend, sl, rc.DeclRange)
 	mt := rc.MIMEType
 	if mt == "" && src.file != "" {
 		mt = mime.TypeByExtension(filepath.Ext(src.file))
@@ -129,7 +136,7 @@ func compileResource(rc *config.Resource, reg *adapter.Registry, backend *backen
 	}, diags
 }
 
-func compileTemplate(rc *config.ResourceTemplate, reg *adapter.Registry, backend *backendSet, ft funcTables) (*Template, hcl.Diagnostics) {
+func compileTemplate(rc *config.ResourceTemplate, reg *adapter.Registry, backend *backendSet, ft funcTables, sl serverLimits) (*Template, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
 	tmpl, err := uritemplate.New(rc.URITemplate)
 	if err != nil {
@@ -144,7 +151,7 @@ func compileTemplate(rc *config.ResourceTemplate, reg *adapter.Registry, backend
 		types[p.Name] = p.Type
 	}
 	scope := &adapter.Scope{Dir: rc.Dir, Functions: ft.get(rc.Dir), Params: types}
-	src, d := compileSource(owner, rc.Name, rc.Text, rc.Blob, nil, rc.Adapter, scope, reg, backend, rc.DeclRange)
+	src, d := compileSource(owner, rc.Name, rc.Text, rc.Blob, nil, rc.Adapter, scope, reg, backend, sl, rc.DeclRange)
 	diags = append(diags, d...)
 	t := &Template{
 		Def:         &mcp.ResourceTemplate{URITemplate: rc.URITemplate, Name: rc.Name, Title: rc.Title, Description: rc.Description, MIMEType: rc.MIMEType},
@@ -479,7 +486,7 @@ func (s *source) read(ctx context.Context, uri, mimeType string, args map[string
 			rc.Blob = data
 		}
 	case s.handler != nil:
-		out, err := s.handler.Call(ctx, &adapter.Request{Tool: s.name, Args: args, Eval: s.scope.CallContext(args), Progress: func(float64, float64, string) {}, Log: func(string, string) {}})
+		out, err := s.callAdapter(ctx, uri, args)
 		if err != nil {
 			return nil, fmt.Errorf("reading %s: %w", uri, err)
 		}
@@ -505,4 +512,19 @@ func (s *source) read(ctx context.Context, uri, mimeType string, args map[string
 		}
 	}
 	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{rc}}, nil
+}
+
+// callAdapter is a read through the source's adapter: the path of a tool's
+// adapter call (Tool.callAdapter), under the timeout and with a span of its
+// own, "{adapter} {resource}" with mcp.resource.uri.
+func (s *source) callAdapter(ctx context.Context, uri string, args map[string]any) (*adapter.Output, error) {
+	ctx, cancel := s.limits.withTimeout(ctx)
+	defer cancel()
+	actx, span := s.adapterSpan(ctx, uri)
+	out, err := s.handler.Call(actx, &adapter.Request{Tool: s.name, Args: args, Eval: s.scope.CallContext(args), Progress: noProgress, Log: noLog})
+	endAdapterSpan(span, err)
+	if err != nil && errors.Is(context.Cause(ctx), errTimedOut) {
+		return nil, fmt.Errorf("resource %s timed out after %s (the server's default_timeout)", s.name, s.limits.spec.timeout)
+	}
+	return out, err
 }

@@ -19,11 +19,10 @@ import (
 	"github.com/zclconf/go-cty/cty/function"
 
 	"github.com/mcpd/mcpd/engine/adapter"
-	"github.com/mcpd/mcpd/engine/ask"
 	"github.com/mcpd/mcpd/engine/config"
 	"github.com/mcpd/mcpd/engine/funcs"
-	"github.com/mcpd/mcpd/engine/principal"
 	"github.com/mcpd/mcpd/engine/redact"
+	"github.com/mcpd/mcpd/engine/requeststate"
 )
 
 // Snapshot is one compiled config. Its exported lists are in declaration
@@ -61,7 +60,7 @@ type ServerInfo struct {
 	// StateSealer signs the requestState of asking tools with the key of
 	// server.request_state_key; nil: none set (the server uses a random
 	// key of its own).
-	StateSealer *ask.Sealer
+	StateSealer *requeststate.Sealer
 }
 
 type liveBackend struct {
@@ -117,7 +116,7 @@ func Build(cfg *config.Config, reg *adapter.Registry, prev *Snapshot, defaultVer
 		}
 	}
 	for _, rc := range cfg.Resources {
-		r, d := compileResource(rc, reg, backend, ft)
+		r, d := compileResource(rc, reg, backend, ft, sl)
 		diags = append(diags, d...)
 		if r != nil {
 			r.scopes = normScopes(rc.Scopes)
@@ -126,7 +125,7 @@ func Build(cfg *config.Config, reg *adapter.Registry, prev *Snapshot, defaultVer
 		}
 	}
 	for _, rc := range cfg.ResourceTemplates {
-		t, d := compileTemplate(rc, reg, backend, ft)
+		t, d := compileTemplate(rc, reg, backend, ft, sl)
 		diags = append(diags, d...)
 		if t != nil {
 			t.scopes = normScopes(rc.Scopes)
@@ -282,11 +281,12 @@ func (s *Snapshot) Prompt(name string) (*Prompt, bool) {
 }
 
 // ReadResource reads a static resource or an instance of a template.
-// Unknown URIs report found == false.
-func (s *Snapshot) ReadResource(ctx context.Context, uri string) (res *mcp.ReadResourceResult, found bool, err error) {
+// Unknown URIs, and those the caller lacks the scopes for, report found ==
+// false.
+func (s *Snapshot) ReadResource(ctx context.Context, req *ReadRequest) (res *mcp.ReadResourceResult, found bool, err error) {
 	// A resource the caller lacks the scopes for is not found, as an
 	// unknown one is (see ToolFor).
-	caller := principal.FromContext(ctx)
+	caller, uri := req.Caller, req.URI
 	if r, ok := s.resources[uri]; ok && caller.HasScopes(r.scopes) {
 		res, err = r.Read(ctx)
 		return res, true, err

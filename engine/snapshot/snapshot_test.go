@@ -18,6 +18,7 @@ import (
 
 	"github.com/mcpd/mcpd/engine"
 	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/principal"
 	"github.com/mcpd/mcpd/engine/snapshot"
 )
 
@@ -62,6 +63,18 @@ func tool(t testing.TB, s *snapshot.Snapshot, name string) *snapshot.Tool {
 		t.Fatalf("no tool %q", name)
 	}
 	return tl
+}
+
+// call is a call through the call API with the arguments and progress
+// sink most tests need, by the principal ctx carries (nil: the local
+// user); a protocol error becomes a tool error with its text, so that a
+// test reads one result.
+func call(tl *snapshot.Tool, ctx context.Context, raw json.RawMessage, progress snapshot.ProgressFunc) *mcp.CallToolResult {
+	res, err := tl.Call(ctx, &snapshot.CallRequest{Args: raw, Caller: principal.FromContext(ctx), Progress: progress})
+	if err != nil {
+		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}
+	}
+	return res
 }
 
 // render turns a result into one line per content block, for comparison.
@@ -270,7 +283,7 @@ func TestToolCallDeclarative(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.tool+" "+tc.args, func(t *testing.T) {
-			res := tool(t, s, tc.tool).Call(context.Background(), json.RawMessage(tc.args), nil)
+			res := call(tool(t, s, tc.tool), context.Background(), json.RawMessage(tc.args), nil)
 			got := render(res)
 			if strings.HasSuffix(tc.want, ": ") {
 				if !strings.HasPrefix(got, tc.want) {
@@ -298,13 +311,13 @@ func TestToolCallConcurrent(t *testing.T) {
 			defer wg.Done()
 			for j := range 50 {
 				name := strings.Repeat("x", i+1)
-				if got := render(greet.Call(context.Background(), json.RawMessage(`{"name": "`+name+`"}`), nil)); got != "text:Hello, "+name+"!" {
+				if got := render(call(greet, context.Background(), json.RawMessage(`{"name": "`+name+`"}`), nil)); got != "text:Hello, "+name+"!" {
 					errs <- got
 					return
 				}
 				args, _ := json.Marshal(map[string]int{"a": i, "b": j})
 				want, _ := json.Marshal(map[string]int{"sum": i + j})
-				if got := sum.Call(context.Background(), args, nil); !reflect.DeepEqual(render(got), "text:"+string(want)+"\nstructured:"+string(want)) {
+				if got := call(sum, context.Background(), args, nil); !reflect.DeepEqual(render(got), "text:"+string(want)+"\nstructured:"+string(want)) {
 					errs <- render(got)
 					return
 				}
@@ -349,7 +362,7 @@ tool "very_slow" {
 }
 `})
 	var got []step
-	res := tool(t, s, "slow").Call(context.Background(), nil, func(p, total float64, msg string) {
+	res := call(tool(t, s, "slow"), context.Background(), nil, func(p, total float64, msg string) {
 		got = append(got, step{p, total, msg})
 	})
 	if want := []step{{0, 100, "Working"}, {50, 100, "Working"}, {100, 100, "Working"}}; !reflect.DeepEqual(got, want) {
@@ -360,7 +373,7 @@ tool "very_slow" {
 	}
 
 	// Without a progress function (no progress token), the steps still run.
-	if res := tool(t, s, "slow").Call(context.Background(), nil, nil); render(res) != "text:done" {
+	if res := call(tool(t, s, "slow"), context.Background(), nil, nil); render(res) != "text:done" {
 		t.Errorf("result = %s", render(res))
 	}
 
@@ -369,7 +382,7 @@ tool "very_slow" {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	got = nil
-	res = tool(t, s, "very_slow").Call(ctx, nil, func(p, total float64, msg string) {
+	res = call(tool(t, s, "very_slow"), ctx, nil, func(p, total float64, msg string) {
 		got = append(got, step{p, total, msg})
 		cancel()
 	})
@@ -475,7 +488,7 @@ func TestToolCallAdapter(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.tool+" "+tc.args, func(t *testing.T) {
-			got := render(tool(t, s, tc.tool).Call(context.Background(), json.RawMessage(tc.args), nil))
+			got := render(call(tool(t, s, tc.tool), context.Background(), json.RawMessage(tc.args), nil))
 			if got != tc.want {
 				t.Errorf("got:\n%s\nwant:\n%s", got, tc.want)
 			}
@@ -484,7 +497,7 @@ func TestToolCallAdapter(t *testing.T) {
 
 	t.Run("progress from the adapter", func(t *testing.T) {
 		var got []step
-		res := tool(t, s, "progresses").Call(context.Background(), nil, func(p, total float64, msg string) {
+		res := call(tool(t, s, "progresses"), context.Background(), nil, func(p, total float64, msg string) {
 			got = append(got, step{p, total, msg})
 		})
 		if want := []step{{1, 2, "half"}, {2, 2, "done"}}; !reflect.DeepEqual(got, want) {
@@ -494,7 +507,7 @@ func TestToolCallAdapter(t *testing.T) {
 			t.Errorf("result = %s", render(res))
 		}
 		// An adapter may report progress even when the client asked for none.
-		if res := tool(t, s, "progresses").Call(context.Background(), nil, nil); render(res) != "text:progressed" {
+		if res := call(tool(t, s, "progresses"), context.Background(), nil, nil); render(res) != "text:progressed" {
 			t.Errorf("result = %s", render(res))
 		}
 	})
@@ -502,7 +515,7 @@ func TestToolCallAdapter(t *testing.T) {
 	t.Run("cancellation reaches the adapter", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan *mcp.CallToolResult)
-		go func() { done <- tool(t, s, "blocks").Call(ctx, nil, nil) }()
+		go func() { done <- call(tool(t, s, "blocks"), ctx, nil, nil) }()
 		<-f.started
 		cancel()
 		if got := <-f.cancelled; got != "blocks" {
@@ -602,7 +615,7 @@ func TestResources(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.uri, func(t *testing.T) {
-			res, found, err := s.ReadResource(context.Background(), tc.uri)
+			res, found, err := s.ReadResource(context.Background(), &snapshot.ReadRequest{URI: tc.uri})
 			if !found {
 				t.Fatal("not found")
 			}
@@ -626,7 +639,7 @@ func TestResources(t *testing.T) {
 	}
 
 	for _, uri := range []string{"docs://nope", "users://42", "users://42/profile/extra", ""} {
-		if _, found, err := s.ReadResource(context.Background(), uri); found || err != nil {
+		if _, found, err := s.ReadResource(context.Background(), &snapshot.ReadRequest{URI: uri}); found || err != nil {
 			t.Errorf("ReadResource(%q): found=%v err=%v, want not found", uri, found, err)
 		}
 	}
@@ -635,7 +648,7 @@ func TestResources(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "not-yet.txt"), []byte("here now"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if res, _, err := s.ReadResource(context.Background(), "docs://later"); err != nil || res.Contents[0].Text != "here now" {
+	if res, _, err := s.ReadResource(context.Background(), &snapshot.ReadRequest{URI: "docs://later"}); err != nil || res.Contents[0].Text != "here now" {
 		t.Errorf("after creating the file: %v %v", res, err)
 	}
 
@@ -715,7 +728,7 @@ func TestPrompts(t *testing.T) {
 	if d := p.Def; d.Title != "Trip" || len(d.Arguments) != 2 || d.Arguments[0].Name != "city" || !d.Arguments[0].Required || d.Arguments[1].Required {
 		t.Errorf("Def = %+v", d)
 	}
-	res, err := p.Get(map[string]string{"city": "Paris", "days": "3"})
+	res, err := p.Get(context.Background(), &snapshot.GetRequest{Args: map[string]string{"city": "Paris", "days": "3"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -732,7 +745,7 @@ func TestPrompts(t *testing.T) {
 	}
 
 	// An optional argument left out is null in expressions.
-	res, err = p.Get(map[string]string{"city": "Rome"})
+	res, err = p.Get(context.Background(), &snapshot.GetRequest{Args: map[string]string{"city": "Rome"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -748,13 +761,13 @@ func TestPrompts(t *testing.T) {
 		{nil, "prompt trip: missing required argument(s) city"},
 		{map[string]string{"city": "Rome", "nights": "2", "budget": "1"}, "prompt trip: unknown argument(s) budget, nights"},
 	} {
-		if _, err := p.Get(tc.args); err == nil || err.Error() != tc.want {
+		if _, err := p.Get(context.Background(), &snapshot.GetRequest{Args: tc.args}); err == nil || err.Error() != tc.want {
 			t.Errorf("Get(%v) = %v, want %s", tc.args, err, tc.want)
 		}
 	}
 
 	plain, _ := s.Prompt("plain")
-	res, err = plain.Get(nil)
+	res, err = plain.Get(context.Background(), &snapshot.GetRequest{Args: nil})
 	if err != nil || res.Messages[0].Role != "user" || res.Messages[0].Content.(*mcp.TextContent).Text != "Just this." {
 		t.Errorf("plain: %+v %v", res, err)
 	}
@@ -884,7 +897,7 @@ func TestCurrentSwapClosesBackendsAfterLastRelease(t *testing.T) {
 	done := make(chan *mcp.CallToolResult)
 	go func() {
 		defer held.Release()
-		done <- tool(t, held, "wait").Call(ctx, nil, nil)
+		done <- call(tool(t, held, "wait"), ctx, nil, nil)
 	}()
 	<-f.started
 
@@ -902,7 +915,7 @@ func TestCurrentSwapClosesBackendsAfterLastRelease(t *testing.T) {
 	if s != second {
 		t.Error("Acquire after Swap returned the retired snapshot")
 	}
-	if res := tool(t, s, "echo").Call(context.Background(), nil, nil); res.IsError {
+	if res := call(tool(t, s, "echo"), context.Background(), nil, nil); res.IsError {
 		t.Errorf("call on the new snapshot: %s", render(res))
 	}
 	s.Release()
@@ -927,7 +940,7 @@ func TestCurrentSwapClosesBackendsAfterLastRelease(t *testing.T) {
 		t.Errorf("an unchanged backend was reopened (%d opened)", n)
 	}
 	stays(t, "a carried-over backend stays open", func() bool { return newBackend.closed.Load() == 0 })
-	if res := tool(t, third, "echo").Call(context.Background(), nil, nil); res.IsError || newBackend.calls.Load() != 2 {
+	if res := call(tool(t, third, "echo"), context.Background(), nil, nil); res.IsError || newBackend.calls.Load() != 2 {
 		t.Errorf("the third snapshot does not use the carried-over backend: %s", render(res))
 	}
 
@@ -1006,7 +1019,7 @@ func TestFailedReloadKeepsServingBackends(t *testing.T) {
 					t.Errorf("an unchanged backend was reopened")
 				}
 				// The serving snapshot still works.
-				if res := tool(t, serving, "echo").Call(context.Background(), nil, nil); res.IsError {
+				if res := call(tool(t, serving, "echo"), context.Background(), nil, nil); res.IsError {
 					t.Error(render(res))
 				}
 			})
@@ -1041,7 +1054,7 @@ func BenchmarkToolCall(b *testing.B) {
 		args := json.RawMessage(`{"name": "Ada"}`)
 		b.ReportAllocs()
 		for b.Loop() {
-			if res := greet.Call(ctx, args, nil); res.IsError {
+			if res := call(greet, ctx, args, nil); res.IsError {
 				b.Fatal(render(res))
 			}
 		}
@@ -1050,7 +1063,7 @@ func BenchmarkToolCall(b *testing.B) {
 		args := json.RawMessage(`{"a": 2, "b": 3}`)
 		b.ReportAllocs()
 		for b.Loop() {
-			if res := sum.Call(ctx, args, nil); res.IsError {
+			if res := call(sum, ctx, args, nil); res.IsError {
 				b.Fatal(render(res))
 			}
 		}

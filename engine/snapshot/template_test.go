@@ -8,6 +8,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpd/mcpd/engine/snapshot"
 )
 
 const templates = `
@@ -91,7 +93,7 @@ func TestTemplateVariables(t *testing.T) {
 		{"colour://blue", `argument "c" must be one of "red", "green", "grey", got "blue"`, true},
 	} {
 		t.Run(tc.uri, func(t *testing.T) {
-			res, found, err := s.ReadResource(context.Background(), tc.uri)
+			res, found, err := s.ReadResource(context.Background(), &snapshot.ReadRequest{URI: tc.uri})
 			if !found {
 				t.Fatal("not found")
 			}

@@ -18,6 +18,7 @@ import (
 	"github.com/mcpd/mcpd/engine/config"
 	"github.com/mcpd/mcpd/engine/principal"
 	"github.com/mcpd/mcpd/engine/redact"
+	"github.com/mcpd/mcpd/engine/requeststate"
 	"github.com/mcpd/mcpd/engine/schema"
 	"github.com/mcpd/mcpd/engine/shape"
 )
@@ -361,64 +362,52 @@ func (t *Tool) MaxOutputBytes() int64 {
 	return 0
 }
 
-// Call runs one call of the tool: validate, bind, call the adapter, shape,
-// redact. Every failure, including a panic, comes back as a tool error the
-// model can read; Call itself never fails. Secrets (see recordSecrets) are
-// replaced in the result's text, structured content and error text.
-func (t *Tool) Call(ctx context.Context, raw json.RawMessage, progress ProgressFunc) *mcp.CallToolResult {
-	return t.CallLogged(ctx, raw, progress, nil)
-}
-
-// CallLogged is Call that also sends log records to the client through log
-// (nil: none): those of the tool's `log` blocks and those its adapter sends
-// (a shell tool's stderr lines with log_stderr). They are redacted like the
-// result.
-func (t *Tool) CallLogged(ctx context.Context, raw json.RawMessage, progress ProgressFunc, log LogFunc) *mcp.CallToolResult {
-	res, err := t.CallAsking(ctx, raw, progress, log, nil)
-	if err != nil {
-		return toolError(err.Error())
-	}
-	return res
-}
-
-// CallAsking is CallLogged for a tool that may ask its client for input
-// first (see ask.go): the result is then input_required (InputRequests and
-// RequestState set) until every question is answered. The error is a
-// protocol error: a *StateError or a *MissingCapabilityError.
-// Asks reports whether the tool has ask blocks: only then does CallAsking
-// read its AskCall, which may otherwise be nil.
-func (t *Tool) Asks() bool { return t.asks != nil }
-
-func (t *Tool) CallAsking(ctx context.Context, raw json.RawMessage, progress ProgressFunc, log LogFunc, ac *AskCall) (*mcp.CallToolResult, error) {
-	var askErr error
-	res := t.call(ctx, raw, progress, log, ac, &askErr)
-	if askErr != nil {
-		return nil, askErr
+// Call runs one call of the tool: validate, bind the caller, answer the
+// ask blocks, admit (rate limits, concurrency), call the adapter under the
+// tool's timeout, shape, redact. Every failure of the tool, including a
+// panic, is a tool error the model can read, in the result. The error is
+// a protocol error, about the request rather than the tool: a
+// *StateError (a requestState refused) or a *MissingCapabilityError (a
+// question the client cannot answer). A result with InputRequests set is
+// input_required: the client answers and retries with req.Answers'
+// Responses and State.
+func (t *Tool) Call(ctx context.Context, req *CallRequest) (*mcp.CallToolResult, error) {
+	var protoErr error
+	res := t.call(ctx, req, &protoErr)
+	if protoErr != nil {
+		return nil, protoErr
 	}
 	return res, nil
 }
 
-// call is the body of CallAsking; a protocol error goes to *askErr (and
-// the result is then meaningless).
+// Asks reports whether the tool has ask blocks: only then does Call read
+// its request's Answers.
+func (t *Tool) Asks() bool { return t.asks != nil }
+
+// call is the body of Call; a protocol error goes to *protoErr (and the
+// result is then meaningless): returned as a second value, it would make
+// every frame below carry it.
 //
 // It runs on the goroutine the SDK starts for each request, which begins
 // with a small stack: call and what it calls keep their frames small (the
 // rare branches are in functions of their own), so that a plain call does
 // not make that stack grow, which copies it.
-func (t *Tool) call(ctx context.Context, raw json.RawMessage, progress ProgressFunc, log LogFunc, ac *AskCall, askErr *error) (res *mcp.CallToolResult) {
+func (t *Tool) call(ctx context.Context, req *CallRequest, protoErr *error) (res *mcp.CallToolResult) {
+	raw := req.Args
 	// Registered first, so it runs last: over every result, errors and the
 	// panic message included.
 	defer func() { res = redactResult(t.redact, t.scrubSensitive(raw, res)) }()
 	defer t.recoverCall(&res)
+	progress := req.Progress
 	if progress == nil {
 		progress = noProgress
 	} else if t.redact != nil {
 		progress = t.redactProgress(progress)
 	}
-	caller := principal.FromContext(ctx)
 	if msg := t.refuseCallerArgs(raw); msg != "" {
 		return toolError(msg)
 	}
+	log := req.Log
 	if log == nil {
 		log = noLog
 	} else {
@@ -428,15 +417,23 @@ func (t *Tool) call(ctx context.Context, raw json.RawMessage, progress ProgressF
 	if err != nil {
 		return t.invalidArgs(err)
 	}
+	caller := req.Caller
+	var bound map[string]any
+	if len(t.callerParams) > 0 {
+		var msg string
+		if bound, msg = t.bindCaller(caller); msg != "" {
+			return toolError(msg)
+		}
+	}
 	var inputs map[string]any
 	if t.asks != nil {
 		var done *mcp.CallToolResult
-		if inputs, done = t.resolveAsks(args, ac, askErr); done != nil {
+		if inputs, done = t.resolveAsks(ctx, args, caller, bound, &req.Answers, protoErr); done != nil {
 			return done
 		}
 	}
-	if msg := t.bindCaller(args, caller); msg != "" {
-		return toolError(msg)
+	for k, v := range bound {
+		args[k] = v
 	}
 	release, refusal := t.limits.admit(ctx, t.Def.Name, caller)
 	if refusal != "" {
@@ -520,15 +517,23 @@ func (t *Tool) failed(ctx context.Context, err error, adapter bool) *mcp.CallToo
 }
 
 // resolveAsks answers the tool's ask blocks: their inputs, or the result
-// to answer with instead of running.
-func (t *Tool) resolveAsks(args map[string]any, ac *AskCall, askErr *error) (map[string]any, *mcp.CallToolResult) {
-	out, err := t.asks.resolve(args, ac)
+// to answer with instead of running. The requestState is bound to the
+// tool, its arguments, the caller and what is bound from it.
+func (t *Tool) resolveAsks(ctx context.Context, args map[string]any, caller *principal.Principal, bound map[string]any, in *Answers, protoErr *error) (map[string]any, *mcp.CallToolResult) {
+	bind := requeststate.BindCaller("tool", t.Def.Name, args, callerID(caller), bound)
+	out, err := t.asks.resolve(ctx, args, bind, in)
 	var se *StateError
 	var me *MissingCapabilityError
+	var ae *AnswerError
+	var nv *noValidAnswer
 	switch {
 	case errors.As(err, &se) || errors.As(err, &me):
-		*askErr = err
+		*protoErr = err
 		return nil, toolError(err.Error())
+	case errors.As(err, &ae):
+		return nil, toolError(fmt.Sprintf("tool %s did not run: %v", t.Def.Name, err))
+	case errors.As(err, &nv):
+		return nil, toolError(fmt.Sprintf("tool %s: %v; it did not run", t.Def.Name, err))
 	case err != nil:
 		return nil, t.errorf(err)
 	case out.declined != "":
@@ -759,23 +764,24 @@ func (t *Tool) refuseCallerArgs(raw json.RawMessage) string {
 	return ""
 }
 
-// bindCaller sets the caller-bound params in args from p, checked against
-// their declared rules; it returns the tool error text when p (nil for the
-// local user) lacks what a param needs.
-func (t *Tool) bindCaller(args map[string]any, p *principal.Principal) string {
+// bindCaller returns the values of the caller-bound params, from p,
+// checked against their declared rules; or the tool error text when p
+// (nil for the local user) lacks what a param needs.
+func (t *Tool) bindCaller(p *principal.Principal) (map[string]any, string) {
+	bound := make(map[string]any, len(t.callerParams))
 	for _, cp := range t.callerParams {
 		v, ok := p.Lookup(cp.Path)
 		if !ok || v == nil {
 			if cp.Path == "name" {
-				return fmt.Sprintf("tool %s needs an authenticated caller", t.Def.Name)
+				return nil, fmt.Sprintf("tool %s needs an authenticated caller", t.Def.Name)
 			}
-			return fmt.Sprintf("tool %s needs an authenticated caller with %s", t.Def.Name, cp.What())
+			return nil, fmt.Sprintf("tool %s needs an authenticated caller with %s", t.Def.Name, cp.What())
 		}
 		x, err := cp.Bind(v)
 		if err != nil {
-			return fmt.Sprintf("tool %s: %v", t.Def.Name, err)
+			return nil, fmt.Sprintf("tool %s: %v", t.Def.Name, err)
 		}
-		args[cp.Name] = x
+		bound[cp.Name] = x
 	}
-	return ""
+	return bound, ""
 }

@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/redact"
 )
 
 // adapterSpan starts the span of an adapter's work, a child of the
@@ -27,19 +28,20 @@ func (t *Tool) adapterSpan(ctx context.Context) (context.Context, trace.Span) {
 	attrs := []attribute.KeyValue{attribute.String("gen_ai.tool.name", t.Def.Name), attribute.String("mcpd.adapter", t.adapterType)}
 	if r, ok := t.handler.(adapter.Remote); ok {
 		kind = trace.SpanKindClient
-		attrs = t.spanAttributes(attrs, r.RemoteAttributes())
+		attrs = spanAttributes(t.redact, attrs, r.RemoteAttributes())
 	}
 	ctx, span := parent.TracerProvider().Tracer("github.com/mcpd/mcpd/engine/snapshot").Start(ctx, t.adapterType+" "+t.Def.Name,
 		trace.WithSpanKind(kind), trace.WithAttributes(attrs...))
-	return adapter.WithAnnotate(ctx, func(a ...adapter.Attribute) { span.SetAttributes(t.spanAttributes(nil, a)...) }), span
+	return adapter.WithAnnotate(ctx, func(a ...adapter.Attribute) { span.SetAttributes(spanAttributes(t.redact, nil, a)...) }), span
 }
 
-// spanAttributes appends an adapter's attributes to out as OpenTelemetry's.
-func (t *Tool) spanAttributes(out []attribute.KeyValue, in []adapter.Attribute) []attribute.KeyValue {
+// spanAttributes appends an adapter's attributes to out as OpenTelemetry's,
+// every string through the redactor of the tool or resource (nil: none).
+func spanAttributes(r *redact.Redactor, out []attribute.KeyValue, in []adapter.Attribute) []attribute.KeyValue {
 	for _, a := range in {
 		switch v := a.Value.(type) {
 		case string:
-			out = append(out, attribute.String(a.Key, t.redact.String(v)))
+			out = append(out, attribute.String(a.Key, r.String(v)))
 		case int:
 			out = append(out, attribute.Int(a.Key, v))
 		case int64:
@@ -49,6 +51,24 @@ func (t *Tool) spanAttributes(out []attribute.KeyValue, in []adapter.Attribute) 
 		}
 	}
 	return out
+}
+
+// adapterSpan is the span of a resource read's adapter work, as a tool's
+// (Tool.adapterSpan), with the resource's URI.
+func (s *source) adapterSpan(ctx context.Context, uri string) (context.Context, trace.Span) {
+	parent := trace.SpanFromContext(ctx)
+	if !parent.IsRecording() {
+		return ctx, nil
+	}
+	kind := trace.SpanKindInternal
+	attrs := []attribute.KeyValue{attribute.String("mcp.resource.uri", uri), attribute.String("mcpd.adapter", s.adapterType)}
+	if r, ok := s.handler.(adapter.Remote); ok {
+		kind = trace.SpanKindClient
+		attrs = spanAttributes(s.redact, attrs, r.RemoteAttributes())
+	}
+	ctx, span := parent.TracerProvider().Tracer("github.com/mcpd/mcpd/engine/snapshot").Start(ctx, s.adapterType+" "+s.name,
+		trace.WithSpanKind(kind), trace.WithAttributes(attrs...))
+	return adapter.WithAnnotate(ctx, func(a ...adapter.Attribute) { span.SetAttributes(spanAttributes(s.redact, nil, a)...) }), span
 }
 
 func endAdapterSpan(span trace.Span, err error) {

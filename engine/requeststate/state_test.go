@@ -1,4 +1,4 @@
-package ask
+package requeststate
 
 import (
 	"errors"
@@ -57,5 +57,27 @@ func TestBindIgnoresKeyOrder(t *testing.T) {
 	}
 	if Bind("prompt", "x", nil) == Bind("tool", "x", nil) {
 		t.Fatal("a prompt and a tool of the same name share a binding")
+	}
+}
+
+func TestBindCaller(t *testing.T) {
+	args := map[string]any{"copies": 2.0}
+	alice := BindCaller("tool", "add", args, "api_key:alice", map[string]any{"tenant": "t1"})
+	for _, tc := range []struct {
+		name string
+		bind string
+	}{
+		{"another caller", BindCaller("tool", "add", args, "api_key:bob", map[string]any{"tenant": "t1"})},
+		{"another method", BindCaller("tool", "add", args, "oauth:alice", map[string]any{"tenant": "t1"})},
+		{"other caller-bound values", BindCaller("tool", "add", args, "api_key:alice", map[string]any{"tenant": "t2"})},
+		{"no caller-bound values", BindCaller("tool", "add", args, "api_key:alice", nil)},
+		{"the local user", Bind("tool", "add", args)},
+	} {
+		if tc.bind == alice {
+			t.Errorf("%s binds as alice's call", tc.name)
+		}
+	}
+	if BindCaller("tool", "add", args, "api_key:alice", map[string]any{"tenant": "t1"}) != alice {
+		t.Error("the same call binds differently")
 	}
 }

@@ -1,9 +1,9 @@
-// Package ask keeps the state of a request that asked its client for input
+// Package requeststate keeps the state of a request that asked its client for input
 // (confirmation, elicitation, sampling, roots) between the rounds of the
 // 2026-07-28 protocol's multi-round-trip flow. The server keeps nothing: the
 // state travels to the client and back as requestState, signed so that a
 // client cannot forge, alter, extend or move it to another call.
-package ask
+package requeststate
 
 import (
 	"crypto/hmac"
@@ -71,9 +71,19 @@ func (s *Sealer) WithClock(now func() time.Time) *Sealer {
 	return &cp
 }
 
-// Bind identifies one call: what it calls and with which arguments, so that
-// a state minted for one call is refused by every other.
+// Bind identifies one call of the local user (no verified caller): what it
+// calls and with which arguments, so that a state minted for one call is
+// refused by every other.
 func Bind(kind, name string, args map[string]any) string {
+	return BindCaller(kind, name, args, "", nil)
+}
+
+// BindCaller identifies one call of caller (the verified principal, as
+// "method:name"; "" for the local user) with the values bound from it
+// (caller-bound params): a state minted for one caller, carrying its
+// confirmation and answers, is refused for another, and for the same
+// caller once what is bound from it has changed.
+func BindCaller(kind, name string, args map[string]any, caller string, bound map[string]any) string {
 	// encoding/json sorts map keys: equal arguments give equal bytes.
 	b, _ := json.Marshal(args)
 	h := sha256.New()
@@ -82,6 +92,13 @@ func Bind(kind, name string, args map[string]any) string {
 	h.Write([]byte(name))
 	h.Write([]byte{0})
 	h.Write(b)
+	h.Write([]byte{0})
+	h.Write([]byte(caller))
+	h.Write([]byte{0})
+	if len(bound) > 0 {
+		c, _ := json.Marshal(bound)
+		h.Write(c)
+	}
 	return base64.RawURLEncoding.EncodeToString(h.Sum(nil)[:18])
 }
 
@@ -106,7 +123,7 @@ func (s *Sealer) sign(p string) string {
 var (
 	ErrTampered = errors.New("requestState was not issued by this server or was altered")
 	ErrExpired  = errors.New("requestState has expired; call the tool again")
-	ErrForeign  = errors.New("requestState belongs to another call (other tool, prompt or arguments)")
+	ErrForeign  = errors.New("requestState belongs to another call (other tool, prompt, arguments or caller)")
 )
 
 // Open verifies token and returns its state if it is intact, unexpired and
