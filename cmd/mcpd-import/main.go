@@ -36,8 +36,8 @@ import (
 )
 
 // version is set at build time with -ldflags "-X main.version=v1.2.3", as
-// mcpd's is; configs may check it.
-var version = ""
+// mcpd's is; configs may check it. revision likewise (-X main.revision=).
+var version, revision = "", ""
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
@@ -63,7 +63,7 @@ type exitError int
 
 func (e exitError) Error() string { return fmt.Sprintf("exit %d", int(e)) }
 
-func mcpdVersion() string { return buildinfo.Read(version).Version }
+func mcpdVersion() string { return buildinfo.Read(version, revision).Version }
 
 func registry() *adapter.Registry {
 	reg := adapter.NewRegistry()

@@ -24,11 +24,13 @@ import (
 	"github.com/mcpd/mcpd/engine/config"
 )
 
-// version is set at build time with -ldflags "-X main.version=v1.2.3".
-var version = ""
+// version and revision are set at build time with -ldflags
+// "-X main.version=v1.2.3 -X main.revision=COMMIT" (deploy/build-image.sh);
+// without them engine/buildinfo reads what go build stamped.
+var version, revision = "", ""
 
 // mcpdVersion is the version configs and /metrics see (engine/buildinfo).
-func mcpdVersion() string { return buildinfo.Read(version).Version }
+func mcpdVersion() string { return buildinfo.Read(version, revision).Version }
 
 const usage = `mcpd serves tools declared in HCL over the Model Context Protocol.
 
@@ -97,7 +99,7 @@ func runIO(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case "test":
 		err = testCmd(rest, stdout, stderr)
 	case "version", "--version", "-v":
-		fmt.Fprintf(stdout, "mcpd %s\n", buildinfo.Read(version))
+		fmt.Fprintf(stdout, "mcpd %s\n", buildinfo.Read(version, revision))
 		return 0
 	case "help", "-h", "--help":
 		return helpCmd(rest, stdout, stderr)

@@ -16,8 +16,9 @@ type Info struct {
 	// module version of a `go install ...@version`, else "dev".
 	Version string
 	// Revision is the VCS commit `go build` stamps into a binary built in a
-	// git checkout (vcs.revision); "" when there is none (go run, go test,
-	// -buildvcs=false, a source tree without .git).
+	// git checkout (vcs.revision), else the one linked in with -ldflags
+	// "-X main.revision=..." (deploy/build-image.sh does, since a git
+	// worktree or -buildvcs=false leaves no stamp); "" when neither.
 	Revision string
 	// Modified: the checkout had uncommitted changes (vcs.modified).
 	Modified bool
@@ -25,17 +26,17 @@ type Info struct {
 	GoVersion string
 }
 
-// Read is the running binary's Info; linked is the version set with
-// -ldflags ("" when none).
-func Read(linked string) Info {
+// Read is the running binary's Info; linked and linkedRevision are the
+// version and commit set with -ldflags ("" when none).
+func Read(linked, linkedRevision string) Info {
 	bi, _ := debug.ReadBuildInfo()
-	return from(linked, bi)
+	return from(linked, linkedRevision, bi)
 }
 
 // from builds the Info out of a binary's build information (nil when the
 // binary has none).
-func from(linked string, bi *debug.BuildInfo) Info {
-	info := Info{Version: linked}
+func from(linked, linkedRevision string, bi *debug.BuildInfo) Info {
+	info := Info{Version: linked, Revision: linkedRevision}
 	if bi == nil {
 		if info.Version == "" {
 			info.Version = "dev"

@@ -78,10 +78,13 @@ type toolSeries struct {
 	duration prometheus.Observer
 }
 
-// NewMetrics returns the collectors, registered on a new registry together
-// with the Go runtime and process collectors and mcpd_build_info (version,
-// and the commit and Go version read from the binary: engine/buildinfo).
-func NewMetrics(version string) *Metrics {
+// NewMetrics is NewMetricsFor the running binary with this version.
+func NewMetrics(version string) *Metrics { return NewMetricsFor(buildinfo.Read(version, "")) }
+
+// NewMetricsFor returns the collectors, registered on a new registry
+// together with the Go runtime and process collectors and mcpd_build_info,
+// whose labels are bi's version, revision and Go version.
+func NewMetricsFor(bi buildinfo.Info) *Metrics {
 	m := &Metrics{reg: prometheus.NewRegistry()}
 	m.calls = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "mcpd_tool_calls_total",
@@ -121,11 +124,10 @@ func NewMetrics(version string) *Metrics {
 	for method := range mcpMethods {
 		m.okRequests[method] = m.requests.WithLabelValues(method, "")
 	}
-	bi := buildinfo.Read(version)
 	build := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name:        "mcpd_build_info",
 		Help:        "Always 1; the labels say which mcpd is running: version, revision (the commit; empty when the binary has no VCS stamp) and goversion.",
-		ConstLabels: prometheus.Labels{"version": version, "revision": bi.Revision, "goversion": bi.GoVersion},
+		ConstLabels: prometheus.Labels{"version": bi.Version, "revision": bi.Revision, "goversion": bi.GoVersion},
 	})
 	build.Set(1)
 	m.reg.MustRegister(m.calls, m.duration, m.inFlight, m.requests, m.streams, m.httpReqs, m.httpTime, build,
