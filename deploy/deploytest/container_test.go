@@ -88,7 +88,11 @@ tool "added" {
 func podman(ctx context.Context, args ...string) (string, error) {
 	out, err := exec.CommandContext(ctx, "podman", args...).CombinedOutput()
 	if err != nil {
-		return "", fmt.Errorf("podman %s: %w\n%s", strings.Join(args, " "), err, out)
+		hint := ""
+		if bytes.Contains(out, []byte("netavark")) && bytes.Contains(out, []byte("No such file or directory")) {
+			hint = "\n(netavark runs iptables to set up the container's network: apt-get install iptables)"
+		}
+		return "", fmt.Errorf("podman %s: %w\n%s%s", strings.Join(args, " "), err, out, hint)
 	}
 	return strings.TrimSpace(string(out)), nil
 }

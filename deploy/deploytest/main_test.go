@@ -50,13 +50,29 @@ func TestMain(m *testing.M) {
 func requireDeployTests(t *testing.T, programs ...string) {
 	t.Helper()
 	if os.Getenv("MCPD_DEPLOY_TESTS") != "1" {
-		t.Skip("deployment tests run with MCPD_DEPLOY_TESTS=1 (.ci/run's deploy step); they need podman, runc and haproxy")
+		skipOrFail(t, "deployment tests run with MCPD_DEPLOY_TESTS=1 (.ci/run's deploy step); they need podman, runc, iptables and haproxy")
 	}
 	for _, p := range programs {
 		if _, err := exec.LookPath(p); err != nil {
-			t.Skipf("%s is not installed (apt-get install podman runc haproxy): %v", p, err)
+			skipOrFail(t, fmt.Sprintf("%s is not installed (apt-get install %s): %v", p, aptPackages, err))
 		}
 	}
+}
+
+// aptPackages are the Debian packages the tests need, as .ci/run installs
+// them: without iptables, netavark cannot set up a container's network and
+// podman run fails.
+const aptPackages = "podman runc iptables haproxy uidmap slirp4netns netavark aardvark-dns catatonit"
+
+// skipOrFail skips, saying why, unless MCPD_TEST_REQUIRE_DEPLOY=1 (set by
+// .ci/run where it could install everything): there a skip would hide a
+// deployment CI never tested, so it fails instead.
+func skipOrFail(t *testing.T, why string) {
+	t.Helper()
+	if os.Getenv("MCPD_TEST_REQUIRE_DEPLOY") == "1" {
+		t.Fatalf("MCPD_TEST_REQUIRE_DEPLOY=1, and this test cannot run: %s", why)
+	}
+	t.Skip(why)
 }
 
 // testImage is the image under test, built by deploy/build-image.sh.
@@ -65,7 +81,7 @@ func testImage(t *testing.T) string {
 	requireDeployTests(t, "podman")
 	img := os.Getenv("MCPD_TEST_IMAGE")
 	if img == "" {
-		t.Skip("MCPD_TEST_IMAGE is not set: build an image with deploy/build-image.sh and name it there")
+		skipOrFail(t, "MCPD_TEST_IMAGE is not set: build an image with deploy/build-image.sh and name it there")
 	}
 	return img
 }
