@@ -464,7 +464,7 @@ func TestContainerStop(t *testing.T) {
 		// them a legacy client fails its pending calls as soon as its GET
 		// stream ends, which the drain does right after the last answers,
 		// and the client may see the end of the stream before the answer.
-		cs, err := connectRetries(ctx, endpoint, eras[i%2], nil, 0)
+		cs, err := connectRetries(ctx, endpoint, eras[i%2], nil, 0, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

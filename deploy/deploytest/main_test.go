@@ -169,18 +169,18 @@ func status(url string) int {
 // connect opens an SDK client session of the given protocol version over
 // Streamable HTTP. onChange, when not nil, hears tools/list_changed.
 func connect(ctx context.Context, endpoint, version string, onChange func()) (*mcp.ClientSession, error) {
-	return connectRetries(ctx, endpoint, version, onChange, -1)
+	return connectRetries(ctx, endpoint, version, onChange, -1, nil)
 }
 
 // connectRetries is connect with the SDK's MaxRetries for its streams (0:
-// the SDK's default; -1: none).
-func connectRetries(ctx context.Context, endpoint, version string, onChange func(), retries int) (*mcp.ClientSession, error) {
+// the SDK's default; -1: none) and an HTTP client (nil: the default).
+func connectRetries(ctx context.Context, endpoint, version string, onChange func(), retries int, hc *http.Client) (*mcp.ClientSession, error) {
 	var opts *mcp.ClientOptions
 	if onChange != nil {
 		opts = &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { onChange() }}
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "deploytest", Version: "1"}, opts)
-	return client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, MaxRetries: retries},
+	return client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, MaxRetries: retries, HTTPClient: hc},
 		&mcp.ClientSessionOptions{ProtocolVersion: version})
 }
 
