@@ -9,8 +9,10 @@
 # Clients send the key as `Authorization: Bearer <key>`. The file holds the
 # key alone (a trailing newline is ignored); make one with
 #   head -c 32 /dev/urandom | base64 > /run/secrets/mcpd-api-key
-# and give every replica the same file. Rotate it by replacing the file:
-# mcpd reloads and the new key counts from the next request. For more than
+# and give every replica the same file. Rotate it by replacing the file
+# and sending SIGHUP to every replica: mcpd reloads and the new key counts
+# from the next request. (mcpd watches only the files a config names
+# literally, and this path comes from the environment.) For more than
 # one caller, one api_key block each (the name is the principal in the audit
 # log), or OAuth: see docs/security.md. A config has at most one auth block:
 # merge this one into yours if it has one.
