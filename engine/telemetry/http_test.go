@@ -132,3 +132,15 @@ func TestBuildInfoLabels(t *testing.T) {
 	}
 	t.Fatal("no mcpd_build_info")
 }
+
+// The middleware's cost per request: counting and timing one.
+func BenchmarkHTTPMiddleware(b *testing.B) {
+	m := NewMetrics("bench")
+	h := m.HTTPMiddleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	req := httptest.NewRequest("POST", "/mcp", nil)
+	w := httptest.NewRecorder()
+	b.ReportAllocs()
+	for b.Loop() {
+		h.ServeHTTP(w, req)
+	}
+}
