@@ -5,7 +5,8 @@
 #   deploy/build-image.sh [-t TAG] [--engine podman|docker]
 #
 # It builds a static, CGO-free mcpd (CGO_ENABLED=0, -trimpath, the version
-# from `git describe` linked in), lays out the build context in a temporary
+# from `git describe` and the commit linked in, for `mcpd version` and
+# mcpd_build_info), lays out the build context in a temporary
 # directory (the binary, the host's CA certificates, /etc/passwd and
 # /etc/group with the user mcpd = 65532, the repository's tools.hcl and
 # demo/seed.sql as the default config in /etc/mcpd, an empty /tmp, and an
@@ -59,7 +60,7 @@ CTX=$(mktemp -d "${TMPDIR:-/tmp}/mcpd-image.XXXXXX")
 trap 'rm -rf "$CTX"' EXIT
 
 echo "building a static mcpd $VERSION ($REVISION)" >&2
-CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=$VERSION" -o "$CTX/mcpd" ./cmd/mcpd
+CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=$VERSION -X main.revision=$REVISION" -o "$CTX/mcpd" ./cmd/mcpd
 if command -v file >/dev/null && ! file "$CTX/mcpd" | grep -q 'statically linked'; then
   echo "build-image.sh: the binary is not statically linked" >&2
   exit 1

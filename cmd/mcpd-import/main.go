@@ -20,7 +20,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime/debug"
 	"strings"
 	"syscall"
 
@@ -29,6 +28,7 @@ import (
 	"github.com/mcpd/mcpd/adapters/builtin"
 	"github.com/mcpd/mcpd/engine"
 	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/buildinfo"
 	"github.com/mcpd/mcpd/engine/config"
 	"github.com/mcpd/mcpd/engine/importer"
 	"github.com/mcpd/mcpd/engine/importer/openapi"
@@ -36,8 +36,8 @@ import (
 )
 
 // version is set at build time with -ldflags "-X main.version=v1.2.3", as
-// mcpd's is; configs may check it.
-var version = ""
+// mcpd's is; configs may check it. revision likewise (-X main.revision=).
+var version, revision = "", ""
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
@@ -63,15 +63,7 @@ type exitError int
 
 func (e exitError) Error() string { return fmt.Sprintf("exit %d", int(e)) }
 
-func mcpdVersion() string {
-	if version != "" {
-		return version
-	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return "dev"
-}
+func mcpdVersion() string { return buildinfo.Read(version, revision).Version }
 
 func registry() *adapter.Registry {
 	reg := adapter.NewRegistry()

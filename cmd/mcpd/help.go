@@ -61,7 +61,10 @@ HOST is one of: claude-desktop, claude-code, cursor, vscode, codex.
 `,
 	"version": `usage: mcpd version
 
-Prints mcpd's version.
+Prints mcpd's version, then in parentheses the commit it was built from
+(when built with go build in a git checkout; ", modified" when the checkout
+had uncommitted changes) and the Go version: mcpd v1.2.3 (commit
+8873f97f54d9, go1.26.8).
 `,
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcpd/mcpd/adapters/shell"
 	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/buildinfo"
 	"github.com/mcpd/mcpd/engine/reload"
 	"github.com/mcpd/mcpd/engine/serve"
 	"github.com/mcpd/mcpd/engine/snapshot"
@@ -92,7 +93,7 @@ func killGroups(groups *shell.ProcessGroups, logger *slog.Logger) {
 // telemetrySetup builds the metrics (always) and, when an OTLP endpoint is
 // configured, the tracer. shutdown flushes the last spans.
 func telemetrySetup(o *opsFlags, logger *slog.Logger) (m *telemetry.Metrics, tracer trace.Tracer, shutdown func(), err error) {
-	m = telemetry.NewMetrics(mcpdVersion())
+	m = telemetry.NewMetricsFor(buildinfo.Read(version, revision))
 	shutdown = func() {}
 	if o.otlpEndpoint == "" && os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") == "" && os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") == "" {
 		return m, nil, shutdown, nil

@@ -13,7 +13,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"sort"
 	"strings"
 	"syscall"
@@ -22,21 +21,17 @@ import (
 	"github.com/mcpd/mcpd/adapters/shell"
 	"github.com/mcpd/mcpd/engine"
 	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/buildinfo"
 	"github.com/mcpd/mcpd/engine/config"
 )
 
-// version is set at build time with -ldflags "-X main.version=v1.2.3".
-var version = ""
+// version and revision are set at build time with -ldflags
+// "-X main.version=v1.2.3 -X main.revision=COMMIT" (deploy/build-image.sh);
+// without them engine/buildinfo reads what go build stamped.
+var version, revision = "", ""
 
-func mcpdVersion() string {
-	if version != "" {
-		return version
-	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return "dev"
-}
+// mcpdVersion is the version configs and /metrics see (engine/buildinfo).
+func mcpdVersion() string { return buildinfo.Read(version, revision).Version }
 
 const usage = `mcpd serves tools declared in HCL over the Model Context Protocol.
 
@@ -105,7 +100,7 @@ func runIO(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case "test":
 		err = testCmd(rest, stdout, stderr)
 	case "version", "--version", "-v":
-		fmt.Fprintf(stdout, "mcpd %s\n", mcpdVersion())
+		fmt.Fprintf(stdout, "mcpd %s\n", buildinfo.Read(version, revision))
 		return 0
 	case "help", "-h", "--help":
 		return helpCmd(rest, stdout, stderr)

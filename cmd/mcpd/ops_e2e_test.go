@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -439,6 +440,61 @@ func metricValue(scrape, series string) (string, bool) {
 	return "", false
 }
 
+// binaryRevision is the commit go build stamped into bin ("" for none), as
+// `go version -m` reads it.
+func binaryRevision(t *testing.T, bin string) string {
+	t.Helper()
+	out, err := exec.Command("go", "version", "-m", bin).Output()
+	if err != nil {
+		t.Fatalf("go version -m %s: %v", bin, err)
+	}
+	if m := regexp.MustCompile(`(?m)^\s*build\s+vcs\.revision=(\S+)$`).FindSubmatch(out); m != nil {
+		return string(m[1])
+	}
+	return ""
+}
+
+// `mcpd version` of a binary built with go build in a git checkout names
+// the checkout's commit (the toolchain's VCS stamp), and /metrics'
+// mcpd_build_info carries it with the Go version.
+func TestVersionNamesCommit(t *testing.T) {
+	root, err := exec.Command("git", "rev-parse", "--show-toplevel").Output()
+	if err != nil {
+		t.Skipf("not in a git checkout: %v", err)
+	}
+	dir := strings.TrimSpace(string(root))
+	// go build stamps only where .git is a directory: a worktree's .git is
+	// a file, and a source archive has none.
+	if fi, err := os.Stat(filepath.Join(dir, ".git")); err != nil || !fi.IsDir() {
+		t.Skipf("%s/.git is not a directory (a git worktree?): go build does not stamp the commit there", dir)
+	}
+	head, err := exec.Command("git", "rev-parse", "HEAD").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	commit := strings.TrimSpace(string(head))
+	bin := filepath.Join(t.TempDir(), "mcpd")
+	// -buildvcs=true: GOFLAGS may turn stamping off, and the test must see
+	// what a plain go build does in a checkout.
+	build := exec.Command("go", "build", "-buildvcs=true", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	out, err := exec.Command(bin, "version").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The version is "dev", or the pseudo-version Go 1.24 and later derive
+	// from the commit (v0.0.0-20261201214914-2ea3cd37be04).
+	want := regexp.MustCompile(`^mcpd \S+ \(commit ` + commit[:12] + `(, modified)?, ` + regexp.QuoteMeta(runtime.Version()) + `\)\n$`)
+	if !want.Match(out) {
+		t.Errorf("mcpd version = %q, want it to match %s", out, want)
+	}
+	if got := binaryRevision(t, bin); got != commit {
+		t.Errorf("vcs.revision = %q, want HEAD %s", got, commit)
+	}
+}
+
 // /metrics after calls of each outcome, and /healthz after a broken reload.
 func TestMetricsAndHealth(t *testing.T) {
 	dir := configDir(t, map[string]string{"tools.hcl": opsConfig})
@@ -475,7 +531,7 @@ func TestMetricsAndHealth(t *testing.T) {
 		{`mcpd_sessions_open`, "1"},
 		{`mcpd_config_generation`, "1"},
 		{`mcpd_config_reloads_total{result="failure"}`, "0"},
-		{`mcpd_build_info{version="dev"}`, "1"},
+		{fmt.Sprintf(`mcpd_build_info{goversion="%s",revision="%s",version="dev"}`, runtime.Version(), binaryRevision(t, mcpdBin)), "1"},
 		{`mcpd_db_client_connections_max{db_client_connection_pool_name="books",mode="rw"}`, "10"},
 		{`mcpd_db_client_connections{db_client_connection_pool_name="books",db_client_connection_state="used",mode="ro"}`, "0"},
 	} {
@@ -488,6 +544,14 @@ func TestMetricsAndHealth(t *testing.T) {
 	}
 	if v, _ := metricValue(scrape, `mcpd_http_requests_total{http_request_method="POST",http_response_status_code="200"}`); v == "" || v == "0" {
 		t.Errorf("no HTTP requests counted:\n%s", grepLines(scrape, "mcpd_http"))
+	}
+	// The HTTP latency histogram: every POST answered took well under 10s.
+	posts, _ := metricValue(scrape, `mcpd_http_server_request_duration_seconds_count{http_request_method="POST",http_response_status_code="200"}`)
+	if posts == "" || posts == "0" {
+		t.Errorf("no HTTP request durations recorded:\n%s", grepLines(scrape, "mcpd_http_server"))
+	}
+	if v, _ := metricValue(scrape, `mcpd_http_server_request_duration_seconds_bucket{http_request_method="POST",http_response_status_code="200",le="10"}`); v != posts {
+		t.Errorf("POST 200s under 10s: %q, want all %s:\n%s", v, posts, grepLines(scrape, "mcpd_http_server"))
 	}
 
 	// A broken edit: still healthy and ready (the last good config serves),

@@ -88,7 +88,11 @@ tool "added" {
 func podman(ctx context.Context, args ...string) (string, error) {
 	out, err := exec.CommandContext(ctx, "podman", args...).CombinedOutput()
 	if err != nil {
-		return "", fmt.Errorf("podman %s: %w\n%s", strings.Join(args, " "), err, out)
+		hint := ""
+		if bytes.Contains(out, []byte("netavark")) && bytes.Contains(out, []byte("No such file or directory")) {
+			hint = "\n(netavark runs iptables to set up the container's network: apt-get install iptables)"
+		}
+		return "", fmt.Errorf("podman %s: %w\n%s%s", strings.Join(args, " "), err, out, hint)
 	}
 	return strings.TrimSpace(string(out)), nil
 }
@@ -212,8 +216,10 @@ func TestImage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "mcpd " + cfg.Labels["org.opencontainers.image.version"]; version != want {
-		t.Errorf("mcpd version says %q, the label %q", version, want)
+	// "mcpd VERSION (commit REVISION, goX.Y.Z)": build-image.sh links both in.
+	rev := cfg.Labels["org.opencontainers.image.revision"]
+	if want := "mcpd " + cfg.Labels["org.opencontainers.image.version"] + " (commit " + rev[:min(12, len(rev))]; !strings.HasPrefix(version, want) {
+		t.Errorf("mcpd version says %q, want it to start with %q (the labels)", version, want)
 	}
 	// MCPD_CONFIG=/etc/mcpd: the demo shipped in the image, found without -c.
 	valid, err := podman(ctx, "run", "--rm", "--read-only", image, "validate")
@@ -458,7 +464,7 @@ func TestContainerStop(t *testing.T) {
 		// them a legacy client fails its pending calls as soon as its GET
 		// stream ends, which the drain does right after the last answers,
 		// and the client may see the end of the stream before the answer.
-		cs, err := connectRetries(ctx, endpoint, eras[i%2], nil, 0)
+		cs, err := connectRetries(ctx, endpoint, eras[i%2], nil, 0, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

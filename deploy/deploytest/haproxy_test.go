@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -45,24 +46,37 @@ const (
 	shutdownGrace = "10s"
 )
 
-// replica is one mcpd process on a loopback port.
+// publicHost is the name clients elsewhere reach the balancer by: not a
+// loopback name, so the replicas admit it only with --allowed-host.
+const publicHost = "mcp.example.test"
+
+// replica is one mcpd process on a loopback port. keyFile, when set, is
+// the API key file deploy/haproxy/auth.hcl reads, and the replica serves
+// that auth block and admits publicHost, as docs/operations.md says.
 type replica struct {
-	id, addr, conf, data string
-	cmd                  *exec.Cmd
-	logs                 *logTail
-	exited               chan error
+	id, addr, conf, data, keyFile string
+	cmd                           *exec.Cmd
+	logs                          *logTail
+	exited                        chan error
 }
 
 func (r *replica) start(t *testing.T) {
 	t.Helper()
-	cmd := exec.Command(mcpdBin, "serve", "--http", r.addr, "-c", r.conf, "--log-level", "warn",
-		"--shutdown-delay", shutdownDelay, "--shutdown-grace", shutdownGrace)
+	args := []string{"serve", "--http", r.addr, "-c", r.conf, "--log-level", "warn",
+		"--shutdown-delay", shutdownDelay, "--shutdown-grace", shutdownGrace}
+	if r.keyFile != "" {
+		args = append(args, "-c", haproxyFile(t, "auth.hcl"), "--allowed-host", publicHost)
+	}
+	cmd := exec.Command(mcpdBin, args...)
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "MCPD_") {
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
 	cmd.Env = append(cmd.Env, "REPLICA="+r.id, "MCPD_DATA_DIR="+r.data)
+	if r.keyFile != "" {
+		cmd.Env = append(cmd.Env, "MCPD_API_KEY_FILE="+r.keyFile)
+	}
 	r.logs = &logTail{}
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {
@@ -77,6 +91,89 @@ func (r *replica) start(t *testing.T) {
 			t.Fatalf("replica %s is not ready; its log:\n%s", r.id, r.logs)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// haproxyFile is the absolute path of a file in deploy/haproxy.
+func haproxyFile(t *testing.T, name string) string {
+	t.Helper()
+	p, err := filepath.Abs(filepath.Join("..", "haproxy", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// remoteClient is how a client on another host reaches the balancer: by
+// its public name, with the API key (none when key is "").
+func remoteClient(key string) *http.Client {
+	return &http.Client{Transport: roundTripper(func(r *http.Request) (*http.Response, error) {
+		r = r.Clone(r.Context())
+		r.Host = publicHost
+		if key != "" {
+			r.Header.Set("Authorization", "Bearer "+key)
+		}
+		return http.DefaultTransport.RoundTrip(r)
+	})}
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// startHAProxy runs deploy/haproxy/haproxy.cfg, unchanged, in the
+// foreground on a free loopback port in front of three replica addresses;
+// it returns the balancer's address and log.
+func startHAProxy(t *testing.T, replicas [3]string) (string, *logTail) {
+	t.Helper()
+	addr := freeAddr(t)
+	lb := exec.Command("haproxy", "-db", "-f", haproxyFile(t, "haproxy.cfg"))
+	lb.Env = append(os.Environ(), "MCPD_LB_BIND="+addr,
+		"MCPD_REPLICA1="+replicas[0], "MCPD_REPLICA2="+replicas[1], "MCPD_REPLICA3="+replicas[2])
+	logs := &logTail{}
+	lbErr, _ := lb.StderrPipe()
+	if err := lb.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go logs.follow(lbErr)
+	t.Cleanup(func() {
+		lb.Process.Signal(syscall.SIGTERM)
+		lb.Wait()
+		if t.Failed() {
+			t.Logf("haproxy log:\n%s", logs)
+		}
+	})
+	if err := waitHTTP(bounded(t, 15*time.Second), "http://"+addr+"/mcp"); err != nil {
+		t.Fatalf("%v\nhaproxy:\n%s", err, logs)
+	}
+	return addr, logs
+}
+
+// The shipped balancer fails closed: replicas that serve without auth
+// (on loopback, where mcpd allows it) are never taken into rotation, so
+// nobody reaches their tools through it.
+func TestHAProxyRefusesReplicasWithoutAuth(t *testing.T) {
+	requireDeployTests(t, "haproxy")
+	conf := configDir(t, map[string]string{"tools.hcl": scaleConfig})
+	r := &replica{id: "open", addr: freeAddr(t), conf: conf, data: t.TempDir()}
+	r.start(t)
+	t.Cleanup(r.stop)
+	lbAddr, lbLogs := startHAProxy(t, [3]string{r.addr, r.addr, r.addr})
+	// Out of rotation within fall x inter (2 x 1s) of the balancer's start.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		code := status("http://" + lbAddr + "/healthz")
+		if code == http.StatusServiceUnavailable {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("through the balancer, a replica without auth still answers (%d) after 10s, want 503 (no server)\n%s", code, lbLogs)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	ctx := bounded(t, 10*time.Second)
+	if _, err := connect(ctx, "http://"+lbAddr+"/mcp", "2026-07-28", nil); err == nil {
+		t.Error("an MCP client connected through the balancer to a replica without auth")
 	}
 }
 
@@ -128,6 +225,7 @@ func newLoadStats() *loadStats { return &loadStats{byReplica: map[string]int{}} 
 // its first call.
 type loadClient struct {
 	endpoint, version string
+	http              *http.Client
 	stats             *loadStats
 	changes           counter
 	pin               atomic.Value // string: the replica of a legacy session
@@ -137,7 +235,7 @@ type loadClient struct {
 // client whose GET stream breaks reconnects it, and learns with a 404 that
 // its session is gone when its replica is.
 func (c *loadClient) connect(ctx context.Context) (*mcp.ClientSession, error) {
-	return connectRetries(ctx, c.endpoint, c.version, c.changes.add, 0)
+	return connectRetries(ctx, c.endpoint, c.version, c.changes.add, 0, c.http)
 }
 
 func (c *loadClient) run(ctx context.Context, stop <-chan struct{}) error {
@@ -200,8 +298,11 @@ func (c *loadClient) run(ctx context.Context, stop <-chan struct{}) error {
 }
 
 // Three mcpd processes behind deploy/haproxy/haproxy.cfg (run unchanged,
-// addresses from the environment), under bounded load from stateless
-// 2026-07-28 clients and 2025-11-25 sessions:
+// addresses from the environment), served as docs/operations.md says (with
+// deploy/haproxy/auth.hcl and --allowed-host), reached as by clients on
+// other hosts (the API key, a public Host name; without the key: 401),
+// under bounded load from stateless 2026-07-28 clients and 2025-11-25
+// sessions:
 //
 //	reload: a config change in the shared directory reaches every replica,
 //	        and every client hears exactly one tools/list_changed;
@@ -211,48 +312,50 @@ func (c *loadClient) run(ctx context.Context, stop <-chan struct{}) error {
 func TestHAProxyScaleOut(t *testing.T) {
 	requireDeployTests(t, "haproxy")
 	conf := configDir(t, map[string]string{"tools.hcl": scaleConfig})
+	const key = "deploytest-api-key-0123456789"
+	keyFile := filepath.Join(t.TempDir(), "api-key")
+	if err := os.WriteFile(keyFile, []byte(key+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	var replicas []*replica
 	for i := 1; i <= 3; i++ {
-		r := &replica{id: fmt.Sprintf("r%d", i), addr: freeAddr(t), conf: conf, data: t.TempDir()}
+		r := &replica{id: fmt.Sprintf("r%d", i), addr: freeAddr(t), conf: conf, data: t.TempDir(), keyFile: keyFile}
 		r.start(t)
 		t.Cleanup(r.stop)
 		replicas = append(replicas, r)
 	}
-	lbAddr := freeAddr(t)
-	cfg, err := filepath.Abs(filepath.Join("..", "haproxy", "haproxy.cfg"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	lb := exec.Command("haproxy", "-db", "-f", cfg)
-	lb.Env = append(os.Environ(), "MCPD_LB_BIND="+lbAddr,
-		"MCPD_REPLICA1="+replicas[0].addr, "MCPD_REPLICA2="+replicas[1].addr, "MCPD_REPLICA3="+replicas[2].addr)
-	lbLogs := &logTail{}
-	lbErr, _ := lb.StderrPipe()
-	if err := lb.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go lbLogs.follow(lbErr)
 	t.Cleanup(func() {
-		lb.Process.Signal(syscall.SIGTERM)
-		lb.Wait()
 		if t.Failed() {
-			t.Logf("haproxy log:\n%s", lbLogs)
 			for _, r := range replicas {
 				t.Logf("replica %s log:\n%s", r.id, r.logs)
 			}
 		}
 	})
+	lbAddr, _ := startHAProxy(t, [3]string{replicas[0].addr, replicas[1].addr, replicas[2].addr})
 	endpoint := "http://" + lbAddr + "/mcp"
 	ctx := bounded(t, 3*time.Minute)
-	if err := waitHTTP(bounded(t, 15*time.Second), endpoint); err != nil {
-		t.Fatalf("%v\nhaproxy:\n%s", err, lbLogs)
+	client := remoteClient(key)
+	// The replicas enter rotation once both checks pass (rise 2 x inter 1s).
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		cs, err := connectRetries(ctx, endpoint, "2026-07-28", nil, -1, client)
+		if err == nil {
+			cs.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a client with the API key and Host %s cannot connect through the balancer: %v", publicHost, err)
+		}
+	}
+	// Without the key: 401 from the replica, through the balancer.
+	if _, err := connectRetries(ctx, endpoint, "2026-07-28", nil, -1, remoteClient("")); err == nil || !strings.Contains(err.Error(), "Unauthorized") {
+		t.Errorf("a client without the API key: %v, want 401 Unauthorized", err)
 	}
 
 	// The load: 4 stateless clients and 4 legacy sessions.
 	stateless, legacy := newLoadStats(), newLoadStats()
 	var clients []*loadClient
 	for i := 0; i < 8; i++ {
-		c := &loadClient{endpoint: endpoint, version: "2026-07-28", stats: stateless}
+		c := &loadClient{endpoint: endpoint, version: "2026-07-28", http: client, stats: stateless}
 		if i%2 == 1 {
 			c.version, c.stats = "2025-11-25", legacy
 		}
@@ -353,7 +456,7 @@ func TestHAProxyScaleOut(t *testing.T) {
 			}
 		}
 		for _, r := range replicas {
-			cs, err := connect(ctx, "http://"+r.addr+"/mcp", "2026-07-28", nil)
+			cs, err := connectRetries(ctx, "http://"+r.addr+"/mcp", "2026-07-28", nil, -1, client)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -18,9 +18,9 @@ var kubeVolumes = []string{"data", "tmp", "mcpd-config"}
 
 // kubeManifests reads the example ConfigMap and the Deployment from
 // deploy/kubernetes as one multi-document YAML for podman kube play, with
-// the changes a single host needs: the image under test, one replica (two
-// pods would want the same host port), and the container port published on
-// a loopback port. Each change must apply exactly once, so that an edit of
+// the changes a single host needs: the image under test and the container
+// ports published on loopback ports. The Deployment has no replicas field
+// (the HPA owns the count), so podman plays one pod. Each change must apply exactly once, so that an edit of
 // the manifests that breaks it fails here rather than testing something
 // else.
 func kubeManifests(t *testing.T, image, hostAddr, adminAddr string) (yaml string, probePaths []string) {
@@ -37,7 +37,6 @@ func kubeManifests(t *testing.T, image, hostAddr, adminAddr string) (yaml string
 	adminHost, adminPort, _ := strings.Cut(adminAddr, ":")
 	for _, r := range []struct{ old, new string }{
 		{"image: localhost/mcpd:latest", "image: " + image},
-		{"replicas: 2", "replicas: 1"},
 		{"containerPort: 8080\n", fmt.Sprintf("containerPort: 8080\n              hostPort: %s\n              hostIP: %s\n", port, host)},
 		{"containerPort: 9090\n", fmt.Sprintf("containerPort: 9090\n              hostPort: %s\n              hostIP: %s\n", adminPort, adminHost)},
 	} {
@@ -64,8 +63,8 @@ func TestKubePlay(t *testing.T) {
 	image := testImage(t)
 	addr, adminAddr := freeAddr(t), freeAddr(t)
 	yaml, probes := kubeManifests(t, image, addr, adminAddr)
-	if !slices.Equal(probes, []string{"/healthz", "/readyz"}) {
-		t.Fatalf("probe paths %v, want the liveness and readiness probes /healthz and /readyz", probes)
+	if !slices.Equal(probes, []string{"/healthz", "/healthz", "/readyz"}) {
+		t.Fatalf("probe paths %v, want the startup, liveness and readiness probes /healthz, /healthz and /readyz", probes)
 	}
 	file := filepath.Join(t.TempDir(), "mcpd.yaml")
 	if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {

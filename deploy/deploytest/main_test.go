@@ -50,13 +50,29 @@ func TestMain(m *testing.M) {
 func requireDeployTests(t *testing.T, programs ...string) {
 	t.Helper()
 	if os.Getenv("MCPD_DEPLOY_TESTS") != "1" {
-		t.Skip("deployment tests run with MCPD_DEPLOY_TESTS=1 (.ci/run's deploy step); they need podman, runc and haproxy")
+		skipOrFail(t, "deployment tests run with MCPD_DEPLOY_TESTS=1 (.ci/run's deploy step); they need podman, runc, iptables and haproxy")
 	}
 	for _, p := range programs {
 		if _, err := exec.LookPath(p); err != nil {
-			t.Skipf("%s is not installed (apt-get install podman runc haproxy): %v", p, err)
+			skipOrFail(t, fmt.Sprintf("%s is not installed (apt-get install %s): %v", p, aptPackages, err))
 		}
 	}
+}
+
+// aptPackages are the Debian packages the tests need, as .ci/run installs
+// them: without iptables, netavark cannot set up a container's network and
+// podman run fails.
+const aptPackages = "podman runc iptables haproxy uidmap slirp4netns netavark aardvark-dns catatonit"
+
+// skipOrFail skips, saying why, unless MCPD_TEST_REQUIRE_DEPLOY=1 (set by
+// .ci/run where it could install everything): there a skip would hide a
+// deployment CI never tested, so it fails instead.
+func skipOrFail(t *testing.T, why string) {
+	t.Helper()
+	if os.Getenv("MCPD_TEST_REQUIRE_DEPLOY") == "1" {
+		t.Fatalf("MCPD_TEST_REQUIRE_DEPLOY=1, and this test cannot run: %s", why)
+	}
+	t.Skip(why)
 }
 
 // testImage is the image under test, built by deploy/build-image.sh.
@@ -65,7 +81,7 @@ func testImage(t *testing.T) string {
 	requireDeployTests(t, "podman")
 	img := os.Getenv("MCPD_TEST_IMAGE")
 	if img == "" {
-		t.Skip("MCPD_TEST_IMAGE is not set: build an image with deploy/build-image.sh and name it there")
+		skipOrFail(t, "MCPD_TEST_IMAGE is not set: build an image with deploy/build-image.sh and name it there")
 	}
 	return img
 }
@@ -153,18 +169,18 @@ func status(url string) int {
 // connect opens an SDK client session of the given protocol version over
 // Streamable HTTP. onChange, when not nil, hears tools/list_changed.
 func connect(ctx context.Context, endpoint, version string, onChange func()) (*mcp.ClientSession, error) {
-	return connectRetries(ctx, endpoint, version, onChange, -1)
+	return connectRetries(ctx, endpoint, version, onChange, -1, nil)
 }
 
 // connectRetries is connect with the SDK's MaxRetries for its streams (0:
-// the SDK's default; -1: none).
-func connectRetries(ctx context.Context, endpoint, version string, onChange func(), retries int) (*mcp.ClientSession, error) {
+// the SDK's default; -1: none) and an HTTP client (nil: the default).
+func connectRetries(ctx context.Context, endpoint, version string, onChange func(), retries int, hc *http.Client) (*mcp.ClientSession, error) {
 	var opts *mcp.ClientOptions
 	if onChange != nil {
 		opts = &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { onChange() }}
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "deploytest", Version: "1"}, opts)
-	return client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, MaxRetries: retries},
+	return client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, MaxRetries: retries, HTTPClient: hc},
 		&mcp.ClientSessionOptions{ProtocolVersion: version})
 }
 

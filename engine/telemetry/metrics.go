@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/mcpd/mcpd/engine/buildinfo"
 	"github.com/mcpd/mcpd/engine/event"
 )
 
@@ -38,6 +39,7 @@ type Metrics struct {
 	requests   *prometheus.HistogramVec
 	streams    *prometheus.GaugeVec
 	httpReqs   *prometheus.CounterVec
+	httpTime   *prometheus.HistogramVec
 	toolsCache sync.Map // tool name -> *toolSeries
 	// okRequests are the requests histogram's children for success, by
 	// method label, built once: the common case hashes no labels.
@@ -46,7 +48,14 @@ type Metrics struct {
 	// codes, by method and code index, each made on first use (a series
 	// appears once it counts something): counting a request then neither
 	// formats its code nor hashes its labels.
-	httpCounts [len(httpMethods)][len(httpCodes)]atomic.Pointer[prometheus.Counter]
+	httpCounts [len(httpMethods)][len(httpCodes)]atomic.Pointer[httpSeries]
+}
+
+// httpSeries are one method's and status code's children of the HTTP
+// counter and histogram.
+type httpSeries struct {
+	count    prometheus.Counter
+	duration prometheus.Observer
 }
 
 // httpMethods are the values of the http_request_method label.
@@ -62,9 +71,13 @@ type toolSeries struct {
 	duration prometheus.Observer
 }
 
-// NewMetrics returns the collectors, registered on a new registry together
-// with the Go runtime and process collectors and mcpd_build_info.
-func NewMetrics(version string) *Metrics {
+// NewMetrics is NewMetricsFor the running binary with this version.
+func NewMetrics(version string) *Metrics { return NewMetricsFor(buildinfo.Read(version, "")) }
+
+// NewMetricsFor returns the collectors, registered on a new registry
+// together with the Go runtime and process collectors and mcpd_build_info,
+// whose labels are bi's version, revision and Go version.
+func NewMetricsFor(bi buildinfo.Info) *Metrics {
 	m := &Metrics{reg: prometheus.NewRegistry()}
 	m.calls = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "mcpd_tool_calls_total",
@@ -92,17 +105,25 @@ func NewMetrics(version string) *Metrics {
 		Name: "mcpd_http_requests_total",
 		Help: "HTTP requests served, by method and status code.",
 	}, []string{"http_request_method", "http_response_status_code"})
+	// http.server.request.duration, with the buckets the OpenTelemetry
+	// conventions recommend. Long-lived streams (GET /mcp,
+	// subscriptions/listen) end in the top buckets when they close.
+	m.httpTime = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "mcpd_http_server_request_duration_seconds",
+		Help:    "Time from reading an HTTP request's header to the end of its answer, by method and status code; http.server.request.duration in the OpenTelemetry conventions.",
+		Buckets: []float64{0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10},
+	}, []string{"http_request_method", "http_response_status_code"})
 	m.okRequests = map[string]prometheus.Observer{"other": m.requests.WithLabelValues("other", "")}
 	for method := range mcpMethods {
 		m.okRequests[method] = m.requests.WithLabelValues(method, "")
 	}
 	build := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name:        "mcpd_build_info",
-		Help:        "Always 1; the labels say which mcpd is running.",
-		ConstLabels: prometheus.Labels{"version": version},
+		Help:        "Always 1; the labels say which mcpd is running: version, revision (the commit; empty when the binary has no VCS stamp) and goversion.",
+		ConstLabels: prometheus.Labels{"version": bi.Version, "revision": bi.Revision, "goversion": bi.GoVersion},
 	})
 	build.Set(1)
-	m.reg.MustRegister(m.calls, m.duration, m.inFlight, m.requests, m.streams, m.httpReqs, build,
+	m.reg.MustRegister(m.calls, m.duration, m.inFlight, m.requests, m.streams, m.httpReqs, m.httpTime, build,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -189,27 +210,31 @@ func (m *Metrics) StreamOpened(kind string) (closed func()) {
 	return g.Dec
 }
 
-// HTTPMiddleware counts next's requests by method and status code.
+// HTTPMiddleware counts next's requests and records their durations by
+// method and status code.
 func (m *Metrics) HTTPMiddleware(next http.Handler) http.Handler {
 	if m == nil {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w}
 		defer func() {
 			code := sw.code
 			if code == 0 {
 				code = http.StatusOK
 			}
-			m.httpCounter(r.Method, code).Inc()
+			s := m.httpSeries(r.Method, code)
+			s.count.Inc()
+			s.duration.Observe(time.Since(start).Seconds())
 		}()
 		next.ServeHTTP(sw, r)
 	})
 }
 
-// httpCounter returns the series of an HTTP request's method and status
+// httpSeries returns the series of an HTTP request's method and status
 // code.
-func (m *Metrics) httpCounter(method string, code int) prometheus.Counter {
+func (m *Metrics) httpSeries(method string, code int) *httpSeries {
 	label := httpMethod(method)
 	mi, ci := len(httpMethods)-1, -1
 	for i, hm := range httpMethods {
@@ -225,15 +250,20 @@ func (m *Metrics) httpCounter(method string, code int) prometheus.Counter {
 		}
 	}
 	if ci < 0 {
-		return m.httpReqs.WithLabelValues(httpMethods[mi], strconv.Itoa(code))
+		return m.newHTTPSeries(httpMethods[mi], code)
 	}
 	slot := &m.httpCounts[mi][ci]
-	if c := slot.Load(); c != nil {
-		return *c
+	if s := slot.Load(); s != nil {
+		return s
 	}
-	c := m.httpReqs.WithLabelValues(httpMethods[mi], strconv.Itoa(code))
-	slot.Store(&c)
-	return c
+	s := m.newHTTPSeries(httpMethods[mi], code)
+	slot.Store(s)
+	return s
+}
+
+func (m *Metrics) newHTTPSeries(method string, code int) *httpSeries {
+	c := strconv.Itoa(code)
+	return &httpSeries{count: m.httpReqs.WithLabelValues(method, c), duration: m.httpTime.WithLabelValues(method, c)}
 }
 
 // httpMethod bounds the method label, as the HTTP conventions do.
