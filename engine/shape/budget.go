@@ -363,8 +363,12 @@ func validateAdd(args []reflect.Type) (reflect.Type, error) {
 	if x == anyType || y == anyType || x.Kind() == reflect.Interface || y.Kind() == reflect.Interface {
 		return anyType, nil
 	}
-	isInt := func(t reflect.Type) bool { return t.Kind() >= reflect.Int && t.Kind() <= reflect.Uint64 && t != durationType }
-	isNum := func(t reflect.Type) bool { return isInt(t) || t.Kind() == reflect.Float32 || t.Kind() == reflect.Float64 }
+	isInt := func(t reflect.Type) bool {
+		return t.Kind() >= reflect.Int && t.Kind() <= reflect.Uint64 && t != durationType
+	}
+	isNum := func(t reflect.Type) bool {
+		return isInt(t) || t.Kind() == reflect.Float32 || t.Kind() == reflect.Float64
+	}
 	switch {
 	case x.Kind() == reflect.String && y.Kind() == reflect.String:
 		return reflect.TypeOf(""), nil
