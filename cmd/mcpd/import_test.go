@@ -94,7 +94,6 @@ func TestImportUsage(t *testing.T) {
 	}
 }
 
-
 // TestImportPrunes: a tool the converter lets through but mcpd refuses is
 // left out and reported; the rest is written.
 func TestImportPrunes(t *testing.T) {
