@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // FuzzSecret fuzzes the secret itself (FuzzString fixes it): whatever the
@@ -48,6 +49,11 @@ func FuzzSecret(f *testing.F) {
 			"hex upper": strings.ToUpper(hex.EncodeToString([]byte(secret))),
 		} {
 			if strings.ContainsAny(enc, "[]") || strings.Contains(Mark, enc) {
+				continue
+			}
+			// JSON has no form for invalid UTF-8: Marshal writes U+FFFD,
+			// which is another text, not an encoding of the secret.
+			if name == "json" && !utf8.ValidString(secret) {
 				continue
 			}
 			if got := r.String("<" + enc + ">"); strings.Contains(got, enc) {
