@@ -35,8 +35,8 @@ const (
 
 // budgetVar is the variable through which an evaluation's budget reaches
 // the guarded functions: the compile step adds it as their first argument.
-// `$` cannot start a name written in a config's expression (it can: `$env`),
-// so compile rejects expressions that name it themselves.
+// Names starting with `$mcpd` are reserved: compile rejects an expression
+// that writes one itself.
 const budgetVar = "$mcpd_budget"
 
 // elemBytes is what one element of an array or map costs (an interface
