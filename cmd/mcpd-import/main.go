@@ -71,7 +71,7 @@ func registry() *adapter.Registry {
 	return reg
 }
 
-const importUsage = `usage: mcpd import openapi SPEC [--tags T,...] [--operations ID,...] [--name NAME] [--base-url URL] [-o DIR]
+const importUsage = `usage: mcpd import openapi SPEC [--tags T,...] [--operations ID,...] [--name NAME] [--base-url URL] [--ref-root DIR] [-o DIR]
        mcpd import toolbox TOOLS.yaml [-o DIR]
 
 Converts another tool's configuration into mcpd HCL:
@@ -79,6 +79,8 @@ Converts another tool's configuration into mcpd HCL:
   openapi  an OpenAPI 3.0 or 3.1 document (JSON or YAML, a file or an
            http(s) URL): one tool per operation with the http adapter, an
            http_backend with the credentials read from the environment.
+           Its $refs may read the files of its own directory tree
+           (--ref-root widens it) or, for a URL, that URL's host.
   toolbox  a Google MCP Toolbox tools.yaml (either format): databases,
            http backends and tools with the sql and http adapters.
 
@@ -103,6 +105,7 @@ func importCmd(args []string, stdout, stderr io.Writer) error {
 	ops := fs.String("operations", "", "openapi: convert only these operations, by operationId (comma-separated)")
 	name := fs.String("name", "", "openapi: name of the http_backend and prefix of its environment variables (default: from info.title)")
 	baseURL := fs.String("base-url", "", "openapi: the API's base URL (default: the document's first server)")
+	refRoot := fs.String("ref-root", "", "openapi: the directory whose files the $refs of a document read from a file may read (default: the document's own directory)")
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		if err := fs.Parse(args); err != nil {
 			return err
@@ -130,8 +133,8 @@ func importCmd(args []string, stdout, stderr io.Writer) error {
 		fs.Usage()
 		return exitError(2)
 	}
-	if kind == "toolbox" && *tags+*ops+*name+*baseURL != "" {
-		return fmt.Errorf("--tags, --operations, --name and --base-url are for openapi documents")
+	if kind == "toolbox" && *tags+*ops+*name+*baseURL+*refRoot != "" {
+		return fmt.Errorf("--tags, --operations, --name, --base-url and --ref-root are for openapi documents")
 	}
 	src := positional[0]
 	var hclSrc []byte
@@ -140,7 +143,7 @@ func importCmd(args []string, stdout, stderr io.Writer) error {
 	case "openapi":
 		ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer cancel()
-		doc, err := openapi.Load(ctx, src)
+		doc, err := openapi.LoadWith(ctx, src, openapi.LoadOptions{RefRoot: *refRoot})
 		if err != nil {
 			return err
 		}

@@ -247,7 +247,7 @@ func TestInit(t *testing.T) {
 		args   []string
 		stdout string
 	}{
-		{[]string{"validate"}, "tools.hcl: valid (4 tools, 1 resources, 0 resource templates, 1 prompts)"},
+		{[]string{"validate"}, "tools.hcl: valid (4 tools, 1 resource, 0 resource templates, 1 prompt)"},
 		{[]string{"lint", "--strict"}, ""},
 		{[]string{"fmt", "--check", "tools.hcl", "tools_test.hcl"}, ""},
 		{[]string{"call", "search_notes", "text=welcome"}, "Welcome to my-project"},

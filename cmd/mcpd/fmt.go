@@ -21,7 +21,9 @@ const fmtUsage = `usage: mcpd fmt [--check] [PATH... | -]
 
 Rewrites config files into canonical HCL form (hclwrite's: aligned '=',
 two-space indentation). A directory is walked recursively for *.hcl files
-(hidden directories are skipped); '-' reads stdin and writes stdout, for
+(hidden directories and testdata directories, which hold deliberately
+broken files, are skipped, as Go's tools skip them; a file named as PATH
+is always checked); '-' reads stdin and writes stdout, for
 editors. The default PATH is the current directory.
 `
 
@@ -127,6 +129,11 @@ func hclFiles(paths []string) ([]string, error) {
 			}
 			hidden := strings.HasPrefix(d.Name(), ".") && path != p
 			if d.IsDir() {
+				// Test fixtures, often broken on purpose (as go vet and
+				// gofmt ./... skip them).
+				if d.Name() == "testdata" && path != p {
+					return filepath.SkipDir
+				}
 				if hidden {
 					return filepath.SkipDir
 				}

@@ -55,6 +55,21 @@ func TestFmt(t *testing.T) {
 			args:  []string{"--check", "x"}, code: 1, listed: []string{"x/a.hcl", "x/sub/b.hcl"},
 		},
 		{
+			name:  "walking skips testdata directories, broken files in them included",
+			files: []file{{"x/a.hcl", formatted}, {"x/testdata/bad.hcl", "tool {\n"}, {"x/sub/testdata/u.hcl", unformatted}, {"x/.hidden/u.hcl", unformatted}},
+			args:  []string{"--check", "x"}, code: 0,
+		},
+		{
+			name:  "a file in testdata named explicitly is checked",
+			files: []file{{"x/testdata/u.hcl", unformatted}},
+			args:  []string{"--check", "x/testdata/u.hcl"}, code: 1, listed: []string{"x/testdata/u.hcl"},
+		},
+		{
+			name:  "a testdata directory named explicitly is walked",
+			files: []file{{"testdata/u.hcl", unformatted}},
+			args:  []string{"--check", "testdata"}, code: 1, listed: []string{"testdata/u.hcl"},
+		},
+		{
 			name: "a file that does not parse is reported and left alone", files: []file{{"bad.hcl", "tool \"t\" {\n  description = \n"}},
 			args: []string{"bad.hcl"}, code: 1, wantStderr: "bad.hcl:", after: map[string]string{"bad.hcl": "tool \"t\" {\n  description = \n"},
 		},

@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 )
@@ -62,7 +61,7 @@ func TestImportCommand(t *testing.T) {
 			if code := run([]string{"validate", "-c", out}, &stdout, &stderr); code != 0 {
 				t.Errorf("validate: exit %d: %s", code, stderr.String())
 			}
-			if want := "(" + itoa(tt.tools) + " tools"; !strings.Contains(stdout.String(), want) {
+			if want := "(" + count(tt.tools, "tool") + ","; !strings.Contains(stdout.String(), want) {
 				t.Errorf("validate says %q, want %s", stdout.String(), want)
 			}
 			// A second import does not overwrite the first.
@@ -94,8 +93,6 @@ func TestImportUsage(t *testing.T) {
 		t.Errorf("missing file: exit %d: %s", code, stderr.String())
 	}
 }
-
-func itoa(n int) string { return strconv.Itoa(n) }
 
 // TestImportPrunes: a tool the converter lets through but mcpd refuses is
 // left out and reported; the rest is written.

@@ -252,8 +252,9 @@ func validateCmd(args []string, stdout, stderr io.Writer) error {
 		config.WriteDiagnostics(stderr, l.Diagnostics, l.Sources)
 		switch s := l.Snapshot; {
 		case s != nil:
-			fmt.Fprintf(stdout, "%s: valid (%d tools, %d resources, %d resource templates, %d prompts)\n",
-				strings.Join(l.Files, ", "), len(s.Tools), len(s.Resources), len(s.Templates), len(s.Prompts))
+			fmt.Fprintf(stdout, "%s: valid (%s, %s, %s, %s)\n", strings.Join(l.Files, ", "),
+				count(len(s.Tools), "tool"), count(len(s.Resources), "resource"),
+				count(len(s.Templates), "resource template"), count(len(s.Prompts), "prompt"))
 		case !l.Diagnostics.HasErrors():
 			// Valid, but a check that needed an unset variable was skipped.
 			fmt.Fprintf(stdout, "%s: valid (except what the unset variables above decide)\n", strings.Join(l.Files, ", "))
@@ -370,4 +371,12 @@ func firstLine(s string) string {
 // signalContext is cancelled by SIGINT or SIGTERM.
 func signalContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+// count is "1 tool", "2 tools", "0 tools".
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -182,7 +182,7 @@ func TestValidate(t *testing.T) {
 
 	t.Run("valid", func(t *testing.T) {
 		r := runCLI(t, "validate", "-c", good)
-		want := filepath.Join(good, "tools.hcl") + ": valid (3 tools, 1 resources, 1 resource templates, 1 prompts)\n"
+		want := filepath.Join(good, "tools.hcl") + ": valid (3 tools, 1 resource, 1 resource template, 1 prompt)\n"
 		if r.code != 0 || r.stdout != want {
 			t.Errorf("got %+v\nwant stdout %q", r, want)
 		}
@@ -257,7 +257,7 @@ func TestValidate(t *testing.T) {
 	t.Run("default ./tools.hcl", func(t *testing.T) {
 		t.Chdir(good)
 		r := runCLI(t, "validate")
-		if r.code != 0 || r.stdout != "tools.hcl: valid (3 tools, 1 resources, 1 resource templates, 1 prompts)\n" {
+		if r.code != 0 || r.stdout != "tools.hcl: valid (3 tools, 1 resource, 1 resource template, 1 prompt)\n" {
 			t.Errorf("got %+v", r)
 		}
 	})

@@ -38,7 +38,7 @@ func serveCmd(args []string, stderr io.Writer) error {
 	var hosts, origins stringList
 	fs.Var(&hosts, "allowed-host", "Host header accepted besides loopback names (repeatable; * for any)")
 	fs.Var(&origins, "allowed-origin", "Origin accepted besides loopback origins (repeatable; * for any)")
-	jsonResp := fs.Bool("json-response", false, "answer HTTP requests with application/json instead of SSE where possible")
+	jsonResp := fs.Bool("json-response", false, "answer HTTP requests with application/json instead of SSE where possible; a JSON answer carries no notifications, so progress of a 2026-07-28 call is dropped")
 	listTTL := fs.Duration("list-ttl", 10*time.Second, "how long clients of the 2026 protocol may cache lists (ttlMs)")
 	sessionTimeout := fs.Duration("session-timeout", 10*time.Minute, "close legacy HTTP sessions idle this long (0: never)")
 	limits := addHTTPLimitFlags(fs)
@@ -141,7 +141,7 @@ func serveCmd(args []string, stderr io.Writer) error {
 	}
 	ln, err := limits.listen(*addr)
 	if err != nil {
-		return err
+		return listenError(*addr, err)
 	}
 	ln, scheme, authRequired, err := guard.guardListener(ln, &current, logger)
 	if err != nil {
@@ -163,4 +163,13 @@ func serveCmd(args []string, stderr io.Writer) error {
 	}
 	logger.Info("serving MCP over Streamable HTTP", "url", fmt.Sprintf("%s://%s/mcp", scheme, ln.Addr()), "auth", current.Load().Auth != nil)
 	return runHTTP(ctx, hs, ln, srv, logger)
+}
+
+// listenError says which flag picks another address when the port is
+// taken: "bind: address already in use" alone leaves a newcomer guessing.
+func listenError(addr string, err error) error {
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("%s is already in use (another mcpd serve?): pick another address with --http, e.g. --http 127.0.0.1:8081, or stop what listens there: %w", addr, err)
+	}
+	return fmt.Errorf("--http %s: %w", addr, err)
 }

@@ -181,6 +181,22 @@ func New(secrets []string) *Redactor {
 // arbitrary percent-encoding are handled by decoding while scanning.
 func variants(s string) []string {
 	out := []string{s, url.QueryEscape(s), url.PathEscape(s)}
+	if strings.Contains(s, "%") {
+		// Decoding while scanning undoes percent-encodings too, so in the
+		// JSON form of a secret that holds a literal "%41" it finds "A"
+		// where the secret has "%41": search for the JSON encoders'
+		// forms literally (Go's escapes <, > and & as well).
+		for _, html := range []bool{false, true} {
+			var b strings.Builder
+			enc := json.NewEncoder(&b)
+			enc.SetEscapeHTML(html)
+			if enc.Encode(s) == nil {
+				if j := strings.TrimSuffix(b.String(), "\n"); len(j) >= 2 {
+					out = append(out, j[1:len(j)-1])
+				}
+			}
+		}
+	}
 	h := hex.EncodeToString([]byte(s))
 	out = append(out, h, strings.ToUpper(h))
 	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding} {

@@ -23,7 +23,8 @@ type HTTPOptions struct {
 	AllowedOrigins []string
 	// JSONResponse answers plain requests with application/json instead of
 	// an SSE stream. Cheaper, but progress notifications of a legacy session
-	// then travel on its GET stream.
+	// then travel on its GET stream, and those of a 2026-07-28 call, which
+	// has no other stream, are dropped.
 	JSONResponse bool
 	// SessionTimeout closes legacy sessions idle for this long.
 	SessionTimeout time.Duration

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/conf"
 	"github.com/expr-lang/expr/file"
 	"github.com/expr-lang/expr/types"
 	"github.com/expr-lang/expr/vm"
@@ -23,6 +24,9 @@ import (
 type Program struct {
 	prog *vm.Program
 	src  string
+	// budgeted: the program calls the guarded functions of budget.go and
+	// needs a budget in its environment.
+	budgeted bool
 }
 
 // Compile compiles the expression written as the (static string) value of
@@ -53,11 +57,11 @@ func Compile(attr *hcl.Attribute, vars []string, params []string) (*Program, hcl
 	for _, name := range vars {
 		env[name] = types.Any
 	}
-	prog, err := compile(src, env)
+	prog, budgeted, err := compile(src, env)
 	if err != nil {
 		return nil, hcl.Diagnostics{compileDiag(attr, src, err, vars)}
 	}
-	return &Program{prog: prog, src: src}, nil
+	return &Program{prog: prog, src: src, budgeted: budgeted}, nil
 }
 
 func compileDiag(attr *hcl.Attribute, src string, err error, vars []string) *hcl.Diagnostic {
@@ -84,12 +88,35 @@ func compileDiag(attr *hcl.Attribute, src string, err error, vars []string) *hcl
 }
 
 // Run evaluates the program over env (the adapter's Vars plus `args`).
+// It fails, rather than allocating, when the expression would build more
+// than the limits of budget.go allow.
 func (p *Program) Run(env map[string]any) (any, error) {
+	if p.budgeted {
+		// A copy, because the caller's env may be shared by the result
+		// block's expressions.
+		e := make(map[string]any, len(env)+1)
+		for k, v := range env {
+			e[k] = v
+		}
+		e[budgetVar] = &budget{}
+		env = e
+	}
 	out, err := expr.Run(p.prog, env)
+	if err == nil {
+		if n := size(out, MaxResultBytes); n > MaxResultBytes {
+			err = fmt.Errorf("its value would be more than %s, the limit on the size of one expression's value (MaxResultBytes)", bytesText(MaxResultBytes))
+		}
+	}
 	if err != nil {
 		var fe *file.Error
 		if errors.As(err, &fe) {
-			return nil, fmt.Errorf("evaluating %q: %s", p.src, fe.Message)
+			msg := fe.Message
+			if msg == "memory budget exceeded" {
+				// expr's own budget, which counts the values of ranges and
+				// literals (conf.DefaultMemoryBudget).
+				msg = fmt.Sprintf("memory budget exceeded: the expression would make more than %d values, the limit for one expression", conf.DefaultMemoryBudget)
+			}
+			return nil, fmt.Errorf("evaluating %q: %s", p.src, msg)
 		}
 		return nil, fmt.Errorf("evaluating %q: %v", p.src, err)
 	}

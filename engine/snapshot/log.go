@@ -54,6 +54,10 @@ func compileLog(l *config.Log, params, vars []string) (*logSpec, hcl.Diagnostics
 			}
 		}
 	}
+	if l.Message == nil {
+		// Required: decoding has reported it missing.
+		return spec, diags
+	}
 	p, d := shape.Compile(l.Message, vars, params)
 	diags = append(diags, d...)
 	spec.message = p

@@ -297,6 +297,10 @@ func compileResult(r *config.Result, scope *adapter.Scope, vars []string) (*resu
 
 func compileProgress(p *config.Progress, ectx *hcl.EvalContext) (*progressSpec, hcl.Diagnostics) {
 	spec := &progressSpec{interval: 0}
+	if p.Steps == nil {
+		// Required: decoding has reported it missing.
+		return spec, nil
+	}
 	var diags hcl.Diagnostics
 	steps, d := schema.StaticValue(p.Steps, ectx)
 	diags = append(diags, d...)

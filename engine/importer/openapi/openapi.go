@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
@@ -52,10 +53,24 @@ type Result struct {
 
 // Load reads an OpenAPI document from a file or an http(s) URL, JSON or
 // YAML, with its $refs resolved and the line of each element recorded.
-// A document read from a file may refer to other files, and one read from
-// a URL to other URLs of the same host: a document never makes the
-// importer read from elsewhere (a remote one, the local disk).
+// A document read from a file may refer to other files of its own
+// directory tree, and one read from a URL to other URLs of the same host: a
+// document never makes the importer read from elsewhere (a remote one,
+// the rest of the local disk), because what a reference reads is copied
+// into the generated config.
 func Load(ctx context.Context, location string) (*openapi3.T, error) {
+	return LoadWith(ctx, location, LoadOptions{})
+}
+
+// LoadOptions widen what Load reads.
+type LoadOptions struct {
+	// RefRoot is the directory whose tree the references of a document
+	// read from a file may read. Default: the document's own directory.
+	RefRoot string
+}
+
+// LoadWith is Load with o.
+func LoadWith(ctx context.Context, location string, o LoadOptions) (*openapi3.T, error) {
 	loader := openapi3.NewLoader()
 	loader.Context = ctx
 	loader.IncludeOrigin = true
@@ -90,12 +105,46 @@ func Load(ctx context.Context, location string) (*openapi3.T, error) {
 	if _, err := os.Stat(location); err != nil {
 		return nil, err
 	}
-	loader.ReadFromURIFunc = openapi3.ReadFromFile
+	root := o.RefRoot
+	if root == "" {
+		root = filepath.Dir(location)
+	}
+	root, err := realPath(root)
+	if err != nil {
+		return nil, fmt.Errorf("the directory references may read: %w", err)
+	}
+	self, err := realPath(location)
+	if err != nil {
+		return nil, err
+	}
+	loader.ReadFromURIFunc = func(l *openapi3.Loader, ref *url.URL) ([]byte, error) {
+		if ref.Scheme != "" && ref.Scheme != "file" {
+			return nil, fmt.Errorf("%s: a document read from a file may only refer to files", ref.Redacted())
+		}
+		p, err := realPath(filepath.FromSlash(ref.Path))
+		if err != nil {
+			return nil, err
+		}
+		if rel, err := filepath.Rel(root, p); p != self && (err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator))) {
+			return nil, fmt.Errorf("%s: a document read from a file may only refer to files under %s, its directory unless widened (mcpd import --ref-root)", ref.Path, root)
+		}
+		return openapi3.ReadFromFile(l, &url.URL{Path: filepath.ToSlash(p)})
+	}
 	doc, err := loader.LoadFromFile(location)
 	if err != nil {
 		return nil, fmt.Errorf("reading the OpenAPI document %s: %w", location, err)
 	}
 	return doc, nil
+}
+
+// realPath is p absolute with its symbolic links resolved, so that a link
+// inside the tree cannot lead out of it.
+func realPath(p string) (string, error) {
+	p, err := filepath.Abs(p)
+	if err != nil {
+		return "", err
+	}
+	return filepath.EvalSymlinks(p)
 }
 
 // maxDocument bounds what is read from one URL.
