@@ -19,7 +19,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"golang.org/x/sync/semaphore"
 
 	"go.opentelemetry.io/otel/trace"
 
@@ -86,11 +85,11 @@ type Server struct {
 	opts      Options
 	notes     *notifier
 	drain     *drain
-	tracer    trace.Tracer        // nil: tracing off
-	sdkLogger *slog.Logger        // opts.Logger with the SDK's info lines at debug
-	running   chan struct{}       // a slot per call or read running; nil: no cap
-	budget    *semaphore.Weighted // Options.OutputBudget; nil: no bound
-	sealer    *ask.Sealer         // signs requestState when the config sets no key
+	tracer    trace.Tracer  // nil: tracing off
+	sdkLogger *slog.Logger  // opts.Logger with the SDK's info lines at debug
+	running   chan struct{} // a slot per call or read running; nil: no cap
+	budget    *budget       // Options.OutputBudget; nil: no bound
+	sealer    *ask.Sealer   // signs requestState when the config sets no key
 }
 
 // The SDK fans list_changed out to every legacy session and every modern
@@ -122,7 +121,7 @@ func New(current *snapshot.Current, opts Options) *Server {
 	if opts.MaxInflight > 0 {
 		s.running = make(chan struct{}, opts.MaxInflight)
 	}
-	s.budget = newBudget(opts.OutputBudget)
+	s.budget = newBudget(opts.OutputBudget, opts.MaxInflight)
 	info := current.Load().Server
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: info.Name, Version: info.Version, Title: info.Title, WebsiteURL: info.WebsiteURL}, &mcp.ServerOptions{
 		Instructions: info.Instructions,
