@@ -4,8 +4,11 @@ import (
 	"container/list"
 	"context"
 	"fmt"
+	"net/http"
+	"reflect"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -14,8 +17,9 @@ import (
 
 // The output budget bounds what the calls in flight can hold in memory
 // together. Each call reserves what its result can cost before it runs and
-// gives it back when its result has been handed to the SDK; the SDK's
-// write of it is bounded by --write-timeout. Per-tool caps alone do not
+// gives it back when its result has been written (over HTTP; on stdio,
+// when it has been handed to the SDK); a write is bounded by
+// --write-timeout. Per-tool caps alone do not
 // bound the sum: 64 calls of a tool whose cap was raised to 100 MiB could
 // hold 6 GiB.
 //
@@ -53,6 +57,8 @@ type budget struct {
 	mu      sync.Mutex
 	used    int64
 	waiters list.List // of *budgetWaiter, oldest first
+
+	holds sync.Map // headerKey of a POST's headers -> *outputHold
 }
 
 type budgetWaiter struct {
@@ -156,12 +162,78 @@ func (s *Server) reserveOutput(ctx context.Context, t *snapshot.Tool) (int64, *m
 	return s.waitOutput(ctx, t, n)
 }
 
-// releaseOutput gives back what reserveOutput reserved.
-func (s *Server) releaseOutput(n int64) {
+// releaseOutput gives back what reserveOutput reserved for req, or leaves
+// it to the end of the HTTP POST that carried req (see holdOutput).
+func (s *Server) releaseOutput(req *mcp.CallToolRequest, n int64) {
+	if n <= 0 {
+		return
+	}
+	if extra := req.GetExtra(); extra != nil && extra.Header != nil {
+		if h, ok := s.budget.holds.Load(headerKey(extra.Header)); ok && h.(*outputHold).keep(n) {
+			return
+		}
+	}
+	s.budget.release(n)
+}
+
+// The SDK encodes a call's result, three times, and writes it after the
+// call has returned, so a reservation given back then would not cover the
+// copies, which are most of what a result costs. An HTTP POST is answered
+// when the SDK's handler returns to front: the reservations of the calls
+// it carried are given back then (endHold). The call finds its POST by
+// the request's header map, which the SDK hands on as it is
+// (RequestExtra.Header); a call that does not find it (stdio, or a POST
+// that already ended because its client went away) gives its reservation
+// back itself.
+
+// outputHold collects the reservations of the calls of one POST that have
+// returned.
+type outputHold struct {
+	mu    sync.Mutex
+	bytes int64
+	ended bool
+}
+
+// keep adds n to the hold, unless the POST has ended.
+func (h *outputHold) keep(n int64) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.ended {
+		return false
+	}
+	h.bytes += n
+	return true
+}
+
+// holdOutput starts the hold of a POST whose headers are header; nil
+// when there is no budget.
+func (s *Server) holdOutput(header http.Header) *outputHold {
+	if s.budget == nil || header == nil {
+		return nil
+	}
+	h := &outputHold{}
+	s.budget.holds.Store(headerKey(header), h)
+	return h
+}
+
+// endHold gives back what the calls of the POST kept in h, once it has
+// been answered.
+func (s *Server) endHold(header http.Header, h *outputHold) {
+	if h == nil {
+		return
+	}
+	s.budget.holds.Delete(headerKey(header))
+	h.mu.Lock()
+	n := h.bytes
+	h.bytes, h.ended = 0, true
+	h.mu.Unlock()
 	if n > 0 {
 		s.budget.release(n)
 	}
 }
+
+// headerKey is the identity of a header map.
+func headerKey(h http.Header) unsafe.Pointer { return reflect.ValueOf(h).UnsafePointer() }
 
 // waitOutput is reserveOutput when the budget is short.
 func (s *Server) waitOutput(ctx context.Context, t *snapshot.Tool, n int64) (int64, *mcp.CallToolResult) {

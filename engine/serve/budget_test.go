@@ -1,10 +1,12 @@
 package serve_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -256,6 +258,101 @@ func waitUntil(t *testing.T, what string, ok func() bool) {
 	for deadline := time.Now().Add(15 * time.Second); !ok(); time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+// A result costs most while the SDK encodes and writes it, after the call
+// has returned: over HTTP, a call's reservation is given back only once
+// its POST has been answered. Here a client that does not read holds a
+// 16 MB result in the server's write, and with it the whole budget: a
+// second call waits and is refused; once the first client has read its
+// answer, the second call runs.
+func TestBudgetHeldUntilWritten(t *testing.T) {
+	dir := t.TempDir()
+	cfg := `
+tool "huge" {
+  shell {
+    command          = ["sh", "-c", "yes aaaaaaaaaaaaaaa | head -c 16000000"]
+    max_output_bytes = 16777216
+  }
+}
+` + starveConfig
+	if err := os.WriteFile(filepath.Join(dir, "tools.hcl"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reg := newFake().registry()
+	reg.Register("shell", shell.New())
+	l := engine.Load([]string{dir}, reg, nil, "test")
+	if l.Snapshot == nil {
+		t.Fatalf("config does not load: %v", l.Diagnostics)
+	}
+	cur := &snapshot.Current{}
+	cur.Swap(l.Snapshot)
+	t.Cleanup(func() { cur.Load().Close() })
+	srv := serve.New(cur, serve.Options{Logger: quiet, OutputBudget: 8 << 20, OutputBudgetWait: 300 * time.Millisecond})
+	ts := httptest.NewServer(srv.HTTPHandler(serve.HTTPOptions{JSONResponse: true}))
+	t.Cleanup(ts.Close)
+	addr := ts.Listener.Addr().String()
+
+	// The first client sends its call and reads nothing yet.
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	slow := &memConn{nc: nc, br: bufio.NewReader(nc)}
+	slow.req = dialMemRequest(addr, "huge")
+	if _, err := nc.Write(slow.req); err != nil {
+		t.Fatal(err)
+	}
+
+	small := func() string {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if _, err := c.Write(dialMemRequest(addr, "small")); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	// The huge result is being written: its reservation (all 8 MiB) is
+	// still held.
+	var got string
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		got = small()
+		if strings.Contains(got, "output budget (8 MiB, --max-output-budget)") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("small call while a huge result is unread: %s, want a busy tool error", got)
+		}
+		time.Sleep(50 * time.Millisecond) // the huge call may not have reserved yet
+	}
+	resp, err := http.ReadResponse(slow.br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if err != nil || n < 16000000 {
+		t.Fatalf("huge answer: %d bytes, %v", n, err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		got = small()
+		if !strings.Contains(got, `"isError":true`) && strings.Contains(got, "small") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("small call after the huge answer was read: %s", got)
 		}
 	}
 }

@@ -194,10 +194,15 @@ func dialMem(b *testing.B, addr, tool string) *memConn {
 	if err != nil {
 		b.Fatal(err)
 	}
+	return &memConn{nc: nc, br: bufio.NewReaderSize(nc, 32<<10), req: dialMemRequest(addr, tool)}
+}
+
+// dialMemRequest is a 2026-07-28 tools/call of tool without arguments.
+func dialMemRequest(addr, tool string) []byte {
 	body := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"` + tool + `","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"` + modern + `","io.modelcontextprotocol/clientCapabilities":{}}}}`
 	h := "POST /mcp HTTP/1.1\r\nHost: " + addr + "\r\nAccept: application/json, text/event-stream\r\nContent-Type: application/json\r\n" +
 		"Mcp-Protocol-Version: " + modern + "\r\nMcp-Method: tools/call\r\nMcp-Name: " + tool + "\r\n"
-	return &memConn{nc: nc, br: bufio.NewReaderSize(nc, 32<<10), req: []byte(h + "Content-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body)}
+	return []byte(h + "Content-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body)
 }
 
 func (c *memConn) call() error {

@@ -286,7 +286,7 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest, caller 
 	if refused != nil {
 		return markCall(req.Session, refused), nil
 	}
-	defer s.releaseOutput(reserved)
+	defer s.releaseOutput(req, reserved)
 	return s.callAsking(ctx, req, snap, t, s.progress(ctx, req), s.toolLog(ctx, req))
 }
 
