@@ -19,19 +19,19 @@ import (
 // together. Each call reserves what its result can cost before it runs and
 // gives it back when its result has been written (over HTTP; on stdio,
 // when it has been handed to the SDK); a write is bounded by
-// --write-timeout. Per-tool caps alone do not
-// bound the sum: 64 calls of a tool whose cap was raised to 100 MiB could
-// hold 6 GiB.
+// --write-timeout. Per-tool caps alone do not bound the sum: 64 calls of a
+// tool whose cap was raised to 100 MiB could hold 6 GiB of output, and
+// three times that while it is written.
 //
 // What a call holds is more than its adapter's caps (what the adapter may
 // keep: a program's two streams, a response body, a result's bytes): the
 // SDK encodes a result three times before it reaches the connection
 // (CallToolResult.MarshalJSON into the JSON-RPC response's raw result,
 // the JSON-RPC message around it, the SSE event around that), each a
-// buffer of the result's size, and the adapter's own result is alive
-// beside them. BenchmarkResultMemory measures it: 64 calls of 1 MB results
-// keep about 2.5 MB live each. A call therefore reserves resultCopies
-// times its caps.
+// buffer of the result's size alive until the answer is written; the
+// adapter's own buffer lives until the first is made. BenchmarkResultMemory
+// measures it: 64 calls of 1 MB results keep 2.5 to 3 MB live each. A call
+// therefore reserves resultCopies times its caps.
 //
 // Waiting for budget must not starve calls that need little or none: a
 // call waiting holds one of the --max-inflight request slots, so at most
@@ -40,8 +40,8 @@ import (
 // what is free runs at once, ahead of larger calls already waiting, which
 // are served in order as the budget comes back.
 
-// resultCopies is how many times its caps a call is charged: the adapter's
-// buffers and the SDK's three encodings (see above).
+// resultCopies is how many times its caps a call is charged: the SDK's
+// three encodings, which outlive the adapter's buffers (see above).
 const resultCopies = 3
 
 // defaultBudgetWait is how long a call waits for budget held by others
