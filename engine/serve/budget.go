@@ -58,7 +58,8 @@ type budget struct {
 	used    int64
 	waiters list.List // of *budgetWaiter, oldest first
 
-	holds sync.Map // headerKey of a POST's headers -> *outputHold
+	holdsMu sync.Mutex
+	holds   map[unsafe.Pointer]int64 // headerKey of a POST's headers: bytes its calls kept
 }
 
 type budgetWaiter struct {
@@ -168,10 +169,8 @@ func (s *Server) releaseOutput(req *mcp.CallToolRequest, n int64) {
 	if n <= 0 {
 		return
 	}
-	if extra := req.GetExtra(); extra != nil && extra.Header != nil {
-		if h, ok := s.budget.holds.Load(headerKey(extra.Header)); ok && h.(*outputHold).keep(n) {
-			return
-		}
+	if extra := req.GetExtra(); extra != nil && extra.Header != nil && s.budget.keep(headerKey(extra.Header), n) {
+		return
 	}
 	s.budget.release(n)
 }
@@ -184,51 +183,48 @@ func (s *Server) releaseOutput(req *mcp.CallToolRequest, n int64) {
 // the request's header map, which the SDK hands on as it is
 // (RequestExtra.Header); a call that does not find it (stdio, or a POST
 // that already ended because its client went away) gives its reservation
-// back itself.
+// back itself. The holds are a map under a mutex rather than a sync.Map,
+// whose every Store allocates: a POST costs no allocation.
 
-// outputHold collects the reservations of the calls of one POST that have
-// returned.
-type outputHold struct {
-	mu    sync.Mutex
-	bytes int64
-	ended bool
+// keep adds n to the hold of the POST whose headers have key, if it is
+// still being answered.
+func (b *budget) keep(key unsafe.Pointer, n int64) bool {
+	b.holdsMu.Lock()
+	defer b.holdsMu.Unlock()
+	held, ok := b.holds[key]
+	if ok {
+		b.holds[key] = held + n
+	}
+	return ok
 }
 
-// keep adds n to the hold, unless the POST has ended.
-func (h *outputHold) keep(n int64) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.ended {
+// holdOutput starts the hold of a POST whose headers are header, and
+// reports whether there is one to end (no budget: none).
+func (s *Server) holdOutput(header http.Header) bool {
+	if s.budget == nil || header == nil {
 		return false
 	}
-	h.bytes += n
+	b := s.budget
+	b.holdsMu.Lock()
+	if b.holds == nil {
+		b.holds = map[unsafe.Pointer]int64{}
+	}
+	b.holds[headerKey(header)] = 0
+	b.holdsMu.Unlock()
 	return true
 }
 
-// holdOutput starts the hold of a POST whose headers are header; nil
-// when there is no budget.
-func (s *Server) holdOutput(header http.Header) *outputHold {
-	if s.budget == nil || header == nil {
-		return nil
-	}
-	h := &outputHold{}
-	s.budget.holds.Store(headerKey(header), h)
-	return h
-}
-
-// endHold gives back what the calls of the POST kept in h, once it has
-// been answered.
-func (s *Server) endHold(header http.Header, h *outputHold) {
-	if h == nil {
-		return
-	}
-	s.budget.holds.Delete(headerKey(header))
-	h.mu.Lock()
-	n := h.bytes
-	h.bytes, h.ended = 0, true
-	h.mu.Unlock()
+// endHold gives back what the calls of the POST kept, once it has been
+// answered.
+func (s *Server) endHold(header http.Header) {
+	b := s.budget
+	key := headerKey(header)
+	b.holdsMu.Lock()
+	n := b.holds[key]
+	delete(b.holds, key)
+	b.holdsMu.Unlock()
 	if n > 0 {
-		s.budget.release(n)
+		b.release(n)
 	}
 }
 

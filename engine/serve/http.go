@@ -143,8 +143,8 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		// budget.go: the output budget of the calls it carries is given
 		// back once it has been answered.
-		if h := f.s.holdOutput(r.Header); h != nil {
-			defer f.s.endHold(r.Header, h)
+		if f.s.holdOutput(r.Header) {
+			defer f.s.endHold(r.Header)
 		}
 	}
 	rw := l.wrap(w, r, post)
