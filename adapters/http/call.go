@@ -21,6 +21,7 @@ import (
 	"syscall"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/mcpd/mcpd/engine/adapter"
 )
@@ -510,11 +511,14 @@ func (h *handler) output(res *response, sec secrets, display string) (*adapter.O
 			default:
 				out.Structured = map[string]any{"value": x}
 			}
+			// The text shares the buffers, which are not written again: a
+			// copy would double what the call holds.
 			var buf bytes.Buffer
+			buf.Grow(len(body))
 			if json.Compact(&buf, body) == nil {
-				out.Text = buf.String()
+				out.Text = bytesString(buf.Bytes())
 			} else {
-				out.Text = string(body)
+				out.Text = bytesString(body)
 			}
 			return out, nil
 		}
@@ -531,13 +535,27 @@ func (h *handler) output(res *response, sec secrets, display string) (*adapter.O
 		out.Text = fmt.Sprintf("[binary response omitted: %s, %s]", orUnknown(mt), size)
 		return out, nil
 	}
-	text := strings.ToValidUTF8(string(check), "\uFFFD")
+	text := strings.ToValidUTF8(bytesString(check), "\uFFFD")
 	vars["body"] = text
 	if res.truncated {
 		text += fmt.Sprintf("\n[truncated: response exceeded %d bytes]", h.maxBytes)
 	}
 	out.Text = text
 	return out, nil
+}
+
+// bytesString is b as a string without a copy: b must never be written
+// again.
+func bytesString(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	if cap(b)-len(b) > len(b)/4+4096 {
+		// A body of unknown length read into a buffer that doubled: the
+		// string would keep all of its array alive.
+		return string(b)
+	}
+	return unsafe.String(&b[0], len(b))
 }
 
 // mediaType is the lower-case media type of a Content-Type header, without

@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -601,12 +602,18 @@ func (h *handler) withTail(err error, stdout, stderr *capture) error {
 
 // result assembles the Output of a successful run.
 func (h *handler) result(code int, stdout, stderr *capture) (*adapter.Output, error) {
-	outText := string(stdout.head)
+	// The strings share the captures' buffers, which are not written
+	// again: a copy would double what the call holds.
+	head := stdout.head
+	if !stdout.truncated() {
+		head = fitted(head)
+	}
+	outText := bytesString(head)
 	lines := splitLines(outText)
 	out := &adapter.Output{
 		Vars: map[string]any{
 			"stdout":           outText,
-			"stderr":           string(stderr.head),
+			"stderr":           bytesString(fitted(stderr.head)),
 			"exit_code":        code,
 			"lines":            lines,
 			"stdout_truncated": stdout.truncated(),
@@ -615,10 +622,14 @@ func (h *handler) result(code int, stdout, stderr *capture) (*adapter.Output, er
 	}
 	text := outText
 	if stdout.truncated() {
-		if text != "" && !strings.HasSuffix(text, "\n") {
-			text += "\n"
+		// The note goes after the output in the same buffer (capture
+		// leaves room for it): the bytes of outText are not touched.
+		b := head
+		if len(b) > 0 && b[len(b)-1] != '\n' {
+			b = append(b, '\n')
 		}
-		text += fmt.Sprintf("[truncated: stdout exceeded max_output_bytes (%d bytes); %d more bytes were discarded]", h.maxOutput, stdout.total-int64(len(stdout.head)))
+		b = fmt.Appendf(b, "[truncated: stdout exceeded max_output_bytes (%d bytes); %d more bytes were discarded]", h.maxOutput, stdout.total-int64(len(stdout.head)))
+		text = bytesString(b)
 	}
 	switch h.output {
 	case outputText:
@@ -714,6 +725,24 @@ func excerpt(data []byte, offset int64) string {
 
 // splitLines splits output into lines without their "\n" or "\r\n"; a
 // final newline does not start another line.
+// bytesString is b as a string without a copy: b must never be written
+// again.
+func bytesString(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
+}
+
+// fitted is b, or a copy of it when b holds much more room than bytes:
+// the string bytesString makes of it keeps all of its array alive.
+func fitted(b []byte) []byte {
+	if cap(b)-len(b) > len(b)/4+4096 {
+		return bytes.Clone(b)
+	}
+	return b
+}
+
 func splitLines(s string) []string {
 	if s == "" {
 		return []string{}

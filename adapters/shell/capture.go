@@ -37,9 +37,9 @@ func (c *capture) Write(p []byte) (int, error) {
 	if !c.full {
 		room := c.limit - len(c.head)
 		if len(p) <= room {
-			c.head = append(c.head, p...)
+			c.head = append(c.grow(len(p)), p...)
 		} else {
-			c.head = adapter.TrimPartialRune(append(c.head, p[:room]...))
+			c.head = adapter.TrimPartialRune(append(c.grow(room), p[:room]...))
 			c.full = true
 		}
 	}
@@ -52,6 +52,29 @@ func (c *capture) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
+
+// grow makes room for n more bytes in head. append alone grows a large
+// slice by a quarter at a time, which for a stream of 1 MiB allocates 5 MiB
+// on the way; doubling allocates 2, and the last step is cut at the limit
+// (plus room for the truncation note, see result), so that no more than
+// the limit is held.
+func (c *capture) grow(n int) []byte {
+	need := len(c.head) + n
+	if need <= cap(c.head) {
+		return c.head
+	}
+	size := max(2*cap(c.head), need, 512)
+	if size >= c.limit {
+		size = max(c.limit+noteRoom, need)
+	}
+	b := make([]byte, len(c.head), size)
+	copy(b, c.head)
+	return b
+}
+
+// noteRoom is the room head keeps past the limit for the truncation note
+// that result appends to it.
+const noteRoom = 160
 
 // keepTail keeps the last tailBytes of the stream, in a buffer of twice that
 // so that it is shifted at most once per tailBytes written.

@@ -48,7 +48,7 @@ func addHTTPLimitFlags(fs *flag.FlagSet) *httpLimits {
 	fs.Var(&l.maxHeaderBytes, "max-header-bytes", "largest request header block, a `size` such as 64KiB (larger ones get 431)")
 	fs.Var(&l.maxBody, "max-body", "largest request body, a `size` such as 4MiB (larger ones get 413)")
 	fs.Var(&l.maxInflightBytes, "max-inflight-bytes", "request bodies in flight, a `size` such as 64MiB; a request past it gets 503 unless it is alone (0: no limit)")
-	fs.Var(&l.maxOutputBudget, "max-output-budget", "output caps of the tool calls in flight, summed, a `size` such as 256MiB; a call past it waits up to 5s, then gets a busy tool error (0: no limit; stdio too)")
+	fs.Var(&l.maxOutputBudget, "max-output-budget", "what the results of the tool calls in flight hold, three times their output caps each, summed, a `size` such as 256MiB; a call past it waits up to 5s, then gets a busy tool error (0: no limit; stdio too)")
 	fs.IntVar(&l.maxConns, "max-conns", 1024, "connections open at once; more wait to be accepted (0: no limit)")
 	fs.IntVar(&l.maxInflight, "max-inflight", 64, "requests served and tool calls running at once; more get 503 or a busy error (0: no limit)")
 	fs.IntVar(&l.maxSessions, "max-sessions", 1000, "2025-11-25 HTTP sessions open at once; a new one closes the one idle longest (0: no limit)")

@@ -1,8 +1,14 @@
 package serve_test
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,8 +23,9 @@ import (
 	"github.com/mcpd/mcpd/engine/snapshot"
 )
 
-// Two tools whose output caps are 1.2 MiB (two streams of 600 KiB) and
-// 0.2 MiB; the program says it started by writing a file, then sleeps.
+// Two tools whose reservations are 1.2 MiB (three times two streams of
+// 200 KiB) and 0.2 MiB; the program says it started by writing a file,
+// then sleeps.
 const budgetConfig = `
 tool "big" {
   param "marker" {
@@ -29,14 +36,14 @@ tool "big" {
   }
   shell {
     command          = ["sh", "-c", "echo > \"$1\"; sleep \"$2\"", "sh", args.marker, args.secs]
-    max_output_bytes = 614400
+    max_output_bytes = 204800
   }
 }
 
 tool "small" {
   shell {
     command          = ["echo", "small"]
-    max_output_bytes = 102400
+    max_output_bytes = 34133
   }
 }
 `
@@ -120,5 +127,232 @@ func TestOutputBudget(t *testing.T) {
 	// Given back: the same call now runs.
 	if res := call("big", map[string]any{"marker": filepath.Join(t.TempDir(), "y"), "secs": 0}); res.IsError {
 		t.Fatalf("big call after the holder finished: %q", text(res))
+	}
+}
+
+// Tools for TestBudgetWaitDoesNotStarve: "hold" reserves 1.2 MiB (three
+// times two streams of 200 KiB) and runs until its release file exists,
+// "small" reserves 0.2 MiB, "static" builds its result from the config and
+// reserves nothing.
+const starveConfig = `
+tool "hold" {
+  param "marker" {
+    type = "string"
+  }
+  param "release" {
+    type = "string"
+  }
+  shell {
+    command          = ["sh", "-c", "echo > \"$1\"; while [ ! -e \"$2\" ]; do sleep 0.02; done; echo held", "sh", args.marker, args.release]
+    max_output_bytes = 204800
+    timeout          = "60s"
+  }
+}
+
+tool "small" {
+  shell {
+    command          = ["echo", "small"]
+    max_output_bytes = 34133
+  }
+}
+
+tool "static" {
+  result {
+    content "text" {
+      text = "static answer"
+    }
+  }
+}
+`
+
+// Calls waiting for output budget must not starve cheap calls: with 4
+// request slots and a budget that one "hold" call fills, at most two calls
+// wait for it (half the slots), a third is refused at once with a tool
+// error instead of taking the last slot, and meanwhile a call that needs
+// no budget and one whose reservation fits what is free are both served,
+// over real HTTP requests, instead of a 503 or a wait behind the larger
+// calls. Once the holder ends, the waiters run.
+func TestBudgetWaitDoesNotStarve(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "tools.hcl"), []byte(starveConfig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reg := newFake().registry()
+	reg.Register("shell", shell.New())
+	l := engine.Load([]string{dir}, reg, nil, "test")
+	if l.Snapshot == nil {
+		t.Fatalf("config does not load: %v", l.Diagnostics)
+	}
+	cur := &snapshot.Current{}
+	cur.Swap(l.Snapshot)
+	t.Cleanup(func() { cur.Load().Close() })
+	srv := serve.New(cur, serve.Options{Logger: quiet, MaxInflight: 4, OutputBudget: 2 << 20, OutputBudgetWait: 30 * time.Second})
+	ts := httptest.NewServer(srv.HTTPHandler(serve.HTTPOptions{MaxInflight: 4, JSONResponse: true}))
+	t.Cleanup(ts.Close)
+	client := &http.Client{Timeout: 20 * time.Second}
+
+	type answer struct {
+		status int
+		text   string
+		err    error
+	}
+	call := func(tool string, args map[string]any) answer {
+		raw, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": map[string]any{
+			"name": tool, "arguments": args,
+			"_meta": map[string]any{"io.modelcontextprotocol/protocolVersion": modern, "io.modelcontextprotocol/clientCapabilities": map[string]any{}},
+		}})
+		req, _ := http.NewRequest(http.MethodPost, ts.URL, bytes.NewReader(raw))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Protocol-Version", modern)
+		req.Header.Set("Mcp-Method", "tools/call")
+		req.Header.Set("Mcp-Name", tool)
+		resp, err := client.Do(req)
+		if err != nil {
+			return answer{err: err}
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		return answer{status: resp.StatusCode, text: string(body), err: err}
+	}
+	tmp := t.TempDir()
+	release := filepath.Join(tmp, "release")
+	t.Cleanup(func() { os.WriteFile(release, nil, 0o644) })
+	holdArgs := func(name string) map[string]any {
+		return map[string]any{"marker": filepath.Join(tmp, name), "release": release}
+	}
+
+	held := make(chan answer, 3)
+	go func() { held <- call("hold", holdArgs("holder")) }()
+	waitUntil(t, "the holder to start", func() bool { _, err := os.Stat(filepath.Join(tmp, "holder")); return err == nil })
+	for _, name := range []string{"waiter1", "waiter2"} {
+		go func() { held <- call("hold", holdArgs(name)) }()
+	}
+	waitUntil(t, "two calls to wait for budget", func() bool { return srv.BudgetWaiters() == 2 })
+
+	if a := call("hold", holdArgs("third")); a.err != nil || a.status != http.StatusOK || !strings.Contains(a.text, `"isError":true`) || !strings.Contains(a.text, "2 more already wait for it; retry in a few seconds") {
+		t.Fatalf("third hold call while two wait: %d %s %v, want a busy tool error at once", a.status, a.text, a.err)
+	}
+	if a := call("static", nil); a.err != nil || a.status != http.StatusOK || !strings.Contains(a.text, "static answer") {
+		t.Fatalf("static call while two wait for budget: %d %s %v, want it served", a.status, a.text, a.err)
+	}
+	if a := call("small", nil); a.err != nil || a.status != http.StatusOK || strings.Contains(a.text, `"isError":true`) || !strings.Contains(a.text, "small") {
+		t.Fatalf("small call while two wait for budget: %d %s %v, want it run ahead of them", a.status, a.text, a.err)
+	}
+	if n := srv.BudgetWaiters(); n != 2 {
+		t.Fatalf("%d calls wait for budget after the cheap calls, want still 2", n)
+	}
+
+	if err := os.WriteFile(release, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if a := <-held; a.err != nil || a.status != http.StatusOK || strings.Contains(a.text, `"isError":true`) || !strings.Contains(a.text, "held") {
+			t.Fatalf("hold call: %d %s %v, want it run once the holder ended", a.status, a.text, a.err)
+		}
+	}
+}
+
+func waitUntil(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(15 * time.Second); !ok(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+// A result costs most while the SDK encodes and writes it, after the call
+// has returned: over HTTP, a call's reservation is given back only once
+// its POST has been answered. Here a client that does not read holds a
+// 16 MB result in the server's write, and with it the whole budget: a
+// second call waits and is refused; once the first client has read its
+// answer, the second call runs.
+func TestBudgetHeldUntilWritten(t *testing.T) {
+	dir := t.TempDir()
+	cfg := `
+tool "huge" {
+  shell {
+    command          = ["sh", "-c", "yes aaaaaaaaaaaaaaa | head -c 16000000"]
+    max_output_bytes = 16777216
+  }
+}
+` + starveConfig
+	if err := os.WriteFile(filepath.Join(dir, "tools.hcl"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reg := newFake().registry()
+	reg.Register("shell", shell.New())
+	l := engine.Load([]string{dir}, reg, nil, "test")
+	if l.Snapshot == nil {
+		t.Fatalf("config does not load: %v", l.Diagnostics)
+	}
+	cur := &snapshot.Current{}
+	cur.Swap(l.Snapshot)
+	t.Cleanup(func() { cur.Load().Close() })
+	srv := serve.New(cur, serve.Options{Logger: quiet, OutputBudget: 8 << 20, OutputBudgetWait: 300 * time.Millisecond})
+	ts := httptest.NewServer(srv.HTTPHandler(serve.HTTPOptions{JSONResponse: true}))
+	t.Cleanup(ts.Close)
+	addr := ts.Listener.Addr().String()
+
+	// The first client sends its call and reads nothing yet.
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	slow := &memConn{nc: nc, br: bufio.NewReader(nc)}
+	slow.req = dialMemRequest(addr, "huge")
+	if _, err := nc.Write(slow.req); err != nil {
+		t.Fatal(err)
+	}
+
+	small := func() string {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if _, err := c.Write(dialMemRequest(addr, "small")); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	// The huge result is being written: its reservation (all 8 MiB) is
+	// still held.
+	var got string
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		got = small()
+		if strings.Contains(got, "output budget (8 MiB, --max-output-budget)") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("small call while a huge result is unread: %s, want a busy tool error", got)
+		}
+		time.Sleep(50 * time.Millisecond) // the huge call may not have reserved yet
+	}
+	resp, err := http.ReadResponse(slow.br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if err != nil || n < 16000000 {
+		t.Fatalf("huge answer: %d bytes, %v", n, err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		got = small()
+		if !strings.Contains(got, `"isError":true`) && strings.Contains(got, "small") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("small call after the huge answer was read: %s", got)
+		}
 	}
 }

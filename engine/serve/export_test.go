@@ -11,3 +11,13 @@ func Bare(opts Options) Options {
 
 // Observe wraps next in the observe middleware of s.
 func (s *Server) Observe(next mcp.MethodHandler) mcp.MethodHandler { return s.observe(next) }
+
+// BudgetWaiters is the number of calls waiting for output budget.
+func (s *Server) BudgetWaiters() int {
+	if s.budget == nil {
+		return 0
+	}
+	s.budget.mu.Lock()
+	defer s.budget.mu.Unlock()
+	return s.budget.waiters.Len()
+}

@@ -157,6 +157,11 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		} else if n > 0 {
 			defer l.bodies.Add(-n)
 		}
+		// budget.go: the output budget of the calls it carries is given
+		// back once it has been answered.
+		if f.s.holdOutput(r.Header) {
+			defer f.s.endHold(r.Header)
+		}
 	}
 	rw := l.wrap(w, r, post)
 	if rw.deadline > 0 {

@@ -19,7 +19,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"golang.org/x/sync/semaphore"
 
 	"go.opentelemetry.io/otel/trace"
 
@@ -100,7 +99,7 @@ type Server struct {
 	tracer    trace.Tracer         // nil: tracing off
 	sdkLogger *slog.Logger         // opts.Logger with the SDK's info lines at debug
 	running   chan struct{}        // a slot per call or read running; nil: no cap
-	budget    *semaphore.Weighted  // Options.OutputBudget; nil: no bound
+	budget    *budget              // Options.OutputBudget; nil: no bound
 	sealer    *requeststate.Sealer // signs requestState when the config sets no key
 }
 
@@ -134,7 +133,7 @@ func New(current *snapshot.Current, opts Options) *Server {
 	if opts.MaxInflight > 0 {
 		s.running = make(chan struct{}, opts.MaxInflight)
 	}
-	s.budget = newBudget(opts.OutputBudget)
+	s.budget = newBudget(opts.OutputBudget, opts.MaxInflight)
 	info := current.Load().Server
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: info.Name, Version: info.Version, Title: info.Title, WebsiteURL: info.WebsiteURL}, &mcp.ServerOptions{
 		Instructions: info.Instructions,
@@ -313,7 +312,7 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest, caller 
 	if refused != nil {
 		return markCall(req.Session, refused), nil
 	}
-	defer s.releaseOutput(reserved)
+	defer s.releaseOutput(req, reserved)
 	cr := snapshot.CallRequest{Args: req.Params.Arguments, Caller: caller, Progress: s.progress(ctx, req), Log: s.toolLog(ctx, req)}
 	if t.Asks() {
 		cr.Answers = s.answers(snap, req.Session, req.ClientCapabilities(), req.Params.InputResponses, req.Params.RequestState)

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"time"
+	"unsafe"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/hashicorp/hcl/v2"
@@ -659,7 +660,9 @@ func (t *Tool) shape(args, inputs map[string]any, out *adapter.Output, ectx *hcl
 		if err != nil {
 			return nil, fmt.Errorf("encoding structured result: %w", err)
 		}
-		res.Content = append(res.Content, &mcp.TextContent{Text: string(b)})
+		// b is not written again: the text shares it rather than doubling
+		// what the call holds.
+		res.Content = append(res.Content, &mcp.TextContent{Text: unsafe.String(unsafe.SliceData(b), len(b))})
 	}
 	if out != nil {
 		for _, m := range out.Media {
