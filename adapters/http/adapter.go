@@ -24,6 +24,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/hclbody"
 )
 
 // Adapter is the HTTP adapter. Register it as "http"; its backend block is
@@ -96,7 +97,7 @@ func (h *handler) MaxOutputBytes() int64 { return h.maxBytes }
 // CompileTool decodes and checks a tool's http block.
 func (a *Adapter) CompileTool(b *adapter.ToolBlock) (adapter.Handler, hcl.Diagnostics) {
 	d := &decoder{scope: b.Scope}
-	content, diags := b.Body.Content(toolSchema)
+	content, diags := hclbody.Content(b.Body, toolSchema)
 	d.diags = append(d.diags, diags...)
 	if diags.HasErrors() {
 		return nil, d.diags

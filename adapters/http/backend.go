@@ -20,6 +20,7 @@ import (
 
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/funcs"
+	"github.com/mcpd/mcpd/engine/hclbody"
 )
 
 // backendConfig is one decoded http_backend block. It holds secrets (header
@@ -46,7 +47,7 @@ func (c *backendConfig) GoString() string { return c.String() }
 // load-time values; headers may use env() and file().
 func (a *Adapter) DecodeBackend(b *adapter.BackendBlock) (adapter.BackendConfig, hcl.Diagnostics) {
 	d := &decoder{scope: b.Scope}
-	content, diags := b.Body.Content(backendSchema)
+	content, diags := hclbody.Content(b.Body, backendSchema)
 	d.diags = append(d.diags, diags...)
 	if diags.HasErrors() {
 		return nil, d.diags
@@ -144,7 +145,7 @@ func (d *decoder) checkHeaders(attr *hcl.Attribute, h map[string][]string) map[s
 }
 
 func (d *decoder) decodeTLS(b *hcl.Block, c *backendConfig) {
-	content, diags := b.Body.Content(tlsSchema)
+	content, diags := hclbody.Content(b.Body, tlsSchema)
 	d.diags = append(d.diags, diags...)
 	if diags.HasErrors() {
 		return

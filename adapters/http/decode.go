@@ -14,6 +14,7 @@ import (
 	"github.com/zclconf/go-cty/cty/convert"
 
 	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/hclbody"
 )
 
 // Limits and defaults shared by http_backend and http blocks.
@@ -228,7 +229,7 @@ var noRetry = retryPolicy{attempts: 1}
 
 // decodeRetry decodes a retry block.
 func (d *decoder) decodeRetry(b *hcl.Block) (retryPolicy, bool) {
-	content, diags := b.Body.Content(retrySchema)
+	content, diags := hclbody.Content(b.Body, retrySchema)
 	d.diags = append(d.diags, diags...)
 	if diags.HasErrors() {
 		return noRetry, false

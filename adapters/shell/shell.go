@@ -34,6 +34,7 @@ import (
 
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/funcs"
+	"github.com/mcpd/mcpd/engine/hclbody"
 )
 
 // Defaults and limits of the block's attributes.
@@ -176,7 +177,7 @@ func (a *Adapter) CompileTool(b *adapter.ToolBlock) (adapter.Handler, hcl.Diagno
 	if diags := platformCheck(b.Range); diags.HasErrors() {
 		return nil, diags
 	}
-	content, diags := b.Body.Content(blockSchema)
+	content, diags := hclbody.Content(b.Body, blockSchema)
 	if content == nil {
 		return nil, diags
 	}
@@ -760,7 +761,7 @@ func (c *compiler) resolveExecutable(h *handler, rng hcl.Range) {
 
 // progress decodes the progress block.
 func (c *compiler) progress(b *hcl.Block) *progressSpec {
-	content, d := b.Body.Content(progressSchema)
+	content, d := hclbody.Content(b.Body, progressSchema)
 	c.add(d)
 	if d.HasErrors() {
 		return nil

@@ -21,6 +21,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/hclbody"
 )
 
 // Adapter owns the `database` block and compiles `sql` blocks.
@@ -50,7 +51,7 @@ var databaseSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
 // DecodeBackend decodes one `database "name" { ... }` block. It reads no
 // file but those the block's own file() calls name, and opens nothing.
 func (*Adapter) DecodeBackend(b *adapter.BackendBlock) (adapter.BackendConfig, hcl.Diagnostics) {
-	content, diags := b.Body.Content(databaseSchema)
+	content, diags := hclbody.Content(b.Body, databaseSchema)
 	if diags.HasErrors() {
 		return nil, diags
 	}
@@ -220,7 +221,7 @@ var writeVerbs = map[string]bool{
 
 // CompileTool decodes and checks one `sql { ... }` block.
 func (*Adapter) CompileTool(b *adapter.ToolBlock) (adapter.Handler, hcl.Diagnostics) {
-	content, diags := b.Body.Content(sqlSchema)
+	content, diags := hclbody.Content(b.Body, sqlSchema)
 	if diags.HasErrors() {
 		return nil, diags
 	}
