@@ -61,14 +61,7 @@ func Lint(cfg *config.Config, reg *adapter.Registry) hcl.Diagnostics {
 		}
 		l.secrets(f.body)
 	}
-	sort.SliceStable(l.diags, func(i, j int) bool {
-		a, b := l.diags[i].Subject, l.diags[j].Subject
-		if a.Filename != b.Filename {
-			return a.Filename < b.Filename
-		}
-		return a.Start.Byte < b.Start.Byte
-	})
-	return l.diags
+	return config.SortDiagnostics(l.diags)
 }
 
 type linter struct {
