@@ -1,11 +1,14 @@
-// Package engine ties mcpd's load path together: config files in, one
-// compiled snapshot out. The serve and reload packages build on it; the CLI
-// calls it for validate, list and call.
+// Package engine loads a config into a snapshot: config.Load reads and
+// decodes the files, snapshot.Build compiles them (carrying the running
+// snapshot's unchanged backends over) and auth.Compile the auth block, and
+// the outcome is one Loaded: the snapshot when there were no errors, and
+// every diagnostic in one list, in file order, with the sources to print
+// them. It is the one way in for everything that loads a config: mcpd serve
+// and each reload (engine/reload), validate, list, call and test.
 package engine
 
 import (
 	"fmt"
-	"regexp"
 
 	"github.com/hashicorp/hcl/v2"
 
@@ -17,7 +20,8 @@ import (
 )
 
 // Loaded is the outcome of one load: the snapshot (nil when there were
-// errors), every diagnostic, and the sources for printing them.
+// errors), every diagnostic (in file order), and the sources for printing
+// them.
 type Loaded struct {
 	Snapshot    *snapshot.Snapshot
 	Diagnostics hcl.Diagnostics
@@ -58,10 +62,11 @@ func LoadWith(paths []string, reg *adapter.Registry, prev *snapshot.Snapshot, ve
 		config.Options{UnsetEnvUnknown: true})
 	out := &Loaded{Diagnostics: diags, Registry: reg}
 	if cfg == nil {
+		config.SortDiagnostics(out.Diagnostics)
 		return out
 	}
 	defer func() {
-		out.Diagnostics = unsetEnvDiagnostics(misspeltNotMissing(out.Diagnostics), cfg.UnsetEnv, opts.UnsetEnvWarning)
+		out.Diagnostics = config.SortDiagnostics(unsetEnvDiagnostics(out.Diagnostics, cfg.UnsetEnv, opts.UnsetEnvWarning))
 	}()
 	out.Sources, out.Files, out.Referenced = cfg.Sources, cfg.Files, cfg.Referenced
 	out.Config = cfg
@@ -162,55 +167,6 @@ func notRepeated(compiled, loaded hcl.Diagnostics) hcl.Diagnostics {
 			continue
 		}
 		out = append(out, d)
-	}
-	return out
-}
-
-var (
-	missingArgument = regexp.MustCompile(`^The argument "([^"]+)" is required`)
-	didYouMean      = regexp.MustCompile(`Did you mean "([^"]+)"\?`)
-)
-
-// misspeltNotMissing drops "Missing required argument X" when the same body
-// has an unsupported argument that looks like a misspelling of X: `comand =`
-// is one mistake, reported once, where it is (with its "Did you mean"). The
-// body is the one whose missing-item range (its opening brace) is the
-// closest before the misspelling.
-func misspeltNotMissing(diags hcl.Diagnostics) hcl.Diagnostics {
-	drop := map[*hcl.Diagnostic]bool{}
-	for _, u := range diags {
-		if u.Summary != "Unsupported argument" || u.Subject == nil {
-			continue
-		}
-		m := didYouMean.FindStringSubmatch(u.Detail)
-		if m == nil {
-			continue
-		}
-		var best *hcl.Diagnostic
-		for _, d := range diags {
-			if d.Summary != "Missing required argument" || d.Subject == nil || d.Subject.Filename != u.Subject.Filename ||
-				d.Subject.Start.Byte > u.Subject.Start.Byte {
-				continue
-			}
-			if mm := missingArgument.FindStringSubmatch(d.Detail); mm == nil || mm[1] != m[1] {
-				continue
-			}
-			if best == nil || d.Subject.Start.Byte > best.Subject.Start.Byte {
-				best = d
-			}
-		}
-		if best != nil {
-			drop[best] = true
-		}
-	}
-	if len(drop) == 0 {
-		return diags
-	}
-	var out hcl.Diagnostics
-	for _, d := range diags {
-		if !drop[d] {
-			out = append(out, d)
-		}
 	}
 	return out
 }

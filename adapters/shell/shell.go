@@ -32,6 +32,7 @@ import (
 
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/funcs"
+	"github.com/mcpd/mcpd/engine/hclbody"
 )
 
 // Defaults and limits of the block's attributes.
@@ -187,7 +188,7 @@ func (a *Adapter) CompileTool(b *adapter.ToolBlock) (adapter.Handler, hcl.Diagno
 	if diags := platformCheck(b.Range); diags.HasErrors() {
 		return nil, diags
 	}
-	content, diags := b.Body.Content(blockSchema.Body())
+	content, diags := hclbody.Content(b.Body, blockSchema.Body())
 	if content == nil {
 		return nil, diags
 	}

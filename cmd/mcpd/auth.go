@@ -17,7 +17,7 @@ import (
 	"github.com/mcpd/mcpd/engine/snapshot"
 )
 
-// authFlags are serve's flags for guarding the HTTP listener. Who may call
+// authFlags are serve's flags for securing the HTTP listener. Who may call
 // is declared in the config's auth block (it reloads); the flags say how
 // the listener runs.
 type authFlags struct {
@@ -33,10 +33,10 @@ func addAuthFlags(fs *flag.FlagSet) *authFlags {
 	return a
 }
 
-// guardListener checks that ln may serve without auth and wraps it in TLS
+// listener checks that ln may serve without auth and wraps it in TLS
 // when asked. It returns the URL scheme and whether every request needs
 // auth (a non-loopback address without --insecure-no-auth).
-func (a *authFlags) guardListener(ln net.Listener, current *snapshot.Current, logger *slog.Logger) (net.Listener, string, bool, error) {
+func (a *authFlags) listener(ln net.Listener, current *snapshot.Current, logger *slog.Logger) (net.Listener, string, bool, error) {
 	required := !a.insecureNoAuth && !loopbackListener(ln)
 	if required && current.Load().Auth == nil {
 		ln.Close()
@@ -74,9 +74,9 @@ func loopbackListener(ln net.Listener) bool {
 	return ok && tcp.IP.IsLoopback()
 }
 
-// guardMux mounts the MCP handler behind the auth middleware, and the
+// mountMCP mounts the MCP handler behind the auth middleware, and the
 // Protected Resource Metadata.
-func guardMux(mux *http.ServeMux, mcp http.Handler, current *snapshot.Current, required bool, httpOpts serve.HTTPOptions, logger *slog.Logger) {
+func mountMCP(mux *http.ServeMux, mcp http.Handler, current *snapshot.Current, required bool, httpOpts serve.HTTPOptions, logger *slog.Logger) {
 	cur := func() *auth.Config { return current.Load().Auth }
 	mw := &auth.Middleware{Current: cur, Required: required, Logger: logger}
 	mux.Handle("/mcp", mw.Wrap(mcp))

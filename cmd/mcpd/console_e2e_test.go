@@ -388,11 +388,11 @@ func auditClients(t *testing.T, path string, n int) map[string]string {
 	}
 }
 
-// The console's guards, on the real binary with an auth block: it is off
+// Who may reach the console, on the real binary with an auth block: it is off
 // without --ui; its page loads without a token (it holds no data, and asks
 // for one) but the event stream needs the same token as /mcp; a foreign
 // Origin or Host gets 403 for both; --ui with --stdio is refused.
-func TestConsoleGuards(t *testing.T) {
+func TestConsoleAccess(t *testing.T) {
 	dir := writeConfig(t, cliConfig+authConfig)
 	get := func(url, header, value string, origin string) (int, string) {
 		t.Helper()

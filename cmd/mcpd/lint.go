@@ -29,7 +29,7 @@ func lintCmd(args []string, stdout, stderr io.Writer) error {
 	reg := registry()
 	cfg, diags := config.Load(c.paths(), config.Blocks{Adapters: reg.ToolBlocks(), Backends: reg.BackendBlocks()})
 	if cfg != nil && !diags.HasErrors() {
-		diags = append(diags, lint.Lint(cfg, reg)...)
+		diags = config.SortDiagnostics(append(diags, lint.Lint(cfg, reg)...))
 	}
 	var sources map[string][]byte
 	if cfg != nil {

@@ -46,7 +46,7 @@ func serveCmd(args []string, stderr io.Writer) error {
 	poll := fs.Duration("poll", 0, "also check config files this often, for file systems without inotify (e.g. 2s)")
 	ops := addOpsFlags(fs)
 	auditFlags := addAuditFlags(fs)
-	guard := addAuthFlags(fs)
+	authf := addAuthFlags(fs)
 	ui := fs.Bool("ui", false, "serve a browser console under /ui/ on the HTTP listener (see docs/cli.md)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -143,7 +143,7 @@ func serveCmd(args []string, stderr io.Writer) error {
 	if err != nil {
 		return listenError(*addr, err)
 	}
-	ln, scheme, authRequired, err := guard.guardListener(ln, &current, logger)
+	ln, scheme, authRequired, err := authf.listener(ln, &current, logger)
 	if err != nil {
 		return err
 	}
@@ -151,7 +151,7 @@ func serveCmd(args []string, stderr io.Writer) error {
 	httpOpts := limits.httpOptions(serve.HTTPOptions{
 		AllowedHosts: hosts, AllowedOrigins: origins, JSONResponse: *jsonResp, SessionTimeout: *sessionTimeout,
 	})
-	guardMux(mux, srv.HTTPHandler(httpOpts), &current, authRequired, httpOpts, logger)
+	mountMCP(mux, srv.HTTPHandler(httpOpts), &current, authRequired, httpOpts, logger)
 	if ops.adminAddr == "" {
 		mux.Handle("/", serve.HostGuard(httpOpts, admin))
 	}

@@ -39,7 +39,7 @@ func testCmd(args []string, stdout, stderr io.Writer) error {
 		defer l.Snapshot.Close()
 	}
 	cases, tests, diags := testrun.Load(paths, l)
-	config.WriteDiagnostics(stderr, append(l.Diagnostics, diags...), l.Sources)
+	config.WriteDiagnostics(stderr, config.SortDiagnostics(append(l.Diagnostics, diags...)), l.Sources)
 	if l.Snapshot == nil || diags.HasErrors() {
 		return exitError(1)
 	}

@@ -11,6 +11,8 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
 
+	"github.com/mcpd/mcpd/engine/hclbody"
+
 	"github.com/mcpd/mcpd/engine/suggest"
 )
 
@@ -105,7 +107,7 @@ func (d *Decoder) Warnf(rng hcl.Range, summary, format string, args ...any) {
 // ok is false when it reported an error; content may then be partial (or
 // nil), for callers that go on to report more.
 func (d *Decoder) Content(body hcl.Body, s *Schema) (content *hcl.BodyContent, ok bool) {
-	content, diags := body.Content(s.Body())
+	content, diags := hclbody.Content(body, s.Body())
 	return content, d.Add(diags)
 }
 

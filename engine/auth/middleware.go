@@ -12,7 +12,8 @@ import (
 	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
 )
 
-// Middleware guards the MCP endpoint with the current Config.
+// Middleware authenticates the requests to the MCP endpoint with the
+// current Config.
 type Middleware struct {
 	// Current returns the Config of the snapshot being served (nil: auth
 	// off). It is called once per request.
@@ -24,9 +25,9 @@ type Middleware struct {
 	Logger   *slog.Logger
 }
 
-// Wrap returns next guarded: a request without a valid token is answered
-// 401, one that lacks a scope the auth block requires 403, both with a
-// WWW-Authenticate header; a verified caller reaches next with its
+// Wrap returns next behind authentication: a request without a valid
+// token is answered 401, one that lacks a scope the auth block requires
+// 403, both with a WWW-Authenticate header; a verified caller reaches next with its
 // principal in the SDK's TokenInfo.
 func (m *Middleware) Wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

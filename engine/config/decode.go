@@ -9,6 +9,8 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/gohcl"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/mcpd/mcpd/engine/hclbody"
 )
 
 // decodeBody decodes body into the struct dst points to, as
@@ -18,17 +20,44 @@ import (
 // recomputes both with reflection and fresh maps per block, which was half
 // the time of loading a 1,000-tool config. Attribute values are still
 // converted by gohcl.DecodeExpression.
+//
+// Its diagnostics are gohcl's too, which is what its tests compare. The
+// loader decodes with decodeChecked instead.
 func decodeBody(body hcl.Body, ectx *hcl.EvalContext, dst any) hcl.Diagnostics {
+	return (&decoder{ectx: ectx}).start(body, dst)
+}
+
+// decodeChecked is decodeBody with mcpd's diagnostics about the shape of
+// each body (unknown, misspelt and missing arguments and blocks): they are
+// hclbody's, built where the problem is found, instead of HCL's. A struct
+// with a remain field leaves part of its body to another decoder (a tool's
+// adapter block, the top level's backend blocks); rest gives, for each such
+// struct type, the schema of that part, so that nothing else is left
+// unreported and a misspelling is matched against every name valid in the
+// body.
+func decodeChecked(body hcl.Body, ectx *hcl.EvalContext, dst any, rest map[reflect.Type]*hcl.BodySchema) hcl.Diagnostics {
+	return (&decoder{ectx: ectx, checked: true, rest: rest}).start(body, dst)
+}
+
+// decoder is the context of one decodeBody or decodeChecked call.
+type decoder struct {
+	ectx    *hcl.EvalContext
+	checked bool
+	rest    map[reflect.Type]*hcl.BodySchema
+}
+
+func (d *decoder) start(body hcl.Body, dst any) hcl.Diagnostics {
 	v := reflect.ValueOf(dst)
 	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
 		panic(fmt.Sprintf("decodeBody: target must be a pointer to a struct, not %T", dst))
 	}
-	return planFor(v.Elem().Type()).decode(body, ectx, v.Elem())
+	return d.decode(planFor(v.Elem().Type()), body, v.Elem())
 }
 
 // plan is how to decode one struct type: its body schema and where each
 // tagged field goes.
 type plan struct {
+	typ        reflect.Type
 	schema     *hcl.BodySchema
 	partial    bool // there is a remain field: the schema is not exhaustive
 	attrs      []attrField
@@ -91,7 +120,7 @@ func planFor(t reflect.Type) *plan {
 	if p, ok := plans.Load(t); ok {
 		return p.(*plan)
 	}
-	p := &plan{remain: -1, defRange: -1, typeRange: -1}
+	p := &plan{typ: t, remain: -1, defRange: -1, typeRange: -1}
 	p.schema, p.partial = gohcl.ImpliedBodySchema(reflect.New(t).Interface())
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
@@ -162,14 +191,23 @@ func planFor(t reflect.Type) *plan {
 	return actual.(*plan)
 }
 
-func (p *plan) decode(body hcl.Body, ectx *hcl.EvalContext, val reflect.Value) hcl.Diagnostics {
+func (d *decoder) decode(p *plan, body hcl.Body, val reflect.Value) hcl.Diagnostics {
 	var content *hcl.BodyContent
 	var leftovers hcl.Body
 	var diags hcl.Diagnostics
-	if p.partial {
+	switch {
+	case !d.checked && p.partial:
 		content, leftovers, diags = body.PartialContent(p.schema)
-	} else {
+	case !d.checked:
 		content, diags = body.Content(p.schema)
+	case p.partial:
+		rest, ok := d.rest[p.typ]
+		if !ok {
+			panic(fmt.Sprintf("decodeChecked: no schema for the rest of a %s body", p.typ))
+		}
+		content, leftovers, diags = hclbody.PartialContent(body, p.schema, rest)
+	default:
+		content, diags = hclbody.Content(body, p.schema)
 	}
 	if content == nil {
 		return diags
@@ -193,7 +231,7 @@ func (p *plan) decode(body hcl.Body, ectx *hcl.EvalContext, val reflect.Value) h
 		case attrExpression:
 			fv.Set(reflect.ValueOf(attr.Expr))
 		default:
-			diags = append(diags, gohcl.DecodeExpression(attr.Expr, ectx, fv.Addr().Interface())...)
+			diags = append(diags, gohcl.DecodeExpression(attr.Expr, d.ectx, fv.Addr().Interface())...)
 		}
 	}
 	for _, ar := range p.attrRanges {
@@ -241,10 +279,10 @@ func (p *plan) decode(body hcl.Body, ectx *hcl.EvalContext, val reflect.Value) h
 		if !bf.slice {
 			if bf.ptr {
 				v := reflect.New(bf.elem)
-				diags = append(diags, bp.decodeBlock(blocks[0], ectx, v.Elem())...)
+				diags = append(diags, d.decodeBlock(bp, blocks[0], v.Elem())...)
 				fv.Set(v)
 			} else {
-				diags = append(diags, bp.decodeBlock(blocks[0], ectx, fv)...)
+				diags = append(diags, d.decodeBlock(bp, blocks[0], fv)...)
 			}
 			continue
 		}
@@ -252,10 +290,10 @@ func (p *plan) decode(body hcl.Body, ectx *hcl.EvalContext, val reflect.Value) h
 		for i, block := range blocks {
 			if bf.ptr {
 				v := reflect.New(bf.elem)
-				diags = append(diags, bp.decodeBlock(block, ectx, v.Elem())...)
+				diags = append(diags, d.decodeBlock(bp, block, v.Elem())...)
 				sli.Index(i).Set(v)
 			} else {
-				diags = append(diags, bp.decodeBlock(block, ectx, sli.Index(i))...)
+				diags = append(diags, d.decodeBlock(bp, block, sli.Index(i))...)
 			}
 		}
 		fv.Set(sli)
@@ -263,8 +301,8 @@ func (p *plan) decode(body hcl.Body, ectx *hcl.EvalContext, val reflect.Value) h
 	return diags
 }
 
-func (p *plan) decodeBlock(block *hcl.Block, ectx *hcl.EvalContext, v reflect.Value) hcl.Diagnostics {
-	diags := p.decode(block.Body, ectx, v)
+func (d *decoder) decodeBlock(p *plan, block *hcl.Block, v reflect.Value) hcl.Diagnostics {
+	diags := d.decode(p, block.Body, v)
 	for i, lv := range block.Labels {
 		if i >= len(p.labels) {
 			break

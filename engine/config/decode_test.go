@@ -182,8 +182,8 @@ func diagStrings(diags hcl.Diagnostics) []string {
 	return out
 }
 
-// BenchmarkDecode compares decoding one 100-tool file with gohcl and with
-// decodeBody.
+// BenchmarkDecode compares decoding one 100-tool file with gohcl, with
+// decodeBody and with decodeChecked.
 func BenchmarkDecode(b *testing.B) {
 	var src []byte
 	for i := 0; i < 100; i++ {
@@ -222,6 +222,18 @@ tool "t`+string(rune('a'+i%26))+`" {
 		for b.Loop() {
 			var fc fileContent
 			decodeBody(f.Body, ectx, &fc)
+		}
+	})
+	// What the loader runs: decodeBody with hclbody's checks.
+	rest := map[reflect.Type]*hcl.BodySchema{
+		reflect.TypeFor[fileContent](): {}, reflect.TypeFor[Tool](): {},
+		reflect.TypeFor[Resource](): {}, reflect.TypeFor[ResourceTemplate](): {},
+	}
+	b.Run("decodeChecked", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var fc fileContent
+			decodeChecked(f.Body, ectx, &fc, rest)
 		}
 	})
 }

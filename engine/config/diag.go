@@ -2,9 +2,11 @@ package config
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -125,4 +127,37 @@ func MarshalDiagnostics(diags hcl.Diagnostics) []byte {
 		Diagnostics []JSONDiagnostic `json:"diagnostics"`
 	}{!diags.HasErrors(), JSONDiagnostics(diags)}, "", "  ")
 	return append(b, '\n')
+}
+
+// SortDiagnostics sorts diagnostics in place: the errors, then the
+// warnings, each in file order (file, line, column), keeping the order of
+// those at the same place (stable); those without a place (a file that
+// cannot be read) come last in their group. The loader, lint and test each
+// find problems in several passes, and a list in the order of the passes
+// jumped back and forth through the files; errors come first because they
+// are what stops the config from loading, and a reader (or the first line of
+// a reload's status) should not have to look past warnings for them. The
+// writers print what they are given in its order: a list put together from
+// several (mcpd test's) is sorted again.
+func SortDiagnostics(diags hcl.Diagnostics) hcl.Diagnostics {
+	slices.SortStableFunc(diags, func(a, b *hcl.Diagnostic) int {
+		if a.Severity != b.Severity {
+			// hcl.DiagError (1) before hcl.DiagWarning (2).
+			return cmp.Compare(a.Severity, b.Severity)
+		}
+		switch {
+		case a.Subject == nil && b.Subject == nil:
+			return 0
+		case a.Subject == nil:
+			return 1
+		case b.Subject == nil:
+			return -1
+		}
+		return cmp.Or(
+			cmp.Compare(a.Subject.Filename, b.Subject.Filename),
+			cmp.Compare(a.Subject.Start.Line, b.Subject.Start.Line),
+			cmp.Compare(a.Subject.Start.Column, b.Subject.Start.Column),
+		)
+	})
+	return diags
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -69,8 +70,8 @@ type fileContent struct {
 
 // Load reads every config file named by paths (files, or directories whose
 // *.hcl files are read in sorted order) into one Config. It returns all the
-// diagnostics it finds, not just the first; the Config is nil only when
-// nothing could be read.
+// diagnostics it finds, not just the first, in file order; the Config is
+// nil only when nothing could be read.
 func Load(paths []string, blocks Blocks) (*Config, hcl.Diagnostics) {
 	return LoadWith(paths, blocks, Options{})
 }
@@ -98,7 +99,7 @@ func LoadWith(paths []string, blocks Blocks, opts Options) (*Config, hcl.Diagnos
 	sort.Strings(cfg.Referenced)
 	cfg.Referenced = slices.Compact(cfg.Referenced)
 	diags = append(diags, checkUnique(cfg)...)
-	return cfg, diags
+	return cfg, SortDiagnostics(diags)
 }
 
 // ExpandPaths turns the paths given on the command line into the sorted list
@@ -157,16 +158,27 @@ func decodeFile(cfg *Config, body hcl.Body, dir string, blocks Blocks) hcl.Diagn
 	// Attributes that must be known at load time (descriptions, URIs) may
 	// still call functions, e.g. description = file("docs/tool.md").
 	ectx := &hcl.EvalContext{Functions: funcs.TableWith(dir, funcs.Options{UnsetEnvUnknown: cfg.UnsetEnvUnknown})}
-	var fc fileContent
-	diags := decodeBody(body, ectx, &fc)
-
 	backendSchema := &hcl.BodySchema{}
 	for _, b := range blocks.Backends {
 		backendSchema.Blocks = append(backendSchema.Blocks, hcl.BlockHeaderSchema{Type: b, LabelNames: []string{"name"}})
 	}
+	adapterSchema := &hcl.BodySchema{}
+	for _, a := range blocks.Adapters {
+		adapterSchema.Blocks = append(adapterSchema.Blocks, hcl.BlockHeaderSchema{Type: a})
+	}
+	var fc fileContent
+	diags := decodeChecked(body, ectx, &fc, map[reflect.Type]*hcl.BodySchema{
+		reflect.TypeFor[fileContent]():      backendSchema,
+		reflect.TypeFor[Tool]():             adapterSchema,
+		reflect.TypeFor[Resource]():         adapterSchema,
+		reflect.TypeFor[ResourceTemplate](): adapterSchema,
+	})
+
 	if fc.Remain != nil {
-		content, d := fc.Remain.Content(backendSchema)
-		diags = append(diags, withSuggestions(d, schemaNames(&fileContent{}, blocks.Backends))...)
+		// decodeBody checked that nothing else is left: the diagnostics
+		// here are only about the backend blocks' labels.
+		content, _, d := fc.Remain.PartialContent(backendSchema)
+		diags = append(diags, d...)
 		if content != nil {
 			for _, b := range content.Blocks {
 				be := &Backend{Type: b.Type, Name: b.Labels[0], Body: b.Body, DeclRange: b.DefRange, Dir: dir}
@@ -203,8 +215,8 @@ func decodeFile(cfg *Config, body hcl.Body, dir string, blocks Blocks) hcl.Diagn
 			})
 		}
 		var d hcl.Diagnostics
-		t.Adapter, d = adapterBlock(t.Remain, blocks.Adapters, "tool")
-		diags = append(diags, withSuggestions(d, schemaNames(&Tool{}, blocks.Adapters))...)
+		t.Adapter, d = adapterBlock(t.Remain, adapterSchema, "tool")
+		diags = append(diags, d...)
 		diags = append(diags, checkParams(t)...)
 		if t.Result != nil {
 			for _, c := range t.Result.Contents {
@@ -218,16 +230,16 @@ func decodeFile(cfg *Config, body hcl.Body, dir string, blocks Blocks) hcl.Diagn
 		r.Dir = dir
 		r.URIRange = uriRanges[r.DeclRange]
 		var d hcl.Diagnostics
-		r.Adapter, d = adapterBlock(r.Remain, blocks.Adapters, "resource")
-		diags = append(diags, withSuggestions(d, schemaNames(&Resource{}, blocks.Adapters))...)
+		r.Adapter, d = adapterBlock(r.Remain, adapterSchema, "resource")
+		diags = append(diags, d...)
 		cfg.Resources = append(cfg.Resources, r)
 	}
 	for _, r := range fc.ResourceTemplates {
 		r.Dir = dir
 		r.URIRange = uriRanges[r.DeclRange]
 		var d hcl.Diagnostics
-		r.Adapter, d = adapterBlock(r.Remain, blocks.Adapters, "resource_template")
-		diags = append(diags, withSuggestions(d, schemaNames(&ResourceTemplate{}, blocks.Adapters))...)
+		r.Adapter, d = adapterBlock(r.Remain, adapterSchema, "resource_template")
+		diags = append(diags, d...)
 		diags = append(diags, checkTemplateParams(r)...)
 		cfg.ResourceTemplates = append(cfg.ResourceTemplates, r)
 	}
@@ -243,19 +255,14 @@ func decodeFile(cfg *Config, body hcl.Body, dir string, blocks Blocks) hcl.Diagn
 	return diags
 }
 
-// adapterBlock takes the adapter block out of the rest of a tool's body.
-// Anything else left there is an unknown attribute or block, which Content
-// reports as unsupported (with a "did you mean" only among adapter blocks:
-// the tool's own attributes were decoded before).
-func adapterBlock(remain hcl.Body, adapters []string, owner string) (*AdapterBlock, hcl.Diagnostics) {
+// adapterBlock takes the adapter block out of the rest of a tool's (a
+// resource's) body. Anything else in the body was reported by decodeBody,
+// which knew the adapter blocks as the rest of the body's schema.
+func adapterBlock(remain hcl.Body, schema *hcl.BodySchema, owner string) (*AdapterBlock, hcl.Diagnostics) {
 	if remain == nil {
 		return nil, nil
 	}
-	schema := &hcl.BodySchema{}
-	for _, a := range adapters {
-		schema.Blocks = append(schema.Blocks, hcl.BlockHeaderSchema{Type: a})
-	}
-	content, diags := remain.Content(schema)
+	content, _, diags := remain.PartialContent(schema)
 	if content == nil || len(content.Blocks) == 0 {
 		return nil, diags
 	}

@@ -138,7 +138,7 @@ func LoadTests(paths []string, cfg *Config) (*Tests, hcl.Diagnostics) {
 			continue
 		}
 		var tf testFile
-		diags = append(diags, decodeBody(body, nil, &tf)...)
+		diags = append(diags, decodeChecked(body, nil, &tf, nil)...)
 		for _, t := range tf.Tests {
 			t.Dir = filepath.Dir(name)
 			out.Tests = append(out.Tests, t)

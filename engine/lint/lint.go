@@ -61,14 +61,7 @@ func Lint(cfg *config.Config, reg *adapter.Registry) hcl.Diagnostics {
 		}
 		l.secrets(f.body)
 	}
-	sort.SliceStable(l.diags, func(i, j int) bool {
-		a, b := l.diags[i].Subject, l.diags[j].Subject
-		if a.Filename != b.Filename {
-			return a.Filename < b.Filename
-		}
-		return a.Start.Byte < b.Start.Byte
-	})
-	return l.diags
+	return config.SortDiagnostics(l.diags)
 }
 
 type linter struct {
@@ -175,17 +168,20 @@ func (l *linter) prompt(b *hclsyntax.Block) {
 }
 
 func (l *linter) bareOptional(prompt string, e hclsyntax.Expression, optional map[string]bool) {
-	type guard struct {
+	// A fallback is what gives an optional argument a value when it is
+	// left out: a coalesce, try or can call around it, or a conditional
+	// that tests it.
+	type fallback struct {
 		rng   hcl.Range
-		names map[string]bool // nil: guards every argument (coalesce, try)
+		names map[string]bool // nil: for every argument (coalesce, try)
 	}
-	var guards []guard
+	var fallbacks []fallback
 	var refs []*hclsyntax.ScopeTraversalExpr
 	hclsyntax.VisitAll(e, func(n hclsyntax.Node) hcl.Diagnostics {
 		switch n := n.(type) {
 		case *hclsyntax.FunctionCallExpr:
 			if n.Name == "coalesce" || n.Name == "try" || n.Name == "can" {
-				guards = append(guards, guard{rng: n.Range()})
+				fallbacks = append(fallbacks, fallback{rng: n.Range()})
 			}
 		case *hclsyntax.ConditionalExpr:
 			names := map[string]bool{}
@@ -194,7 +190,7 @@ func (l *linter) bareOptional(prompt string, e hclsyntax.Expression, optional ma
 					names[a] = true
 				}
 			}
-			guards = append(guards, guard{rng: n.Range(), names: names})
+			fallbacks = append(fallbacks, fallback{rng: n.Range(), names: names})
 		case *hclsyntax.ScopeTraversalExpr:
 			refs = append(refs, n)
 		}
@@ -205,14 +201,14 @@ func (l *linter) bareOptional(prompt string, e hclsyntax.Expression, optional ma
 		if !ok || !optional[name] {
 			continue
 		}
-		guarded := false
-		for _, g := range guards {
-			if contains(g.rng, r.Range()) && (g.names == nil || g.names[name]) {
-				guarded = true
+		covered := false
+		for _, f := range fallbacks {
+			if contains(f.rng, r.Range()) && (f.names == nil || f.names[name]) {
+				covered = true
 				break
 			}
 		}
-		if !guarded {
+		if !covered {
 			l.warn(r.Range(), "Optional argument used without coalesce",
 				fmt.Sprintf("Argument %q of prompt %q is optional, and a client that leaves it out gets an error instead of the prompt. Write coalesce(args.%s, \"...\") or declare it required = true.", name, prompt, name))
 		}

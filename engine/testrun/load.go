@@ -21,8 +21,8 @@ func Load(paths []string, l *engine.Loaded) ([]*Case, *config.Tests, hcl.Diagnos
 	}
 	maps.Copy(l.Sources, tests.Sources)
 	if l.Snapshot == nil || l.Config == nil || diags.HasErrors() {
-		return nil, tests, diags
+		return nil, tests, config.SortDiagnostics(diags)
 	}
 	cases, d := Compile(tests.Tests, l.Config, l.Snapshot, l.Registry)
-	return cases, tests, append(diags, d...)
+	return cases, tests, config.SortDiagnostics(append(diags, d...))
 }

@@ -11,7 +11,7 @@ import (
 
 // Mistakes in the authorization and limit attributes are load errors at
 // the attribute that is wrong.
-func TestLoadBrokenGuard(t *testing.T) {
+func TestLoadBrokenAuthzAndLimits(t *testing.T) {
 	tool := func(body string) string {
 		return "tool \"t\" {\n  description = \"x\"\n" + body + "}\n"
 	}

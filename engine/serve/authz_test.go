@@ -28,9 +28,9 @@ import (
 	"github.com/mcpd/mcpd/engine/snapshot"
 )
 
-// guardConfig exercises scopes, caller-bound params and limits through the
+// authzConfig exercises scopes, caller-bound params and limits through the
 // real shell and SQL adapters.
-const guardConfig = `
+const authzConfig = `
 database "authz" {
   driver = "sqlite"
   dsn    = "authz.db"
@@ -166,18 +166,18 @@ func verifyToken(_ context.Context, token string, _ *http.Request) (*auth.TokenI
 	return ti, nil
 }
 
-type guardBearer struct {
+type bearerTransport struct {
 	token string
 	next  http.RoundTripper
 }
 
-func (b guardBearer) RoundTrip(r *http.Request) (*http.Response, error) {
+func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+b.token)
 	return b.next.RoundTrip(r)
 }
 
-type guardEnv struct {
+type authzEnv struct {
 	cur *snapshot.Current
 	srv *serve.Server
 	url string
@@ -185,20 +185,20 @@ type guardEnv struct {
 	reg *adapter.Registry
 }
 
-func guardRegistry() *adapter.Registry {
+func authzRegistry() *adapter.Registry {
 	reg := adapter.NewRegistry()
 	reg.Register("shell", shell.New())
 	reg.Register("sql", sqladapter.New())
 	return reg
 }
 
-func newGuardEnv(t *testing.T, config string) *guardEnv {
+func newAuthzEnv(t *testing.T, config string) *authzEnv {
 	t.Helper()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "tools.hcl"), []byte(config), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	reg := guardRegistry()
+	reg := authzRegistry()
 	l := engine.Load([]string{dir}, reg, nil, "test")
 	if l.Snapshot == nil {
 		t.Fatalf("config does not load: %v", l.Diagnostics)
@@ -212,20 +212,20 @@ func newGuardEnv(t *testing.T, config string) *guardEnv {
 	h := auth.RequireBearerToken(verifyToken, nil)(srv.HTTPHandler(serve.HTTPOptions{}))
 	ts := httptest.NewServer(h)
 	t.Cleanup(ts.Close)
-	return &guardEnv{cur: cur, srv: srv, url: ts.URL, dir: dir, reg: reg}
+	return &authzEnv{cur: cur, srv: srv, url: ts.URL, dir: dir, reg: reg}
 }
 
-func (e *guardEnv) client(t *testing.T, token, version string) *mcp.ClientSession {
+func (e *authzEnv) client(t *testing.T, token, version string) *mcp.ClientSession {
 	t.Helper()
 	return connect(t, &mcp.StreamableClientTransport{
 		Endpoint:   e.url,
 		MaxRetries: -1,
-		HTTPClient: &http.Client{Transport: guardBearer{token, http.DefaultTransport}},
+		HTTPClient: &http.Client{Transport: bearerTransport{token, http.DefaultTransport}},
 	}, version, nil)
 }
 
 // stdio connects as the local user, with no principal.
-func (e *guardEnv) stdio(t *testing.T) *mcp.ClientSession {
+func (e *authzEnv) stdio(t *testing.T) *mcp.ClientSession {
 	t.Helper()
 	ct, st := mcp.NewInMemoryTransports()
 	ss, err := e.srv.SDK().Connect(context.Background(), st, nil)
@@ -259,7 +259,7 @@ func call(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any)
 }
 
 func TestScopes(t *testing.T) {
-	e := newGuardEnv(t, guardConfig)
+	e := newAuthzEnv(t, authzConfig)
 	all := []string{"public", "admin_only", "orders", "sleepy", "busy", "per_tool", "per_caller"}
 	noAdmin := []string{"public", "orders", "sleepy", "busy", "per_tool", "per_caller"}
 	for _, version := range []string{legacy, modern} {
@@ -354,7 +354,7 @@ func TestScopes(t *testing.T) {
 }
 
 func TestCallerBoundParam(t *testing.T) {
-	e := newGuardEnv(t, guardConfig)
+	e := newAuthzEnv(t, authzConfig)
 	acme := e.client(t, "tok-acme", modern)
 	glob := e.client(t, "tok-glob", modern)
 
@@ -429,7 +429,7 @@ func TestCallerBoundParam(t *testing.T) {
 }
 
 func TestToolTimeout(t *testing.T) {
-	e := newGuardEnv(t, guardConfig)
+	e := newAuthzEnv(t, authzConfig)
 	cs := e.client(t, "tok-acme", modern)
 	start := time.Now()
 	out, isErr, err := call(t, cs, "sleepy", nil)
@@ -443,7 +443,7 @@ func TestToolTimeout(t *testing.T) {
 }
 
 func TestMaxConcurrency(t *testing.T) {
-	e := newGuardEnv(t, guardConfig)
+	e := newAuthzEnv(t, authzConfig)
 	cs := e.client(t, "tok-acme", modern)
 	type outcome struct {
 		text  string
@@ -496,7 +496,7 @@ func retryDelay(t *testing.T, msg string) float64 {
 }
 
 func TestRateLimits(t *testing.T) {
-	e := newGuardEnv(t, guardConfig)
+	e := newAuthzEnv(t, authzConfig)
 	acme := e.client(t, "tok-acme", modern)
 	glob := e.client(t, "tok-glob", modern)
 
