@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"image"
@@ -566,4 +567,143 @@ func TestConsoleInBrowserWithAuth(t *testing.T) {
 	)
 	waitFor(t, b, "the prompt", `document.querySelector(".result.ok pre.text")?.textContent === "Plan Rome"`)
 	waitFor(t, b, "the read and the prompt among the calls", `document.querySelectorAll('#calls tr[data-client="console"]').length === 5`)
+}
+
+// startDemo serves the repository's default config (tools.hcl and its
+// SQLite bookshop) from a temporary directory with the console on, and
+// returns the console's URL and the bookshop's database file.
+func startDemo(t *testing.T) (ui, db string) {
+	t.Helper()
+	dir := t.TempDir()
+	for _, f := range []string{"tools.hcl", filepath.Join("demo", "seed.sql")} {
+		data, err := os.ReadFile(filepath.Join("..", "..", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(f)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := mcpdCommand("serve", "--ui", "--http", "127.0.0.1:0", "-c", "tools.hcl")
+	cmd.Dir = dir
+	cmd.Env = append(cmd.Env, "MCPD_DATA_DIR="+filepath.Join(dir, ".mcpd"))
+	return strings.TrimSuffix(startHTTP(t, cmd), "mcp") + "ui/", filepath.Join(dir, ".mcpd", "demo.db")
+}
+
+// inStock reads a book's stock from the demo's database itself, not
+// through mcpd: the side effect a confirmation lets happen or not.
+func inStock(t *testing.T, db string, id int) int {
+	t.Helper()
+	conn, err := sql.Open("sqlite", "file:"+db+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var n int
+	if err := conn.QueryRow("SELECT in_stock FROM books WHERE id = ?", id).Scan(&n); err != nil {
+		t.Fatalf("reading book %d's stock: %v", id, err)
+	}
+	return n
+}
+
+// openTool opens a tool from the catalog and fills its form.
+func openTool(t *testing.T, b context.Context, name string, fields map[string]string) {
+	t.Helper()
+	acts := []chromedp.Action[chromedp.Void]{
+		chromedp.Click(chromedp.CSS(fmt.Sprintf(`#tools-list button[data-id=%q]`, name))),
+		chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf(`article[data-tool=%q] #call-form`, name))),
+	}
+	for k, v := range fields {
+		acts = append(acts, chromedp.SetValue(chromedp.CSS(fmt.Sprintf(`#call-form [name=%q]`, k)), v))
+	}
+	step(t, b, "opening "+name, acts...)
+}
+
+// The console answers the demo's restock, which asks for a confirmation
+// (2026-07-28 input_required): declined, the stock in the database stays
+// as it was; confirmed, it grows. The rounds are listed as input required,
+// open to their request and response, and replay into the form.
+func TestConsoleConfirmInBrowser(t *testing.T) {
+	bin := chromium()
+	if bin == "" {
+		t.Skip("no Chromium found (see TestConsoleInBrowser)")
+	}
+	shots := artifactsDir(t)
+	ui, db := startDemo(t)
+	b := browser(t, bin)
+	step(t, b, "loading the console", chromedp.Navigate(ui), chromedp.WaitVisible(chromedp.CSS(`body[data-ready="true"]`)))
+	if name := eval[string](t, b, `document.getElementById("server-name").textContent`); !strings.HasPrefix(name, "mcpd-demo") {
+		t.Errorf("the header shows %q, want the server's name mcpd-demo first", name)
+	}
+	// The bookshop's database is created at its first use.
+	openTool(t, b, "list_books", nil)
+	step(t, b, "calling list_books", chromedp.Click(chromedp.CSS(`#call-form button[type="submit"]`)))
+	waitFor(t, b, "list_books' result", `document.querySelector(".result.ok .outcome")`)
+	before := inStock(t, db, 1)
+
+	// Declined: the tool does not run.
+	openTool(t, b, "restock", map[string]string{"id": "1", "copies": "3"})
+	step(t, b, "calling restock", chromedp.Click(chromedp.CSS(`#call-form button[type="submit"]`)))
+	waitFor(t, b, "the confirmation", `document.querySelector('.result.asked .ask-item[data-kind="confirm"]')`)
+	if msg := eval[string](t, b, `document.querySelector(".ask-msg").textContent`); msg != "Restock 3 copies of book 1?" {
+		t.Errorf("the confirmation asks %q", msg)
+	}
+	screenshot(t, b, shots, "10-confirm")
+	step(t, b, "declining", chromedp.Click(chromedp.CSS(`form.ask button.decline`)))
+	waitFor(t, b, "the declined result", `document.querySelector(".result.ok .outcome")`)
+	if text := eval[string](t, b, `document.querySelector(".result").innerText`); !strings.Contains(text, "declined") {
+		t.Errorf("after declining, the result shows:\n%s", text)
+	}
+	if n := inStock(t, db, 1); n != before {
+		t.Errorf("declined, yet book 1's stock went from %d to %d", before, n)
+	}
+
+	// Confirmed: it runs once.
+	step(t, b, "calling restock again", chromedp.Click(chromedp.CSS(`#call-form button[type="submit"]`)))
+	waitFor(t, b, "the confirmation", `document.querySelector('.result.asked form.ask button.accept')`)
+	step(t, b, "confirming", chromedp.Click(chromedp.CSS(`form.ask button.accept`)))
+	waitFor(t, b, "the restock's result", `document.querySelector(".result.ok .structured")`)
+	var got struct {
+		InStock int `json:"in_stock"`
+	}
+	if err := json.Unmarshal([]byte(eval[string](t, b, `document.querySelector(".result.ok .structured").textContent`)), &got); err != nil {
+		t.Fatal(err)
+	}
+	if n := inStock(t, db, 1); n != before+3 || got.InStock != n {
+		t.Errorf("confirmed: stock %d in the database and %d shown, want %d", n, got.InStock, before+3)
+	}
+	// The JSON text result is pretty-printed, its raw text kept.
+	if pretty := eval[string](t, b, `document.querySelector(".result.ok pre.text.json")?.textContent || ""`); !strings.Contains(pretty, "\n  \"in_stock\"") {
+		t.Errorf("the JSON text is not pretty-printed: %q", pretty)
+	}
+	if raw := eval[string](t, b, `document.querySelector(".result.ok .raw-text pre.raw")?.textContent || ""`); !strings.HasPrefix(raw, `{"id":1,`) {
+		t.Errorf("the raw text is not kept: %q", raw)
+	}
+
+	// Four rounds, the asking ones as such; the tool now has its badge.
+	waitFor(t, b, "the four rounds", `document.querySelectorAll('#calls tr[data-name="restock"][data-mine="true"]').length === 4`)
+	outcomes := eval[[]string](t, b, `[...document.querySelectorAll('#calls tr[data-name="restock"]')].map(r => r.dataset.outcome)`)
+	if want := []string{"ok", "input_required", "ok", "input_required"}; !slices.Equal(outcomes, want) {
+		t.Errorf("restock's rounds are listed as %v, want %v (newest first)", outcomes, want)
+	}
+	if badge := eval[string](t, b, `document.querySelector('#tools-list button[data-id="restock"] .badge.asks')?.textContent || ""`); badge != "asks" {
+		t.Errorf("restock has no asks badge after asking")
+	}
+	step(t, b, "opening the confirmed round", chromedp.Click(chromedp.CSS(`#calls tr[data-name="restock"] button.open`)))
+	waitFor(t, b, "the round's detail", `document.querySelector("#calls tr.call-detail pre.resp")`)
+	req := eval[string](t, b, `document.querySelector("#calls tr.call-detail pre.req").textContent`)
+	resp := eval[string](t, b, `document.querySelector("#calls tr.call-detail pre.resp").textContent`)
+	if !strings.Contains(req, `"inputResponses"`) || !strings.Contains(req, `"accept"`) || !strings.Contains(resp, fmt.Sprintf(`"in_stock": %d`, before+3)) {
+		t.Errorf("the round opens to request\n%s\nand response\n%s", req, resp)
+	}
+	screenshot(t, b, shots, "11-confirmed-round")
+	step(t, b, "opening list_books", chromedp.Click(chromedp.CSS(`#tools-list button[data-id="list_books"]`)), chromedp.WaitVisible(chromedp.CSS(`article[data-tool="list_books"]`)))
+	step(t, b, "replaying the round", chromedp.Click(chromedp.CSS(`#calls tr.call-detail button.replay`)))
+	waitFor(t, b, "restock's form again", `document.querySelector('article[data-tool="restock"] #call-form')`)
+	if v := eval[[]string](t, b, `["id", "copies"].map(n => document.querySelector('#call-form [name="' + n + '"]').value)`); !slices.Equal(v, []string{"1", "3"}) {
+		t.Errorf("replayed into the form: id, copies = %v, want 1, 3", v)
+	}
 }
