@@ -707,3 +707,194 @@ func TestConsoleConfirmInBrowser(t *testing.T) {
 		t.Errorf("replayed into the form: id, copies = %v, want 1, 3", v)
 	}
 }
+
+// consoleAskConfig has a tool for each kind of question the console answers, and
+// one that reports progress and logs.
+const consoleAskConfig = `
+server {
+  name = "ask-e2e"
+}
+
+tool "signup" {
+  description = "Asks for a form."
+  ask "who" {
+    elicit = "Who are you?"
+    field "nick" {
+      type       = "string"
+      min_length = 2
+    }
+    field "age" {
+      type    = "integer"
+      minimum = 18
+    }
+    field "plan" {
+      type = "string"
+      enum = ["free", "pro"]
+    }
+  }
+  result {
+    content "text" {
+      text = "signed up ${inputs.who.nick}, ${inputs.who.age}, ${inputs.who.plan}"
+    }
+  }
+}
+
+tool "summarize" {
+  description = "Asks for a completion."
+  ask "llm" {
+    sample        = "Summarize: the quick brown fox."
+    system_prompt = "Be brief."
+    max_tokens    = 40
+  }
+  result {
+    content "text" {
+      text = "the model said: ${inputs.llm}"
+    }
+  }
+}
+
+tool "where" {
+  description = "Asks for the roots."
+  ask "roots" { roots = true }
+  result {
+    content "text" {
+      text = "roots: ${join(", ", [for r in inputs.roots : r.uri])}"
+    }
+  }
+}
+
+tool "slow" {
+  description = "Reports progress and logs."
+  log {
+    when    = "before"
+    message = "'starting the slow work'"
+  }
+  progress {
+    steps    = [0, 50, 100]
+    total    = 100
+    interval = "300ms"
+    message  = "Working"
+  }
+  result {
+    content "text" {
+      text = "done"
+    }
+  }
+}
+`
+
+// The console answers a form (a wrong answer is said at its field and
+// not sent, then the right one is), a sampling request by hand and a
+// roots request from a list the user edits; a call's progress and log
+// records show live; and at 700 px wide nothing overflows the window and
+// the form keeps its width.
+func TestConsoleAsksInBrowser(t *testing.T) {
+	bin := chromium()
+	if bin == "" {
+		t.Skip("no Chromium found (see TestConsoleInBrowser)")
+	}
+	shots := artifactsDir(t)
+	dir := writeConfig(t, consoleAskConfig)
+	cmd := mcpdCommand("serve", "--ui", "--http", "127.0.0.1:0", "-c", dir)
+	ui := strings.TrimSuffix(startHTTP(t, cmd), "mcp") + "ui/"
+	b := browser(t, bin)
+	step(t, b, "loading the console", chromedp.Navigate(ui), chromedp.WaitVisible(chromedp.CSS(`body[data-ready="true"]`)))
+	rounds := func(name string) int {
+		return eval[int](t, b, fmt.Sprintf(`document.querySelectorAll('#calls tr[data-name=%q]').length`, name))
+	}
+
+	// A form: a wrong answer is marked and not sent.
+	openTool(t, b, "signup", nil)
+	step(t, b, "calling signup", chromedp.Click(chromedp.CSS(`#call-form button[type="submit"]`)))
+	waitFor(t, b, "the form", `document.querySelector('.ask-item[data-kind="form"] [name="age"]')`)
+	waitFor(t, b, "the first round listed", `document.querySelectorAll('#calls tr[data-name="signup"]').length === 1`)
+	step(t, b, "answering wrong",
+		chromedp.SetValue(chromedp.CSS(`form.ask [name="nick"]`), "ann"),
+		chromedp.SetValue(chromedp.CSS(`form.ask [name="age"]`), "12"),
+		chromedp.SetValue(chromedp.CSS(`form.ask [name="plan"]`), `"pro"`),
+		chromedp.Click(chromedp.CSS(`form.ask button.accept`)),
+	)
+	waitFor(t, b, "the field's error", `document.querySelector('form.ask .field.invalid[data-field="age"] .field-error:not([hidden])')`)
+	if msg := eval[string](t, b, `document.querySelector('form.ask .field.invalid .field-error').textContent`); !strings.Contains(msg, "≥ 18") {
+		t.Errorf("the age's error says %q", msg)
+	}
+	if n := eval[int](t, b, `document.querySelectorAll("form.ask .field.invalid").length`); n != 1 {
+		t.Errorf("%d fields marked invalid, want 1 (age)", n)
+	}
+	screenshot(t, b, shots, "12-form-invalid")
+	time.Sleep(300 * time.Millisecond) // a round sent by mistake would be listed by now
+	if n := rounds("signup"); n != 1 {
+		t.Errorf("%d signup rounds after a wrong answer, want 1: it was sent", n)
+	}
+	step(t, b, "answering right",
+		chromedp.SetValue(chromedp.CSS(`form.ask [name="age"]`), "30"),
+		chromedp.Click(chromedp.CSS(`form.ask button.accept`)),
+	)
+	waitFor(t, b, "signup's result", `document.querySelector(".result.ok pre.text")`)
+	if text := eval[string](t, b, `document.querySelector(".result.ok pre.text").textContent`); text != "signed up ann, 30, pro" {
+		t.Errorf("signup answers %q", text)
+	}
+
+	// Sampling, answered by hand.
+	openTool(t, b, "summarize", nil)
+	step(t, b, "calling summarize", chromedp.Click(chromedp.CSS(`#call-form button[type="submit"]`)))
+	waitFor(t, b, "the sampling request", `document.querySelector('.ask-item[data-kind="sampling"] [name="sampling-answer"]')`)
+	shown := eval[string](t, b, `document.querySelector('.ask-item[data-kind="sampling"]').innerText`)
+	if !strings.Contains(shown, "Summarize: the quick brown fox.") || !strings.Contains(shown, "Be brief.") || !strings.Contains(shown, "40 tokens") {
+		t.Errorf("the sampling request shows:\n%s", shown)
+	}
+	step(t, b, "answering as the model",
+		chromedp.SetValue(chromedp.CSS(`form.ask [name="sampling-answer"]`), "A fox."),
+		chromedp.Click(chromedp.CSS(`form.ask button.accept`)),
+	)
+	waitFor(t, b, "summarize's result", `document.querySelector(".result.ok pre.text")?.textContent === "the model said: A fox."`)
+
+	// Roots, from a list the user edits (and the page remembers).
+	openTool(t, b, "where", nil)
+	step(t, b, "calling where", chromedp.Click(chromedp.CSS(`#call-form button[type="submit"]`)))
+	waitFor(t, b, "the roots request", `document.querySelector('.ask-item[data-kind="roots"] [name="roots"]')`)
+	step(t, b, "listing the roots",
+		chromedp.SetValue(chromedp.CSS(`form.ask [name="roots"]`), "file:///srv/a\nfile:///srv/b"),
+		chromedp.Click(chromedp.CSS(`form.ask button.accept`)),
+	)
+	waitFor(t, b, "where's result", `document.querySelector(".result.ok pre.text")?.textContent === "roots: file:///srv/a, file:///srv/b"`)
+	step(t, b, "calling where again", chromedp.Click(chromedp.CSS(`#call-form button[type="submit"]`)))
+	waitFor(t, b, "the roots request", `document.querySelector('form.ask [name="roots"]')`)
+	if v := eval[string](t, b, `document.querySelector('form.ask [name="roots"]').value`); v != "file:///srv/a\nfile:///srv/b" {
+		t.Errorf("the roots list is not remembered: %q", v)
+	}
+	step(t, b, "cancelling", chromedp.Click(chromedp.CSS(`form.ask button.cancel`)))
+	waitFor(t, b, "the cancelled call", `!!(document.querySelector(".result.cancelled") && document.querySelector('#calls tr[data-name="where"][data-outcome="cancelled"]'))`)
+
+	// Progress and log records, live.
+	openTool(t, b, "slow", nil)
+	step(t, b, "calling slow", chromedp.Click(chromedp.CSS(`#call-form button[type="submit"]`)))
+	waitFor(t, b, "progress while it runs", `document.querySelector('.live progress:not([hidden])') && !document.querySelector(".result.ok")`)
+	waitFor(t, b, "slow's result", `document.querySelector(".result.ok pre.text")?.textContent === "done"`)
+	live := eval[string](t, b, `document.querySelector(".live-log").innerText`)
+	if !strings.Contains(live, "starting the slow work") || !strings.Contains(live, "progress 100 / 100") {
+		t.Errorf("the live pane shows:\n%s", live)
+	}
+	screenshot(t, b, shots, "13-live")
+
+	// 700 px wide: nothing sticks out of the window, the form keeps its
+	// width, the recent calls go under the detail.
+	step(t, b, "narrowing the window", chromedp.EmulateViewport(700, 800))
+	openTool(t, b, "signup", nil)
+	step(t, b, "calling signup", chromedp.Click(chromedp.CSS(`#call-form button[type="submit"]`)))
+	waitFor(t, b, "the form", `document.querySelector('form.ask [name="age"]')`)
+	over := eval[[]string](t, b, `[...document.querySelectorAll("body *")].filter(e => { const r = e.getBoundingClientRect(); return r.width > 0 && (r.right > innerWidth + 0.5 || r.left < -0.5) }).map(e => e.tagName + "." + e.className)`)
+	if len(over) > 0 {
+		t.Errorf("at 700 px, elements overflow the window: %v", over)
+	}
+	if w := eval[float64](t, b, `document.getElementById("detail").getBoundingClientRect().width`); w < 450 {
+		t.Errorf("at 700 px the detail column is %.0f px wide, want ≥ 450", w)
+	}
+	if w := eval[float64](t, b, `document.querySelector('form.ask [name="nick"]').getBoundingClientRect().width`); w < 200 {
+		t.Errorf("at 700 px the form's input is %.0f px wide", w)
+	}
+	if sw := eval[float64](t, b, `document.documentElement.scrollWidth`); sw > 700 {
+		t.Errorf("at 700 px the page scrolls sideways: %.0f px wide", sw)
+	}
+	screenshot(t, b, shots, "14-narrow")
+}
