@@ -500,6 +500,18 @@ func TestConsoleInBrowserWithAuth(t *testing.T) {
 	if n := eval[int](t, b, `document.querySelectorAll("#tools-list button").length`); n != 0 {
 		t.Errorf("%d tools listed without a token", n)
 	}
+	// A wrong token is said once, by the token form, not once per list.
+	step(t, b, "entering a wrong token",
+		chromedp.Focus(chromedp.CSS(`#token`)),
+		chromedp.SendKeys(chromedp.CSS(`#token`), "nope"),
+		chromedp.KeyEvent("\r"),
+	)
+	waitFor(t, b, "the refusal", `document.getElementById("config-pill").textContent.includes("token refused")`)
+	time.Sleep(300 * time.Millisecond) // the lists' and the stream's 401s are in
+	if n := eval[int](t, b, `document.body.innerText.split(/refused|needs a token|HTTP 401/).length - 1`); n != 1 {
+		t.Errorf("a wrong token is said %d times, want once:\n%s", n, eval[string](t, b, `document.body.innerText`))
+	}
+	screenshot(t, b, shots, "09-wrong-token")
 	step(t, b, "entering the token",
 		chromedp.Focus(chromedp.CSS(`#token`)),
 		chromedp.SendKeys(chromedp.CSS(`#token`), "key-1"),
