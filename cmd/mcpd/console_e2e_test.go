@@ -889,6 +889,12 @@ func TestConsoleAsksInBrowser(t *testing.T) {
 	}
 	screenshot(t, b, shots, "13-live")
 
+	// Stopped while it runs: cancelled, here and among the recent calls.
+	step(t, b, "calling slow again", chromedp.Click(chromedp.CSS(`#call-form button[type="submit"]`)))
+	waitFor(t, b, "progress while it runs", `!!document.querySelector('.live progress:not([hidden])') && !document.querySelector(".result.ok")`)
+	step(t, b, "stopping it", chromedp.Click(chromedp.CSS(`.live button.stop`)))
+	waitFor(t, b, "the stopped call", `!!(document.querySelector(".result.cancelled") && document.querySelector('#calls tr.cancelled[data-name="slow"][data-outcome="cancelled"]'))`)
+
 	// 700 px wide: nothing sticks out of the window, the form keeps its
 	// width, the recent calls go under the detail.
 	step(t, b, "narrowing the window", chromedp.EmulateViewport(700, 800))
