@@ -775,6 +775,18 @@ tool "where" {
   }
 }
 
+prompt "intro" {
+  description = "Asks before it renders."
+  ask "who" {
+    elicit = "Your name?"
+    field "name" { type = "string" }
+  }
+  message {
+    role = "user"
+    text = "Hi ${inputs.who.name}"
+  }
+}
+
 tool "slow" {
   description = "Reports progress and logs."
   log {
@@ -877,6 +889,16 @@ func TestConsoleAsksInBrowser(t *testing.T) {
 	}
 	step(t, b, "cancelling", chromedp.Click(chromedp.CSS(`form.ask button.cancel`)))
 	waitFor(t, b, "the cancelled call", `!!(document.querySelector(".result.cancelled") && document.querySelector('#calls tr[data-name="where"][data-outcome="cancelled"]'))`)
+
+	// A prompt asks as a tool does.
+	step(t, b, "rendering intro",
+		chromedp.Click(chromedp.CSS(`#prompts-list button[data-id="intro"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`article[data-prompt="intro"] #call-form`)),
+		chromedp.Click(chromedp.CSS(`#call-form button[type="submit"]`)),
+	)
+	waitFor(t, b, "the prompt's question", `!!document.querySelector('form.ask [name="name"]')`)
+	step(t, b, "answering", chromedp.SetValue(chromedp.CSS(`form.ask [name="name"]`), "Bo"), chromedp.Click(chromedp.CSS(`form.ask button.accept`)))
+	waitFor(t, b, "the prompt", `document.querySelector(".result.ok pre.text")?.textContent === "Hi Bo"`)
 
 	// Progress and log records, live.
 	openTool(t, b, "slow", nil)
