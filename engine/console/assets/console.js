@@ -8,6 +8,10 @@
 // copies into its logs and audit log as a label. The config's status and the
 // recent calls come from the one event stream at ./events.
 //
+// A tool or prompt that asks (an input_required result) is answered here:
+// see runAsking. The page keeps the request and response of the rounds it
+// sent, to open and replay them from the recent calls.
+//
 // Server data is only ever put in the page as text (textContent, attribute
 // values): never as HTML.
 
@@ -807,6 +811,8 @@ async function runAsking({ kind, method, name, args, headers, box, livePane, ren
       if (livePane) livePane.done();
       return;
     }
+    const status = box.closest("article")?.querySelector("form.call .keys");
+    if (status) status.textContent = "calling…";
     more = { inputResponses: answer.responses, requestState: res.requestState };
   }
 }
@@ -931,15 +937,28 @@ function askPanel(box, res, round, ms) {
       }
       resolve({ responses });
     };
-    const accept = el("button", { type: "submit", class: "accept" }, onlyConfirm ? "Confirm" : "Send answers");
+    const accept = el("button", { type: "submit", class: "accept", title: "Enter" }, onlyConfirm ? "Confirm" : "Send answers");
     const decline = elicits ? el("button", { type: "button", class: "decline", onclick: () => finish("decline") }, "Decline") : null;
-    const cancel = el("button", { type: "button", class: "cancel", onclick: () => resolve({ cancel: true }) }, "Cancel");
+    const cancel = el("button", { type: "button", class: "cancel", title: "Escape", onclick: () => resolve({ cancel: true }) }, "Cancel");
     const form = el(
       "form",
-      { class: "ask", novalidate: true, "aria-label": "the server asks", onsubmit: (e) => (e.preventDefault(), finish("accept")) },
+      {
+        class: "ask",
+        novalidate: true,
+        "aria-label": "the server asks",
+        onsubmit: (e) => (e.preventDefault(), finish("accept")),
+        onkeydown: (e) => {
+          if (e.key === "Escape") {
+            e.preventDefault();
+            resolve({ cancel: true });
+          }
+        },
+      },
       ...items.map((i) => i.fs),
       el("div", { class: "actions" }, accept, decline, cancel, err),
     );
+    const status = box.closest("article")?.querySelector("form.call .keys");
+    if (status) status.textContent = "waiting for your answer below…";
     box.className = "result asked";
     fill(box,
       el("header", {}, el("strong", { class: "outcome" }, "input required"), el("span", {}, `round ${round}: the server asks before it answers`), el("span", { class: "took" }, ms.toFixed(1) + " ms")),
