@@ -802,7 +802,9 @@ async function runAsking({ kind, method, name, args, headers, box, livePane, ren
       if (livePane) livePane.done();
       return;
     }
+    if (livePane) livePane.state("waiting for your answer");
     const answer = await askPanel(box, res, round, ms);
+    if (livePane) livePane.state("running");
     if (answer.cancel) {
       box.className = "result cancelled";
       fill(box, el("header", {}, el("strong", { class: "outcome" }, "cancelled"), el("span", {}, `you left ${name}'s question unanswered; it did not run`)));
@@ -999,6 +1001,7 @@ function liveBox() {
     }
     log.scrollTop = log.scrollHeight;
   };
+  pane.state = (text) => (what.textContent = text);
   pane.done = () => {
     // A call that sent nothing live leaves no empty pane behind.
     what.textContent = "done";
