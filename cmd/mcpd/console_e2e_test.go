@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"image"
@@ -499,6 +500,18 @@ func TestConsoleInBrowserWithAuth(t *testing.T) {
 	if n := eval[int](t, b, `document.querySelectorAll("#tools-list button").length`); n != 0 {
 		t.Errorf("%d tools listed without a token", n)
 	}
+	// A wrong token is said once, by the token form, not once per list.
+	step(t, b, "entering a wrong token",
+		chromedp.Focus(chromedp.CSS(`#token`)),
+		chromedp.SendKeys(chromedp.CSS(`#token`), "nope"),
+		chromedp.KeyEvent("\r"),
+	)
+	waitFor(t, b, "the refusal", `document.getElementById("config-pill").textContent.includes("token refused")`)
+	time.Sleep(300 * time.Millisecond) // the lists' and the stream's 401s are in
+	if n := eval[int](t, b, `document.body.innerText.split(/refused|needs a token|HTTP 401/).length - 1`); n != 1 {
+		t.Errorf("a wrong token is said %d times, want once:\n%s", n, eval[string](t, b, `document.body.innerText`))
+	}
+	screenshot(t, b, shots, "09-wrong-token")
 	step(t, b, "entering the token",
 		chromedp.Focus(chromedp.CSS(`#token`)),
 		chromedp.SendKeys(chromedp.CSS(`#token`), "key-1"),
@@ -566,4 +579,362 @@ func TestConsoleInBrowserWithAuth(t *testing.T) {
 	)
 	waitFor(t, b, "the prompt", `document.querySelector(".result.ok pre.text")?.textContent === "Plan Rome"`)
 	waitFor(t, b, "the read and the prompt among the calls", `document.querySelectorAll('#calls tr[data-client="console"]').length === 5`)
+}
+
+// startDemo serves the repository's default config (tools.hcl and its
+// SQLite bookshop) from a temporary directory with the console on, and
+// returns the console's URL and the bookshop's database file.
+func startDemo(t *testing.T) (ui, db string) {
+	t.Helper()
+	dir := t.TempDir()
+	for _, f := range []string{"tools.hcl", filepath.Join("demo", "seed.sql")} {
+		data, err := os.ReadFile(filepath.Join("..", "..", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(f)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := mcpdCommand("serve", "--ui", "--http", "127.0.0.1:0", "-c", "tools.hcl")
+	cmd.Dir = dir
+	cmd.Env = append(cmd.Env, "MCPD_DATA_DIR="+filepath.Join(dir, ".mcpd"))
+	return strings.TrimSuffix(startHTTP(t, cmd), "mcp") + "ui/", filepath.Join(dir, ".mcpd", "demo.db")
+}
+
+// inStock reads a book's stock from the demo's database itself, not
+// through mcpd: the side effect a confirmation lets happen or not.
+func inStock(t *testing.T, db string, id int) int {
+	t.Helper()
+	conn, err := sql.Open("sqlite", "file:"+db+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var n int
+	if err := conn.QueryRow("SELECT in_stock FROM books WHERE id = ?", id).Scan(&n); err != nil {
+		t.Fatalf("reading book %d's stock: %v", id, err)
+	}
+	return n
+}
+
+// openTool opens a tool from the catalog and fills its form.
+func openTool(t *testing.T, b context.Context, name string, fields map[string]string) {
+	t.Helper()
+	acts := []chromedp.Action[chromedp.Void]{
+		chromedp.Click(chromedp.CSS(fmt.Sprintf(`#tools-list button[data-id=%q]`, name))),
+		chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf(`article[data-tool=%q] #call-form`, name))),
+	}
+	for k, v := range fields {
+		acts = append(acts, chromedp.SetValue(chromedp.CSS(fmt.Sprintf(`#call-form [name=%q]`, k)), v))
+	}
+	step(t, b, "opening "+name, acts...)
+}
+
+// The console answers the demo's restock, which asks for a confirmation
+// (2026-07-28 input_required): declined, the stock in the database stays
+// as it was; confirmed, it grows. The rounds are listed as input required,
+// open to their request and response, and replay into the form.
+func TestConsoleConfirmInBrowser(t *testing.T) {
+	bin := chromium()
+	if bin == "" {
+		t.Skip("no Chromium found (see TestConsoleInBrowser)")
+	}
+	shots := artifactsDir(t)
+	ui, db := startDemo(t)
+	b := browser(t, bin)
+	step(t, b, "loading the console", chromedp.Navigate(ui), chromedp.WaitVisible(chromedp.CSS(`body[data-ready="true"]`)))
+	if name := eval[string](t, b, `document.getElementById("server-name").textContent`); !strings.HasPrefix(name, "mcpd-demo") {
+		t.Errorf("the header shows %q, want the server's name mcpd-demo first", name)
+	}
+	// The bookshop's database is created at its first use.
+	openTool(t, b, "list_books", nil)
+	step(t, b, "calling list_books", chromedp.Click(chromedp.CSS(`#call-form button[type="submit"]`)))
+	waitFor(t, b, "list_books' result", `document.querySelector(".result.ok .outcome")`)
+	before := inStock(t, db, 1)
+
+	// Declined: the tool does not run.
+	openTool(t, b, "restock", map[string]string{"id": "1", "copies": "3"})
+	step(t, b, "calling restock", chromedp.Click(chromedp.CSS(`#call-form button[type="submit"]`)))
+	waitFor(t, b, "the confirmation", `document.querySelector('.result.asked .ask-item[data-kind="confirm"]')`)
+	if msg := eval[string](t, b, `document.querySelector(".ask-msg").textContent`); msg != "Restock 3 copies of book 1?" {
+		t.Errorf("the confirmation asks %q", msg)
+	}
+	screenshot(t, b, shots, "10-confirm")
+	step(t, b, "declining", chromedp.Click(chromedp.CSS(`form.ask button.decline`)))
+	waitFor(t, b, "the declined result", `document.querySelector(".result.ok .outcome")`)
+	if text := eval[string](t, b, `document.querySelector(".result").innerText`); !strings.Contains(text, "declined") {
+		t.Errorf("after declining, the result shows:\n%s", text)
+	}
+	if n := inStock(t, db, 1); n != before {
+		t.Errorf("declined, yet book 1's stock went from %d to %d", before, n)
+	}
+
+	// Confirmed: it runs once.
+	step(t, b, "calling restock again", chromedp.Click(chromedp.CSS(`#call-form button[type="submit"]`)))
+	waitFor(t, b, "the confirmation", `document.querySelector('.result.asked form.ask button.accept')`)
+	step(t, b, "confirming", chromedp.Click(chromedp.CSS(`form.ask button.accept`)))
+	waitFor(t, b, "the restock's result", `document.querySelector(".result.ok .structured")`)
+	var got struct {
+		InStock int `json:"in_stock"`
+	}
+	if err := json.Unmarshal([]byte(eval[string](t, b, `document.querySelector(".result.ok .structured").textContent`)), &got); err != nil {
+		t.Fatal(err)
+	}
+	if n := inStock(t, db, 1); n != before+3 || got.InStock != n {
+		t.Errorf("confirmed: stock %d in the database and %d shown, want %d", n, got.InStock, before+3)
+	}
+	// The JSON text result is pretty-printed, its raw text kept.
+	if pretty := eval[string](t, b, `document.querySelector(".result.ok pre.text.json")?.textContent || ""`); !strings.Contains(pretty, "\n  \"in_stock\"") {
+		t.Errorf("the JSON text is not pretty-printed: %q", pretty)
+	}
+	if raw := eval[string](t, b, `document.querySelector(".result.ok .raw-text pre.raw")?.textContent || ""`); !strings.HasPrefix(raw, `{"id":1,`) {
+		t.Errorf("the raw text is not kept: %q", raw)
+	}
+
+	// Four rounds, the asking ones as such; the tool now has its badge.
+	waitFor(t, b, "the four rounds", `document.querySelectorAll('#calls tr[data-name="restock"][data-mine="true"]').length === 4`)
+	outcomes := eval[[]string](t, b, `[...document.querySelectorAll('#calls tr[data-name="restock"]')].map(r => r.dataset.outcome)`)
+	if want := []string{"ok", "input_required", "ok", "input_required"}; !slices.Equal(outcomes, want) {
+		t.Errorf("restock's rounds are listed as %v, want %v (newest first)", outcomes, want)
+	}
+	if badge := eval[string](t, b, `document.querySelector('#tools-list button[data-id="restock"] .badge.asks')?.textContent || ""`); badge != "asks" {
+		t.Errorf("restock has no asks badge after asking")
+	}
+	step(t, b, "opening the confirmed round", chromedp.Click(chromedp.CSS(`#calls tr[data-name="restock"] button.open`)))
+	waitFor(t, b, "the round's detail", `document.querySelector("#calls tr.call-detail pre.resp")`)
+	req := eval[string](t, b, `document.querySelector("#calls tr.call-detail pre.req").textContent`)
+	resp := eval[string](t, b, `document.querySelector("#calls tr.call-detail pre.resp").textContent`)
+	if !strings.Contains(req, `"inputResponses"`) || !strings.Contains(req, `"accept"`) || !strings.Contains(resp, fmt.Sprintf(`"in_stock": %d`, before+3)) {
+		t.Errorf("the round opens to request\n%s\nand response\n%s", req, resp)
+	}
+	screenshot(t, b, shots, "11-confirmed-round")
+	step(t, b, "opening list_books", chromedp.Click(chromedp.CSS(`#tools-list button[data-id="list_books"]`)), chromedp.WaitVisible(chromedp.CSS(`article[data-tool="list_books"]`)))
+	step(t, b, "replaying the round", chromedp.Click(chromedp.CSS(`#calls tr.call-detail button.replay`)))
+	waitFor(t, b, "restock's form again", `document.querySelector('article[data-tool="restock"] #call-form')`)
+	if v := eval[[]string](t, b, `["id", "copies"].map(n => document.querySelector('#call-form [name="' + n + '"]').value)`); !slices.Equal(v, []string{"1", "3"}) {
+		t.Errorf("replayed into the form: id, copies = %v, want 1, 3", v)
+	}
+}
+
+// consoleAskConfig has a tool for each kind of question the console answers, and
+// one that reports progress and logs.
+const consoleAskConfig = `
+server {
+  name = "ask-e2e"
+}
+
+tool "signup" {
+  description = "Asks for a form."
+  ask "who" {
+    elicit = "Who are you?"
+    field "nick" {
+      type       = "string"
+      min_length = 2
+    }
+    field "age" {
+      type    = "integer"
+      minimum = 18
+    }
+    field "plan" {
+      type = "string"
+      enum = ["free", "pro"]
+    }
+  }
+  result {
+    content "text" {
+      text = "signed up ${inputs.who.nick}, ${inputs.who.age}, ${inputs.who.plan}"
+    }
+  }
+}
+
+tool "summarize" {
+  description = "Asks for a completion."
+  ask "llm" {
+    sample        = "Summarize: the quick brown fox."
+    system_prompt = "Be brief."
+    max_tokens    = 40
+  }
+  result {
+    content "text" {
+      text = "the model said: ${inputs.llm}"
+    }
+  }
+}
+
+tool "where" {
+  description = "Asks for the roots."
+  ask "roots" { roots = true }
+  result {
+    content "text" {
+      text = "roots: ${join(", ", [for r in inputs.roots : r.uri])}"
+    }
+  }
+}
+
+prompt "intro" {
+  description = "Asks before it renders."
+  ask "who" {
+    elicit = "Your name?"
+    field "name" { type = "string" }
+  }
+  message {
+    role = "user"
+    text = "Hi ${inputs.who.name}"
+  }
+}
+
+tool "slow" {
+  description = "Reports progress and logs."
+  log {
+    when    = "before"
+    message = "'starting the slow work'"
+  }
+  progress {
+    steps    = [0, 50, 100]
+    total    = 100
+    interval = "300ms"
+    message  = "Working"
+  }
+  result {
+    content "text" {
+      text = "done"
+    }
+  }
+}
+`
+
+// The console answers a form (a wrong answer is said at its field and
+// not sent, then the right one is), a sampling request by hand and a
+// roots request from a list the user edits; a call's progress and log
+// records show live; and at 700 px wide nothing overflows the window and
+// the form keeps its width.
+func TestConsoleAsksInBrowser(t *testing.T) {
+	bin := chromium()
+	if bin == "" {
+		t.Skip("no Chromium found (see TestConsoleInBrowser)")
+	}
+	shots := artifactsDir(t)
+	dir := writeConfig(t, consoleAskConfig)
+	cmd := mcpdCommand("serve", "--ui", "--http", "127.0.0.1:0", "-c", dir)
+	ui := strings.TrimSuffix(startHTTP(t, cmd), "mcp") + "ui/"
+	b := browser(t, bin)
+	step(t, b, "loading the console", chromedp.Navigate(ui), chromedp.WaitVisible(chromedp.CSS(`body[data-ready="true"]`)))
+	rounds := func(name string) int {
+		return eval[int](t, b, fmt.Sprintf(`document.querySelectorAll('#calls tr[data-name=%q]').length`, name))
+	}
+
+	// A form: a wrong answer is marked and not sent.
+	openTool(t, b, "signup", nil)
+	step(t, b, "calling signup", chromedp.Click(chromedp.CSS(`#call-form button[type="submit"]`)))
+	waitFor(t, b, "the form", `document.querySelector('.ask-item[data-kind="form"] [name="age"]')`)
+	waitFor(t, b, "the first round listed", `document.querySelectorAll('#calls tr[data-name="signup"]').length === 1`)
+	step(t, b, "answering wrong",
+		chromedp.SetValue(chromedp.CSS(`form.ask [name="nick"]`), "ann"),
+		chromedp.SetValue(chromedp.CSS(`form.ask [name="age"]`), "12"),
+		chromedp.SetValue(chromedp.CSS(`form.ask [name="plan"]`), `"pro"`),
+		chromedp.Click(chromedp.CSS(`form.ask button.accept`)),
+	)
+	waitFor(t, b, "the field's error", `document.querySelector('form.ask .field.invalid[data-field="age"] .field-error:not([hidden])')`)
+	if msg := eval[string](t, b, `document.querySelector('form.ask .field.invalid .field-error').textContent`); !strings.Contains(msg, "≥ 18") {
+		t.Errorf("the age's error says %q", msg)
+	}
+	if n := eval[int](t, b, `document.querySelectorAll("form.ask .field.invalid").length`); n != 1 {
+		t.Errorf("%d fields marked invalid, want 1 (age)", n)
+	}
+	screenshot(t, b, shots, "12-form-invalid")
+	time.Sleep(300 * time.Millisecond) // a round sent by mistake would be listed by now
+	if n := rounds("signup"); n != 1 {
+		t.Errorf("%d signup rounds after a wrong answer, want 1: it was sent", n)
+	}
+	step(t, b, "answering right",
+		chromedp.SetValue(chromedp.CSS(`form.ask [name="age"]`), "30"),
+		chromedp.Click(chromedp.CSS(`form.ask button.accept`)),
+	)
+	waitFor(t, b, "signup's result", `document.querySelector(".result.ok pre.text")`)
+	if text := eval[string](t, b, `document.querySelector(".result.ok pre.text").textContent`); text != "signed up ann, 30, pro" {
+		t.Errorf("signup answers %q", text)
+	}
+
+	// Sampling, answered by hand.
+	openTool(t, b, "summarize", nil)
+	step(t, b, "calling summarize", chromedp.Click(chromedp.CSS(`#call-form button[type="submit"]`)))
+	waitFor(t, b, "the sampling request", `document.querySelector('.ask-item[data-kind="sampling"] [name="sampling-answer"]')`)
+	shown := eval[string](t, b, `document.querySelector('.ask-item[data-kind="sampling"]').innerText`)
+	if !strings.Contains(shown, "Summarize: the quick brown fox.") || !strings.Contains(shown, "Be brief.") || !strings.Contains(shown, "40 tokens") {
+		t.Errorf("the sampling request shows:\n%s", shown)
+	}
+	step(t, b, "answering as the model",
+		chromedp.SetValue(chromedp.CSS(`form.ask [name="sampling-answer"]`), "A fox."),
+		chromedp.Click(chromedp.CSS(`form.ask button.accept`)),
+	)
+	waitFor(t, b, "summarize's result", `document.querySelector(".result.ok pre.text")?.textContent === "the model said: A fox."`)
+
+	// Roots, from a list the user edits (and the page remembers).
+	openTool(t, b, "where", nil)
+	step(t, b, "calling where", chromedp.Click(chromedp.CSS(`#call-form button[type="submit"]`)))
+	waitFor(t, b, "the roots request", `document.querySelector('.ask-item[data-kind="roots"] [name="roots"]')`)
+	step(t, b, "listing the roots",
+		chromedp.SetValue(chromedp.CSS(`form.ask [name="roots"]`), "file:///srv/a\nfile:///srv/b"),
+		chromedp.Click(chromedp.CSS(`form.ask button.accept`)),
+	)
+	waitFor(t, b, "where's result", `document.querySelector(".result.ok pre.text")?.textContent === "roots: file:///srv/a, file:///srv/b"`)
+	step(t, b, "calling where again", chromedp.Click(chromedp.CSS(`#call-form button[type="submit"]`)))
+	waitFor(t, b, "the roots request", `document.querySelector('form.ask [name="roots"]')`)
+	if v := eval[string](t, b, `document.querySelector('form.ask [name="roots"]').value`); v != "file:///srv/a\nfile:///srv/b" {
+		t.Errorf("the roots list is not remembered: %q", v)
+	}
+	step(t, b, "cancelling", chromedp.Click(chromedp.CSS(`form.ask button.cancel`)))
+	waitFor(t, b, "the cancelled call", `!!(document.querySelector(".result.cancelled") && document.querySelector('#calls tr[data-name="where"][data-outcome="cancelled"]'))`)
+
+	// A prompt asks as a tool does.
+	step(t, b, "rendering intro",
+		chromedp.Click(chromedp.CSS(`#prompts-list button[data-id="intro"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`article[data-prompt="intro"] #call-form`)),
+		chromedp.Click(chromedp.CSS(`#call-form button[type="submit"]`)),
+	)
+	waitFor(t, b, "the prompt's question", `!!document.querySelector('form.ask [name="name"]')`)
+	step(t, b, "answering", chromedp.SetValue(chromedp.CSS(`form.ask [name="name"]`), "Bo"), chromedp.Click(chromedp.CSS(`form.ask button.accept`)))
+	waitFor(t, b, "the prompt", `document.querySelector(".result.ok pre.text")?.textContent === "Hi Bo"`)
+
+	// Progress and log records, live.
+	openTool(t, b, "slow", nil)
+	step(t, b, "calling slow", chromedp.Click(chromedp.CSS(`#call-form button[type="submit"]`)))
+	waitFor(t, b, "progress while it runs", `document.querySelector('.live progress:not([hidden])') && !document.querySelector(".result.ok")`)
+	waitFor(t, b, "slow's result", `document.querySelector(".result.ok pre.text")?.textContent === "done"`)
+	live := eval[string](t, b, `document.querySelector(".live-log").innerText`)
+	if !strings.Contains(live, "starting the slow work") || !strings.Contains(live, "progress 100 / 100") {
+		t.Errorf("the live pane shows:\n%s", live)
+	}
+	screenshot(t, b, shots, "13-live")
+
+	// Stopped while it runs: cancelled, here and among the recent calls.
+	step(t, b, "calling slow again", chromedp.Click(chromedp.CSS(`#call-form button[type="submit"]`)))
+	waitFor(t, b, "progress while it runs", `!!document.querySelector('.live progress:not([hidden])') && !document.querySelector(".result.ok")`)
+	step(t, b, "stopping it", chromedp.Click(chromedp.CSS(`.live button.stop`)))
+	waitFor(t, b, "the stopped call", `!!(document.querySelector(".result.cancelled") && document.querySelector('#calls tr.cancelled[data-name="slow"][data-outcome="cancelled"]'))`)
+
+	// 700 px wide: nothing sticks out of the window, the form keeps its
+	// width, the recent calls go under the detail.
+	step(t, b, "narrowing the window", chromedp.EmulateViewport(700, 800))
+	openTool(t, b, "signup", nil)
+	step(t, b, "calling signup", chromedp.Click(chromedp.CSS(`#call-form button[type="submit"]`)))
+	waitFor(t, b, "the form", `document.querySelector('form.ask [name="age"]')`)
+	over := eval[[]string](t, b, `[...document.querySelectorAll("body *")].filter(e => { const r = e.getBoundingClientRect(); return r.width > 0 && (r.right > innerWidth + 0.5 || r.left < -0.5) }).map(e => e.tagName + "." + e.className)`)
+	if len(over) > 0 {
+		t.Errorf("at 700 px, elements overflow the window: %v", over)
+	}
+	if w := eval[float64](t, b, `document.getElementById("detail").getBoundingClientRect().width`); w < 450 {
+		t.Errorf("at 700 px the detail column is %.0f px wide, want ≥ 450", w)
+	}
+	if w := eval[float64](t, b, `document.querySelector('form.ask [name="nick"]').getBoundingClientRect().width`); w < 200 {
+		t.Errorf("at 700 px the form's input is %.0f px wide", w)
+	}
+	if sw := eval[float64](t, b, `document.documentElement.scrollWidth`); sw > 700 {
+		t.Errorf("at 700 px the page scrolls sideways: %.0f px wide", sw)
+	}
+	screenshot(t, b, shots, "14-narrow")
 }

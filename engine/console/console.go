@@ -24,6 +24,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/mcpd/mcpd/engine/config"
 	"github.com/mcpd/mcpd/engine/event"
 	"github.com/mcpd/mcpd/engine/principal"
@@ -154,8 +156,11 @@ type Call struct {
 	Client     string    `json:"client"`
 	Transport  string    `json:"transport"`
 	DurationMS float64   `json:"duration_ms"`
-	Outcome    string    `json:"outcome"`
-	Error      string    `json:"error,omitempty"`
+	// Outcome is the call's event.Outcome, or OutcomeInputRequired for a
+	// round that asked the client for input instead of answering: the
+	// call is not over, and the page must not show it as "ok".
+	Outcome string `json:"outcome"`
+	Error   string `json:"error,omitempty"`
 	// Other marks a call by another principal than the page's, shown
 	// without its principal, client label and error text (see record).
 	Other bool `json:"other,omitempty"`
@@ -168,6 +173,9 @@ func (c *Console) Record(ev *event.Call) {
 	call := Call{
 		Time: ev.Time, Kind: ev.Kind, Name: ev.Target, Principal: ev.Principal, Client: ev.Client, Transport: ev.Transport,
 		DurationMS: float64(ev.Duration.Microseconds()) / 1000, Outcome: ev.Outcome, Error: ev.Error,
+	}
+	if ev.Outcome == event.OutcomeOK && needsInput(ev.Result) {
+		call.Outcome = OutcomeInputRequired
 	}
 	if ev.Client == ClientLabel {
 		c.opts.Logger.Info("call from the console", "client", ev.Client, "kind", ev.Kind, "name", ev.Target,
@@ -189,6 +197,21 @@ func (c *Console) Record(ev *event.Call) {
 			c.send(s, message{name: "call", data: data})
 		}
 	}
+}
+
+// OutcomeInputRequired is the outcome the page is sent for a 2026-07-28
+// round answered with an input_required result (see Call.Outcome).
+const OutcomeInputRequired = "input_required"
+
+// needsInput reports whether res asks the client for input (MRTR).
+func needsInput(res mcp.Result) bool {
+	switch r := res.(type) {
+	case *mcp.CallToolResult:
+		return r != nil && (r.NeedsInput() || r.InputRequests != nil)
+	case *mcp.GetPromptResult:
+		return r != nil && (r.NeedsInput() || r.InputRequests != nil)
+	}
+	return false
 }
 
 // record is one call the console keeps, with what decides who sees it.

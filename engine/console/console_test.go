@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/mcpd/mcpd/engine/config"
 	"github.com/mcpd/mcpd/engine/event"
 	"github.com/mcpd/mcpd/engine/principal"
@@ -453,5 +455,29 @@ func TestRecordData(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A round answered with input_required is sent as such, not as "ok": the
+// call is not over (issue #25). A complete result stays "ok".
+func TestRecordInputRequired(t *testing.T) {
+	asked := call("restock", "console")
+	asked.Result = &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"confirm": &mcp.ElicitParams{Message: "Sure?"}}, RequestState: "s"}
+	prompt := call("p", "console")
+	prompt.Result = &mcp.GetPromptResult{InputRequests: mcp.InputRequestMap{"x": &mcp.ListRootsParams{}}}
+	done := call("restock", "console")
+	done.Result = &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}
+	for _, tc := range []struct {
+		ev   *event.Call
+		want string
+	}{{asked, OutcomeInputRequired}, {prompt, OutcomeInputRequired}, {done, "ok"}, {call("n", ""), "ok"}} {
+		c := New(Options{Logger: quiet})
+		c.Record(tc.ev)
+		var got Call
+		var full []byte
+		c.calls.each(func(r *record) { full = r.full })
+		if err := json.Unmarshal(full, &got); err != nil || got.Outcome != tc.want {
+			t.Errorf("%s: outcome %q (%v), want %q", tc.ev.Name, got.Outcome, err, tc.want)
+		}
 	}
 }

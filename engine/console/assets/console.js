@@ -8,15 +8,24 @@
 // copies into its logs and audit log as a label. The config's status and the
 // recent calls come from the one event stream at ./events.
 //
+// A tool or prompt that asks (an input_required result) is answered here:
+// see runAsking. The page keeps the request and response of the rounds it
+// sent, to open and replay them from the recent calls.
+//
 // Server data is only ever put in the page as text (textContent, attribute
 // values): never as HTML.
 
 const PROTOCOL = "2026-07-28";
+// The console answers what tools ask (input_required, 2026-07-28): a
+// confirmation or a form (elicitation), a sampling request answered by
+// the user by hand, and the roots from a list the user edits.
 const META = {
   "io.modelcontextprotocol/protocolVersion": PROTOCOL,
-  "io.modelcontextprotocol/clientCapabilities": {},
+  "io.modelcontextprotocol/clientCapabilities": { elicitation: { form: {} }, sampling: {}, roots: {} },
   "mcpd/client": "console",
 };
+const ROOTS_KEY = "mcpd-console-roots";
+const MAX_ROUNDS = 10;
 const TOKEN_KEY = "mcpd-console-token";
 const MAX_CALLS = 100;
 const IMAGE_TYPES = /^image\/(png|jpeg|gif|webp|avif|bmp)$/;
@@ -52,6 +61,9 @@ const pretty = (v) => JSON.stringify(v, null, 2);
 const fmtTime = (t) => (t ? new Date(t).toLocaleTimeString([], { hour12: false }) : "—");
 
 // ---- MCP over fetch -------------------------------------------------------
+
+// AuthError is a 401: the page says so once, at the token form.
+class AuthError extends Error {}
 
 class RPCError extends Error {
   constructor(code, message, data) {
@@ -118,8 +130,11 @@ function parseSSE(text) {
 }
 
 // rpc sends one request to /mcp and returns its result, or throws an
-// RPCError (a JSON-RPC error) or an Error (HTTP).
-async function rpc(method, params = {}, extraHeaders = {}) {
+// RPCError (a JSON-RPC error), an AuthError (401) or an Error (HTTP).
+// opts.onNotify gets each notification of a streamed (SSE) response as it
+// comes (progress, log records); opts.meta adds to the request's _meta;
+// opts.signal aborts the request.
+async function rpc(method, params = {}, extraHeaders = {}, opts = {}) {
   const id = nextID++;
   const headers = {
     "Content-Type": "application/json",
@@ -131,24 +146,50 @@ async function rpc(method, params = {}, extraHeaders = {}) {
   };
   if (method === "tools/call" || method === "prompts/get") headers["Mcp-Name"] = headerValue(params.name);
   if (method === "resources/read") headers["Mcp-Name"] = headerValue(params.uri);
-  const body = JSON.stringify({ jsonrpc: "2.0", id, method, params: { ...params, _meta: { ...META } } });
-  const resp = await fetch(MCP_URL, { method: "POST", headers, body, credentials: "same-origin", cache: "no-store" });
+  const body = JSON.stringify({ jsonrpc: "2.0", id, method, params: { ...params, _meta: { ...META, ...(opts.meta || {}) } } });
+  const resp = await fetch(MCP_URL, { method: "POST", headers, body, credentials: "same-origin", cache: "no-store", signal: opts.signal });
   const type = resp.headers.get("Content-Type") || "";
-  const text = await resp.text();
   let msgs = [];
-  if (type.includes("text/event-stream")) msgs = parseSSE(text);
-  else if (type.includes("json")) {
-    try {
-      const m = JSON.parse(text);
-      msgs = Array.isArray(m) ? m : [m];
-    } catch {
-      /* fall through to the HTTP error */
+  let text = "";
+  if (type.includes("text/event-stream") && resp.body) {
+    // Read the stream as it comes: notifications before the result are
+    // the call's progress and log records.
+    const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
+    let buf = "";
+    const take = (frame) => {
+      for (const m of parseSSE(frame)) {
+        msgs.push(m);
+        if (m && m.method && m.id === undefined && opts.onNotify) opts.onNotify(m);
+      }
+    };
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buf += value;
+      text += value;
+      let cut;
+      while ((cut = buf.search(/\r?\n\r?\n/)) >= 0) {
+        const m = buf.slice(cut).match(/^\r?\n\r?\n/);
+        take(buf.slice(0, cut));
+        buf = buf.slice(cut + m[0].length);
+      }
+    }
+    if (buf.trim()) take(buf);
+  } else {
+    text = await resp.text();
+    if (type.includes("json")) {
+      try {
+        const m = JSON.parse(text);
+        msgs = Array.isArray(m) ? m : [m];
+      } catch {
+        /* fall through to the HTTP error */
+      }
     }
   }
   const msg = msgs.find((m) => m && m.id === id) || msgs.find((m) => m && m.error && m.id == null);
   if (resp.status === 401) {
     showTokenForm(true);
-    throw new Error("this server needs a token: enter an API key or bearer token at the top right");
+    throw new AuthError(token() ? "the token was refused (HTTP 401): enter another at the top right" : "this server needs a token: enter an API key or bearer token at the top right");
   }
   if (msg && msg.error) throw new RPCError(msg.error.code, msg.error.message, msg.error.data);
   if (!resp.ok || !msg) throw new Error(`HTTP ${resp.status}: ${text.trim().slice(0, 500) || resp.statusText}`);
@@ -187,17 +228,22 @@ const KINDS = [
 ];
 
 async function loadCatalog() {
-  const errors = [];
+  let errors = [];
+  let auth = null;
   await Promise.all(
     KINDS.map(async (k) => {
       try {
         state[k.list] = await listAll(k.method, k.key);
       } catch (e) {
         state[k.list] = [];
-        errors.push(`${k.method}: ${e.message}`);
+        if (e instanceof AuthError) auth = e;
+        else errors.push(`${k.method}: ${e.message}`);
       }
     }),
   );
+  // A refused token is one fact, not one per list: the pill by the
+  // token form says it.
+  setTokenState(auth);
   const le = $("load-error");
   if (le) {
     le.textContent = errors.join("\n");
@@ -222,12 +268,48 @@ function renderCatalog() {
       ...shown.map((x) => {
         const id = k.id(x);
         const current = state.selected && state.selected.kind === k.kind && state.selected.id === id;
-        return el("li", {}, el("button", { type: "button", title: x.description || id, "aria-current": current ? "true" : false, "data-kind": k.kind, "data-id": id, onclick: () => select(k, x) }, x.name && k.kind !== "tool" && k.kind !== "prompt" ? x.name : id));
+        const label = x.name && k.kind !== "tool" && k.kind !== "prompt" ? x.name : id;
+        return el(
+          "li",
+          {},
+          el(
+            "button",
+            { type: "button", title: x.description || id, "aria-current": current ? "true" : false, "data-kind": k.kind, "data-id": id, onclick: () => select(k, x) },
+            el("span", { class: "nm" }, label),
+            catalogBadges(k.kind, x),
+            x.description ? el("span", { class: "ds" }, x.description) : null,
+          ),
+        );
       }),
     );
     if (shown.length === 0) ul.append(el("li", { class: "empty" }, all.length ? "no match" : "none"));
     $(k.list + "-count").textContent = all.length ? `(${all.length})` : "";
   }
+}
+
+// asks holds the tools and prompts seen answering input_required (by this
+// page or in the recent calls): tools/list does not say which ask.
+const asks = new Set();
+
+function noteAsks(kind, name) {
+  const key = kind + " " + name;
+  if (asks.has(key)) return;
+  asks.add(key);
+  renderCatalog();
+}
+
+// catalogBadges are the few facts worth seeing before opening an item:
+// read-only or destructive, and whether it asks the user.
+function catalogBadges(kind, x) {
+  const b = [];
+  const a = x.annotations || {};
+  if (kind === "tool") {
+    if (a.readOnlyHint) b.push(["ro", "read-only", "does not change anything (readOnlyHint)"]);
+    else if (a.destructiveHint) b.push(["destructive", "destructive", "may destroy data (destructiveHint)"]);
+  }
+  if (asks.has(kind + " " + x.name)) b.push(["asks", "asks", "asks the user before it answers (input_required)"]);
+  if (b.length === 0) return null;
+  return el("span", { class: "badges" }, b.map(([cls, text, title]) => el("span", { class: "badge " + cls, title }, text)));
 }
 
 function select(k, item) {
@@ -284,12 +366,24 @@ function typeOf(s) {
   return "";
 }
 
-// buildFields returns the form's fields for an object schema, and a
-// function that reads the arguments back from them.
+// choices lists the values a property may take with their titles: enum
+// (titled by the legacy enumNames), or a oneOf/anyOf of consts.
+function choices(p) {
+  if (!p) return null;
+  if (Array.isArray(p.enum)) return p.enum.map((v, i) => ({ value: v, title: Array.isArray(p.enumNames) && p.enumNames[i] !== undefined ? String(p.enumNames[i]) : String(v) }));
+  const alts = p.oneOf || p.anyOf;
+  if (Array.isArray(alts) && alts.length && alts.every((a) => a && "const" in a)) return alts.map((a) => ({ value: a.const, title: a.title || String(a.const) }));
+  return null;
+}
+
+// buildFields returns the form's fields for an object schema, a function
+// that reads the arguments back from them, and one that writes arguments
+// into them (a replayed call).
 function buildFields(schema) {
   const props = (schema && schema.properties) || {};
   const required = new Set((schema && schema.required) || []);
   const readers = [];
+  const writers = {};
   const rows = Object.entries(props).map(([name, prop]) => {
     const id = "f" + ++fieldSeq;
     const type = typeOf(prop);
@@ -297,13 +391,29 @@ function buildFields(schema) {
     const help = [prop.description, constraintText(prop)].filter(Boolean).join(" · ");
     let input;
     let read;
+    let write;
     const def = prop.default;
-    if (prop.enum && (type === "string" || type === "number" || type === "integer")) {
-      input = el("select", { id, name }, el("option", { value: "" }, req ? "— choose —" : "— not set —"), prop.enum.map((v) => el("option", { value: JSON.stringify(v), selected: def !== undefined && JSON.stringify(def) === JSON.stringify(v) }, String(v))));
+    const ch = choices(prop);
+    const itemChoices = type === "array" ? choices(prop.items) : null;
+    if (ch && (type === "string" || type === "number" || type === "integer")) {
+      input = el("select", { id, name }, el("option", { value: "" }, req ? "— choose —" : "— not set —"), ch.map((c) => el("option", { value: JSON.stringify(c.value), selected: def !== undefined && JSON.stringify(def) === JSON.stringify(c.value) }, c.title)));
       read = () => (input.value === "" ? undefined : JSON.parse(input.value));
+      write = (v) => (input.value = JSON.stringify(v));
+    } else if (itemChoices) {
+      const sel = (v) => Array.isArray(def) && def.some((d) => JSON.stringify(d) === JSON.stringify(v));
+      input = el("select", { id, name, multiple: true, size: Math.min(itemChoices.length, 5) }, itemChoices.map((c) => el("option", { value: JSON.stringify(c.value), selected: sel(c.value) }, c.title)));
+      read = () => {
+        const vs = [...input.selectedOptions].map((o) => JSON.parse(o.value));
+        return vs.length ? vs : undefined;
+      };
+      write = (v) => {
+        const want = new Set((Array.isArray(v) ? v : []).map((x) => JSON.stringify(x)));
+        for (const o of input.options) o.selected = want.has(o.value);
+      };
     } else if (type === "boolean") {
       input = el("select", { id, name }, el("option", { value: "" }, "— not set —"), el("option", { value: "true", selected: def === true }, "true"), el("option", { value: "false", selected: def === false }, "false"));
       read = () => (input.value === "" ? undefined : input.value === "true");
+      write = (v) => (input.value = v === true ? "true" : v === false ? "false" : "");
     } else if (type === "integer" || type === "number") {
       // type=text, not number: a browser's number input hides what was
       // typed when it is not a number, and the console wants the server,
@@ -315,10 +425,12 @@ function buildFields(schema) {
         const n = Number(v);
         return Number.isFinite(n) ? n : v;
       };
+      write = (v) => (input.value = String(v));
     } else if (type === "string") {
       const long = (prop.maxLength || 0) > 200 || /sql|query|body|text|content/i.test(name);
       input = long ? el("textarea", { id, name, rows: 3 }, def !== undefined ? String(def) : "") : el("input", { id, name, type: "text", value: def !== undefined ? String(def) : "" });
       read = () => (input.value === "" ? undefined : input.value);
+      write = (v) => (input.value = typeof v === "string" ? v : JSON.stringify(v));
     } else if (type === "array" && prop.items && ["string", "number", "integer"].includes(typeOf(prop.items)) && !prop.items.properties) {
       const itemType = typeOf(prop.items);
       input = el("textarea", { id, name, rows: 3, placeholder: "one value per line" }, Array.isArray(def) ? def.join("\n") : "");
@@ -327,6 +439,7 @@ function buildFields(schema) {
         if (lines.length === 0) return undefined;
         return itemType === "string" ? lines : lines.map((l) => (Number.isFinite(Number(l)) ? Number(l) : l));
       };
+      write = (v) => (input.value = Array.isArray(v) ? v.join("\n") : JSON.stringify(v));
     } else {
       input = el("textarea", { id, name, rows: 3, placeholder: "JSON" }, def !== undefined ? pretty(def) : "");
       read = () => {
@@ -338,16 +451,19 @@ function buildFields(schema) {
           throw new Error(`${name}: not valid JSON`);
         }
       };
+      write = (v) => (input.value = pretty(v));
     }
     if (req) input.setAttribute("aria-required", "true");
     if (help) input.setAttribute("aria-describedby", id + "-help");
     readers.push([name, read]);
+    writers[name] = write;
     return el(
       "div",
-      { class: "field" },
+      { class: "field", "data-field": name },
       el("label", { for: id }, name, req ? el("span", { class: "req", title: "required" }, " *") : null, " ", el("span", { class: "type" }, type || "any")),
       input,
       help ? el("div", { class: "help", id: id + "-help" }, help) : null,
+      el("div", { class: "field-error error", role: "alert", hidden: true }),
     );
   });
   const read = () => {
@@ -358,7 +474,76 @@ function buildFields(schema) {
     }
     return args;
   };
-  return { rows, read };
+  // write fills the fields from args; false when some argument has no
+  // field (the caller then shows the arguments as JSON).
+  const write = (args) => {
+    let all = true;
+    for (const [name, w] of Object.entries(writers)) {
+      if (args && name in args) w(args[name]);
+      else w(props[name] && props[name].default !== undefined ? props[name].default : "");
+    }
+    for (const name of Object.keys(args || {})) if (!writers[name]) all = false;
+    return all;
+  };
+  return { rows, read, write };
+}
+
+// validate checks a value against the parts of JSON Schema an elicitation
+// form uses (SEP-1034/1330: flat objects of primitives and enum arrays),
+// so that a wrong answer is said at its field before anything is sent.
+// It returns {field: message}.
+function validate(schema, value) {
+  const errs = {};
+  const props = (schema && schema.properties) || {};
+  for (const name of (schema && schema.required) || []) {
+    if (value[name] === undefined || value[name] === "") errs[name] = "required";
+  }
+  for (const [name, p] of Object.entries(props)) {
+    const v = value[name];
+    if (v === undefined || errs[name]) continue;
+    const type = typeOf(p);
+    const ch = choices(p);
+    const bad = (m) => (errs[name] = m);
+    if (type === "integer" && !Number.isInteger(v)) bad("must be a whole number");
+    else if (type === "number" && (typeof v !== "number" || !Number.isFinite(v))) bad("must be a number");
+    else if (type === "string" && typeof v !== "string") bad("must be text");
+    else if (type === "boolean" && typeof v !== "boolean") bad("must be true or false");
+    else if (typeof v === "number" && p.minimum !== undefined && v < p.minimum) bad("must be ≥ " + p.minimum);
+    else if (typeof v === "number" && p.maximum !== undefined && v > p.maximum) bad("must be ≤ " + p.maximum);
+    else if (typeof v === "string" && p.minLength !== undefined && [...v].length < p.minLength) bad(`must be at least ${p.minLength} characters`);
+    else if (typeof v === "string" && p.maxLength !== undefined && [...v].length > p.maxLength) bad(`must be at most ${p.maxLength} characters`);
+    else if (typeof v === "string" && p.pattern && !safeTest(p.pattern, v)) bad("must match " + p.pattern);
+    else if (typeof v === "string" && p.format === "email" && !/^[^@\s]+@[^@\s]+\.[^@\s]+$/.test(v)) bad("must be an email address");
+    else if (typeof v === "string" && p.format === "uri" && !/^[a-z][a-z0-9+.-]*:/i.test(v)) bad("must be a URI");
+    else if (typeof v === "string" && p.format === "date" && !/^\d{4}-\d{2}-\d{2}$/.test(v)) bad("must be a date (YYYY-MM-DD)");
+    else if (ch && !ch.some((c) => JSON.stringify(c.value) === JSON.stringify(v))) bad("must be one of " + ch.map((c) => c.title).join(", "));
+    else if (type === "array") {
+      if (!Array.isArray(v)) bad("must be a list");
+      else if (p.minItems !== undefined && v.length < p.minItems) bad(`choose at least ${p.minItems}`);
+      else if (p.maxItems !== undefined && v.length > p.maxItems) bad(`choose at most ${p.maxItems}`);
+    }
+  }
+  return errs;
+}
+
+function safeTest(pattern, v) {
+  try {
+    return new RegExp(pattern, "u").test(v);
+  } catch {
+    return true; // a pattern the browser cannot read: the server checks
+  }
+}
+
+// showErrors marks the fields of box that errs names, and clears the rest.
+function showErrors(box, errs) {
+  for (const f of box.querySelectorAll(".field[data-field]")) {
+    const m = errs[f.dataset.field];
+    const slot = f.querySelector(".field-error");
+    f.classList.toggle("invalid", !!m);
+    slot.hidden = !m;
+    slot.textContent = m ? f.dataset.field + ": " + m : "";
+    f.querySelector("input, select, textarea")?.setAttribute("aria-invalid", m ? "true" : "false");
+  }
 }
 
 function constraintText(p) {
@@ -377,7 +562,7 @@ function constraintText(p) {
 // arguments at all, and a submit button; Ctrl+Enter submits from a
 // textarea too.
 function callForm({ schema, button, onSubmit }) {
-  const { rows, read } = buildFields(schema);
+  const { rows, read, write } = buildFields(schema);
   const hasFields = rows.length > 0;
   const jsonID = "f" + ++fieldSeq;
   const jsonArea = el("textarea", { id: jsonID, class: "json-args", spellcheck: "false" }, "{}");
@@ -405,6 +590,15 @@ function callForm({ schema, button, onSubmit }) {
     jsonBox,
     el("div", { class: "actions" }, submit, status),
   );
+  // replay puts a recent call's arguments back in the form: in its
+  // fields, or as JSON when some argument has none.
+  form.replay = (args) => {
+    const inFields = write(args);
+    useJSON.checked = !inFields;
+    jsonArea.value = pretty(args || {});
+    jsonBox.hidden = inFields;
+    fieldsBox.hidden = !inFields;
+  };
   form.addEventListener("keydown", (e) => {
     if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) {
       e.preventDefault();
@@ -464,8 +658,13 @@ async function timed(box, f, render) {
 function contentBlock(c) {
   const label = (t) => el("div", { class: "label" }, t);
   switch (c.type) {
-    case "text":
-      return el("div", { class: "block" }, label("text"), el("pre", { class: "text" }, c.text));
+    case "text": {
+      // JSON text (a SQL tool's rows) pretty-printed; the text as the
+      // model gets it kept one click away.
+      const j = jsonText(c.text);
+      if (j === undefined) return el("div", { class: "block" }, label("text"), el("pre", { class: "text" }, c.text));
+      return el("div", { class: "block" }, label("text · JSON, pretty-printed"), el("pre", { class: "text json" }, pretty(j)), el("details", { class: "raw-text" }, el("summary", {}, "raw text"), el("pre", { class: "raw" }, c.text)));
+    }
     case "image":
       if (IMAGE_TYPES.test(c.mimeType || "") && typeof c.data === "string") {
         return el("div", { class: "block" }, label("image " + c.mimeType), el("img", { src: `data:${c.mimeType};base64,${c.data}`, alt: "image returned by the call" }));
@@ -482,6 +681,15 @@ function contentBlock(c) {
       return el("div", { class: "block" }, label("resource link"), el("pre", {}, [c.uri, c.name, c.mimeType].filter(Boolean).join("  ")));
     default:
       return el("div", { class: "block" }, label(c.type || "content"), el("pre", {}, pretty(c)));
+  }
+}
+
+function jsonText(t) {
+  if (typeof t !== "string" || !/^\s*[[{]/.test(t)) return undefined;
+  try {
+    return JSON.parse(t);
+  } catch {
+    return undefined;
   }
 }
 
@@ -520,6 +728,289 @@ function renderToolResult(box, res, ms) {
   );
 }
 
+// ---- calls that ask (input_required) --------------------------------------
+
+// mine holds the rounds this page sent, to open and replay from the recent
+// calls: the call stream says what was called, not with what. Each round
+// waits, per name, for its row in the stream (sent order is answered order
+// but for concurrent calls of one name, which may swap).
+const mine = { waiting: new Map() };
+
+function newRound(kind, name, args, params) {
+  const r = { kind, name, args, request: params, response: undefined, error: undefined, outcome: "calling", row: null };
+  const key = kind + " " + name;
+  if (!mine.waiting.has(key)) mine.waiting.set(key, []);
+  mine.waiting.get(key).push(r);
+  return r;
+}
+
+function claimRound(c) {
+  const q = mine.waiting.get(c.kind + " " + c.name);
+  return q && q.length ? q.shift() : null;
+}
+
+// runAsking calls a tool or prompt and, while it answers input_required,
+// shows its questions, then calls again with the answers and the
+// requestState it was given.
+async function runAsking({ kind, method, name, args, headers, box, livePane, render }) {
+  let more = {};
+  const ctl = new AbortController();
+  const stop = el("button", { type: "button", class: "stop", onclick: () => ctl.abort() }, "Stop");
+  if (livePane) livePane.reset(stop);
+  for (let round = 1; ; round++) {
+    const params = { name, arguments: args, ...more };
+    const rec = newRound(kind, name, args, params);
+    const start = performance.now();
+    box.className = "result";
+    fill(box, el("header", {}, round > 1 ? `calling again with the answers (round ${round})…` : "calling…", livePane ? null : stop));
+    let res;
+    try {
+      res = await rpc(method, params, headers, {
+        signal: ctl.signal,
+        meta: livePane ? { progressToken: "console-" + nextID, "io.modelcontextprotocol/logLevel": "debug" } : {},
+        onNotify: livePane ? (m) => livePane.note(m) : undefined,
+      });
+    } catch (e) {
+      const ms = performance.now() - start;
+      rec.error = e instanceof RPCError ? { code: e.code, message: e.message, data: e.data } : { message: e.message };
+      if (ctl.signal.aborted) {
+        rec.outcome = "cancelled";
+        box.className = "result cancelled";
+        fill(box, el("header", {}, el("strong", { class: "outcome" }, "cancelled"), el("span", {}, "you stopped the call"), el("span", { class: "took" }, ms.toFixed(1) + " ms")));
+      } else {
+        rec.outcome = e instanceof RPCError ? "protocol_error" : "failed";
+        showFailure(box, e, ms);
+      }
+      if (livePane) livePane.done();
+      updateRow(rec);
+      return;
+    }
+    const ms = performance.now() - start;
+    rec.response = res;
+    if (!res || res.resultType !== "input_required") {
+      rec.outcome = res && res.isError ? "tool_error" : "ok";
+      updateRow(rec);
+      if (livePane) livePane.done();
+      render(box, res, ms);
+      return;
+    }
+    rec.outcome = "input_required";
+    updateRow(rec);
+    noteAsks(kind, name);
+    if (round >= MAX_ROUNDS) {
+      showFailure(box, new Error(`still asking after ${round} rounds: the console stopped`), ms);
+      if (livePane) livePane.done();
+      return;
+    }
+    if (livePane) livePane.state("waiting for your answer");
+    const answer = await askPanel(box, res, round, ms);
+    if (livePane) livePane.state("running");
+    if (answer.cancel) {
+      box.className = "result cancelled";
+      fill(box, el("header", {}, el("strong", { class: "outcome" }, "cancelled"), el("span", {}, `you left ${name}'s question unanswered; it did not run`)));
+      rec.outcome = "cancelled";
+      updateRow(rec);
+      if (livePane) livePane.done();
+      return;
+    }
+    const status = box.closest("article")?.querySelector("form.call .keys");
+    if (status) status.textContent = "calling…";
+    more = { inputResponses: answer.responses, requestState: res.requestState };
+  }
+}
+
+function showFailure(box, e, ms) {
+  box.className = "result bad";
+  const head = e instanceof RPCError ? `protocol error ${e.code}` : "request failed";
+  fill(box,
+    el("header", {}, el("strong", { class: "outcome" }, head), el("span", { class: "took" }, ms.toFixed(1) + " ms")),
+    el("div", { class: "block" }, el("pre", { class: "text" }, e.message)),
+    e.data !== undefined ? el("div", { class: "block" }, el("div", { class: "label" }, "data"), el("pre", {}, pretty(e.data))) : null,
+  );
+}
+
+// askKind tells the four questions apart: a confirmation is an
+// elicitation with an empty form.
+function askKind(req) {
+  if (req.method === "sampling/createMessage") return "sampling";
+  if (req.method === "roots/list") return "roots";
+  if (req.method === "elicitation/create") {
+    const props = (req.params && req.params.requestedSchema && req.params.requestedSchema.properties) || {};
+    return Object.keys(props).length === 0 ? "confirm" : "form";
+  }
+  return "unknown";
+}
+
+function savedRoots() {
+  try {
+    const v = JSON.parse(localStorage.getItem(ROOTS_KEY) || "[]");
+    return Array.isArray(v) ? v.filter((x) => typeof x === "string") : [];
+  } catch {
+    return [];
+  }
+}
+
+// askPanel shows one round's questions in box and resolves with the
+// answers ({responses}) or {cancel: true}.
+function askPanel(box, res, round, ms) {
+  return new Promise((resolve) => {
+    const items = [];
+    const reqs = Object.entries(res.inputRequests || {});
+    for (const [id, req] of reqs) {
+      const kind = askKind(req);
+      const p = req.params || {};
+      const legend = { confirm: "confirmation", form: "form", sampling: "sampling request (answer as the model would)", roots: "roots" }[kind] || req.method;
+      const fs = el("fieldset", { class: "ask-item", "data-ask": id, "data-kind": kind }, el("legend", {}, `${id} · ${legend}`));
+      let answer;
+      if (kind === "confirm") {
+        fs.append(el("p", { class: "ask-msg" }, p.message || "Confirm?"));
+        answer = (action) => ({ action, ...(action === "accept" ? { content: {} } : {}) });
+      } else if (kind === "form") {
+        const { rows, read } = buildFields(p.requestedSchema);
+        fs.append(el("p", { class: "ask-msg" }, p.message || ""), ...rows);
+        answer = (action) => {
+          if (action !== "accept") return { action };
+          const content = read();
+          const errs = validate(p.requestedSchema, content);
+          showErrors(fs, errs);
+          if (Object.keys(errs).length) throw new Error("fix the marked field" + (Object.keys(errs).length > 1 ? "s" : ""));
+          return { action, content };
+        };
+      } else if (kind === "sampling") {
+        const msgs = (p.messages || []).map((m) => el("div", { class: "sample-msg" }, el("span", { class: "label" }, m.role), el("pre", {}, m.content && m.content.type === "text" ? m.content.text : pretty(m.content))));
+        const tid = "f" + ++fieldSeq;
+        const text = el("textarea", { id: tid, name: "sampling-answer", rows: 3 });
+        const mid = "f" + ++fieldSeq;
+        const model = el("input", { id: mid, name: "sampling-model", type: "text", value: "human (mcpd console)" });
+        fs.append(
+          p.systemPrompt ? el("div", { class: "sample-msg" }, el("span", { class: "label" }, "system"), el("pre", {}, p.systemPrompt)) : null,
+          ...msgs,
+          el("p", { class: "help" }, `No model answers here: you do. ${p.maxTokens ? `The server asked for at most ${p.maxTokens} tokens.` : ""}`),
+          el("div", { class: "field", "data-field": "answer" }, el("label", { for: tid }, "your answer"), text, el("div", { class: "field-error error", hidden: true })),
+          el("div", { class: "field" }, el("label", { for: mid }, "model name sent"), model),
+        );
+        answer = (action) => {
+          if (action !== "accept") return undefined;
+          if (text.value.trim() === "") {
+            showErrors(fs, { answer: "write the answer the server gets" });
+            throw new Error("write the sampling answer");
+          }
+          showErrors(fs, {});
+          return { role: "assistant", content: { type: "text", text: text.value }, model: model.value || "human", stopReason: "endTurn" };
+        };
+      } else if (kind === "roots") {
+        const rid = "f" + ++fieldSeq;
+        const list = el("textarea", { id: rid, name: "roots", rows: 3, placeholder: "file:///home/me/project" }, savedRoots().join("\n"));
+        fs.append(
+          el("p", { class: "ask-msg" }, "The server asks which directories (roots) it may use. Edit the list, one URI a line; the console remembers it."),
+          el("div", { class: "field", "data-field": "roots" }, el("label", { for: rid }, "roots"), list, el("div", { class: "field-error error", hidden: true })),
+        );
+        answer = (action) => {
+          if (action !== "accept") return undefined;
+          const uris = list.value.split("\n").map((l) => l.trim()).filter(Boolean);
+          const bad = uris.find((u) => !/^[a-z][a-z0-9+.-]*:\/\//i.test(u));
+          if (bad) {
+            showErrors(fs, { roots: `${bad} is not a URI (file:///…)` });
+            throw new Error("fix the roots");
+          }
+          showErrors(fs, {});
+          localStorage.setItem(ROOTS_KEY, JSON.stringify(uris));
+          return { roots: uris.map((uri) => ({ uri, name: uri.replace(/\/+$/, "").split("/").pop() || uri })) };
+        };
+      } else {
+        fs.append(el("pre", {}, pretty(req)));
+        answer = () => undefined;
+      }
+      items.push({ id, kind, answer, fs });
+    }
+    const elicits = items.some((i) => i.kind === "confirm" || i.kind === "form");
+    const onlyConfirm = items.length > 0 && items.every((i) => i.kind === "confirm");
+    const err = el("span", { class: "ask-error error", role: "alert" });
+    const finish = (action) => {
+      const responses = {};
+      try {
+        for (const i of items) {
+          const a = i.answer(action);
+          if (a !== undefined) responses[i.id] = a;
+        }
+      } catch (e) {
+        err.textContent = e.message;
+        return;
+      }
+      resolve({ responses });
+    };
+    const accept = el("button", { type: "submit", class: "accept", title: "Enter" }, onlyConfirm ? "Confirm" : "Send answers");
+    const decline = elicits ? el("button", { type: "button", class: "decline", onclick: () => finish("decline") }, "Decline") : null;
+    const cancel = el("button", { type: "button", class: "cancel", title: "Escape", onclick: () => resolve({ cancel: true }) }, "Cancel");
+    const form = el(
+      "form",
+      {
+        class: "ask",
+        novalidate: true,
+        "aria-label": "the server asks",
+        onsubmit: (e) => (e.preventDefault(), finish("accept")),
+        onkeydown: (e) => {
+          if (e.key === "Escape") {
+            e.preventDefault();
+            resolve({ cancel: true });
+          }
+        },
+      },
+      ...items.map((i) => i.fs),
+      el("div", { class: "actions" }, accept, decline, cancel, err),
+    );
+    const status = box.closest("article")?.querySelector("form.call .keys");
+    if (status) status.textContent = "waiting for your answer below…";
+    box.className = "result asked";
+    fill(box,
+      el("header", {}, el("strong", { class: "outcome" }, "input required"), el("span", {}, `round ${round}: the server asks before it answers`), el("span", { class: "took" }, ms.toFixed(1) + " ms")),
+      form,
+      rawBlock(res),
+    );
+    (form.querySelector("input, select, textarea") || accept).focus();
+  });
+}
+
+// liveBox is the pane of the current call's progress and log records,
+// sent on the response stream before the result.
+function liveBox() {
+  const bar = el("progress", { max: 1, value: 0, hidden: true });
+  const what = el("span", { class: "live-state" }, "idle");
+  const log = el("ol", { class: "live-log" });
+  const ctrl = el("span", {});
+  const pane = el("section", { class: "live", "aria-label": "progress and log of the current call", hidden: true }, el("header", {}, el("span", { class: "label" }, "live"), what, bar, ctrl), log);
+  pane.reset = (stop) => {
+    pane.hidden = false;
+    bar.hidden = true;
+    what.textContent = "running";
+    log.replaceChildren();
+    fill(ctrl, stop);
+  };
+  pane.note = (m) => {
+    const p = m.params || {};
+    if (m.method === "notifications/progress") {
+      bar.hidden = false;
+      if (p.total) {
+        bar.max = p.total;
+        bar.value = p.progress;
+      } else bar.removeAttribute("value");
+      what.textContent = `progress ${p.progress}${p.total ? " / " + p.total : ""}${p.message ? " · " + p.message : ""}`;
+      log.append(el("li", { class: "progress" }, what.textContent));
+    } else if (m.method === "notifications/message") {
+      log.append(el("li", { class: "log " + (p.level || "") }, el("span", { class: "lvl" }, p.level || "log"), " ", p.logger ? p.logger + ": " : "", typeof p.data === "string" ? p.data : JSON.stringify(p.data)));
+    }
+    log.scrollTop = log.scrollHeight;
+  };
+  pane.state = (text) => (what.textContent = text);
+  pane.done = () => {
+    // A call that sent nothing live leaves no empty pane behind.
+    what.textContent = "done";
+    pane.hidden = log.children.length === 0;
+    ctrl.replaceChildren();
+  };
+  return pane;
+}
+
 // ---- views ----------------------------------------------------------------
 
 function header(kind, title, sub) {
@@ -531,9 +1022,10 @@ function toolView(t) {
   const form = callForm({
     schema: t.inputSchema,
     button: "Call " + t.name,
-    onSubmit: (args) => timed(box, () => rpc("tools/call", { name: t.name, arguments: args }, paramHeaders(t.inputSchema, args)), (res, ms) => renderToolResult(box, res, ms)),
+    onSubmit: (args) => runAsking({ kind: "tool", method: "tools/call", name: t.name, args, headers: paramHeaders(t.inputSchema, args), box, livePane, render: renderToolResult }),
   });
   form.id = "call-form";
+  const livePane = liveBox();
   return el(
     "article",
     { "aria-labelledby": "detail-h", "data-tool": t.name },
@@ -542,6 +1034,7 @@ function toolView(t) {
     schemaBlock("input schema", t.inputSchema, false),
     schemaBlock("output schema", t.outputSchema, false),
     form,
+    livePane,
     box,
   );
 }
@@ -630,9 +1123,10 @@ function promptView(p) {
   const form = callForm({
     schema,
     button: "Render " + p.name,
-    onSubmit: (args) => timed(box, () => rpc("prompts/get", { name: p.name, arguments: args }), (res, ms) => renderPrompt(box, res, ms)),
+    onSubmit: (args) => runAsking({ kind: "prompt", method: "prompts/get", name: p.name, args, headers: {}, box, render: renderPrompt }),
   });
-  return el("article", { "aria-labelledby": "detail-h" }, header("prompt", p.name, p.description), tags([p.title ? "title: " + p.title : null]), form, box);
+  form.id = "call-form";
+  return el("article", { "aria-labelledby": "detail-h", "data-prompt": p.name }, header("prompt", p.name, p.description), tags([p.title ? "title: " + p.title : null]), form, box);
 }
 
 function renderPrompt(box, res, ms) {
@@ -702,24 +1196,125 @@ function caretLine(src, col, endCol) {
 
 // ---- recent calls ---------------------------------------------------------
 
+const OUTCOMES = { ok: "ok", tool_error: "tool error", protocol_error: "protocol error", cancelled: "cancelled", input_required: "input required", failed: "failed", calling: "calling…" };
+const outcomeClass = (o) => (o === "ok" ? "ok" : o === "input_required" ? "asked" : o === "cancelled" ? "cancelled" : o === "calling" ? "" : "bad");
+
 function addCall(c, fresh) {
   const tbody = $("calls").tBodies[0];
-  const bad = c.outcome !== "ok";
   // Another principal's call comes without who made it (see
   // docs/security.md, "The console's call stream").
   const who = [c.other ? "another caller" : c.principal, c.client ? null : c.transport].filter(Boolean).join(" · ");
+  const open = el("button", { type: "button", class: "open", "aria-expanded": "false", title: "open: request, response, replay" }, c.kind === "tool" ? c.name : `${c.kind} ${c.name}`);
   const row = el(
     "tr",
-    { class: (bad ? "bad" : "ok") + (fresh ? " fresh" : ""), "data-name": c.name, "data-client": c.client || "" },
+    { class: outcomeClass(c.outcome) + (fresh ? " fresh" : ""), "data-name": c.name, "data-client": c.client || "", "data-outcome": c.outcome },
     el("td", { class: "mono" }, fmtTime(c.time)),
-    el("td", { class: "name", title: c.kind }, c.kind === "tool" ? c.name : `${c.kind} ${c.name}`),
+    el("td", { class: "name", title: c.kind }, open),
     el("td", { class: "who" }, who, c.client ? el("span", { class: "console-tag" }, " · " + c.client) : null),
     el("td", { class: "num" }, c.duration_ms.toFixed(1)),
-    el("td", { class: "outcome", title: c.error || "" }, c.outcome.replace("_", " ")),
+    el("td", { class: "outcome", title: c.error || "" }, OUTCOMES[c.outcome] || c.outcome.replace("_", " ")),
   );
+  row.call = c;
+  open.addEventListener("click", () => toggleCall(row));
+  // A round this page sent: it can be opened in full and replayed.
+  if (fresh && c.client === "console" && !c.other) {
+    const rec = claimRound(c);
+    if (rec) {
+      rec.row = row;
+      row.round = rec;
+      row.dataset.mine = "true";
+      updateRow(rec);
+    }
+  }
+  if (c.outcome === "input_required") noteAsks(c.kind, c.name);
   tbody.prepend(row);
-  while (tbody.rows.length > MAX_CALLS) tbody.deleteRow(-1);
-  $("calls-count").textContent = `(${tbody.rows.length})`;
+  while (tbody.rows.length > MAX_CALLS) {
+    const last = tbody.rows[tbody.rows.length - 1];
+    if (last.detail) last.detail.remove();
+    tbody.deleteRow(-1);
+  }
+  $("calls-count").textContent = `(${tbody.querySelectorAll("tr:not(.call-detail)").length})`;
+}
+
+// updateRow shows what the page knows of its round beyond the stream: a
+// question left unanswered is a cancelled call.
+function updateRow(rec) {
+  const row = rec.row;
+  if (!row) return;
+  if (rec.outcome === "cancelled" && row.call.outcome === "input_required") {
+    row.querySelector(".outcome").textContent = "input required → cancelled";
+    row.className = "cancelled";
+    row.dataset.outcome = "cancelled";
+  }
+  if (row.detail) renderCallDetail(row);
+}
+
+function toggleCall(row) {
+  const btn = row.querySelector("button.open");
+  if (row.detail) {
+    row.detail.remove();
+    row.detail = null;
+    btn.setAttribute("aria-expanded", "false");
+    return;
+  }
+  row.detail = el("tr", { class: "call-detail" }, el("td", { colspan: 5 }));
+  row.after(row.detail);
+  btn.setAttribute("aria-expanded", "true");
+  renderCallDetail(row);
+}
+
+function renderCallDetail(row) {
+  const c = row.call;
+  const rec = row.round;
+  const cell = row.detail.firstChild;
+  const facts = el(
+    "dl",
+    { class: "facts" },
+    el("dt", {}, "when"),
+    el("dd", {}, new Date(c.time).toLocaleString()),
+    el("dt", {}, "what"),
+    el("dd", {}, `${c.kind} ${c.name}`),
+    el("dt", {}, "outcome"),
+    el("dd", {}, OUTCOMES[c.outcome] || c.outcome),
+    c.error ? el("dt", {}, "error") : null,
+    c.error ? el("dd", {}, c.error) : null,
+    el("dt", {}, "transport"),
+    el("dd", {}, c.transport || "—"),
+  );
+  if (!rec) {
+    fill(cell, facts, el("p", { class: "hint" }, c.other ? "Another caller's call: its arguments and answer are not shown." : "The console keeps the request and response of the calls this page made only."), replayButton(c.kind, c.name, undefined));
+    return;
+  }
+  const req = { ...rec.request };
+  fill(
+    cell,
+    facts,
+    el("div", { class: "label" }, "request (params)"),
+    el("pre", { class: "req", tabindex: "0" }, pretty(req)),
+    el("div", { class: "label" }, rec.error ? "error" : "response (result)"),
+    el("pre", { class: "resp", tabindex: "0" }, rec.error ? pretty(rec.error) : rec.response === undefined ? "(waiting)" : pretty(rec.response)),
+    replayButton(rec.kind, rec.name, rec.args),
+  );
+}
+
+function replayButton(kind, name, args) {
+  const k = KINDS.find((k) => k.kind === kind);
+  if (!k || (kind !== "tool" && kind !== "prompt")) return null;
+  return el("button", { type: "button", class: "replay", onclick: () => replay(k, name, args) }, args ? "Replay into the form" : "Open " + name);
+}
+
+// replay opens the tool or prompt with args in its form, ready to send.
+function replay(k, name, args) {
+  const item = state[k.list].find((x) => k.id(x) === name);
+  if (!item) {
+    $("load-error").textContent = `${name} is not in the config any more`;
+    $("load-error").hidden = false;
+    return;
+  }
+  select(k, item);
+  const form = $("call-form");
+  if (form && args) form.replay(args);
+  form?.querySelector("button[type=submit]")?.focus();
 }
 
 // ---- the event stream -----------------------------------------------------
@@ -733,7 +1328,7 @@ async function follow() {
       const resp = await fetch(EVENTS_URL, { headers: { Accept: "text/event-stream", ...authHeaders() }, cache: "no-store" });
       if (resp.status === 401) {
         showTokenForm(true);
-        setPill("bad", "needs a token");
+        setTokenState(new AuthError());
         await tokenEntered();
         continue;
       }
@@ -789,6 +1384,13 @@ function setPill(cls, text) {
 
 let tokenWaiters = [];
 
+// setTokenState says, in the pill by the token form, that the server
+// wants a token or refused the one given (auth: an AuthError), once.
+function setTokenState(auth) {
+  if (!auth) return;
+  setPill("bad", token() ? "token refused: enter another" : "needs a token");
+}
+
 function showTokenForm(show) {
   $("token-form").hidden = !show;
 }
@@ -813,6 +1415,7 @@ function setupToken() {
     const ws = tokenWaiters;
     tokenWaiters = [];
     ws.forEach((r) => r());
+    loadServer();
     loadCatalog();
   });
 }
@@ -851,6 +1454,24 @@ function setupKeys() {
 
 // ---- start ----------------------------------------------------------------
 
+// loadServer shows the server's name (its serverInfo) in the header, the
+// address beside it, and its instructions.
+async function loadServer() {
+  let d;
+  try {
+    d = await rpc("server/discover");
+  } catch {
+    return; /* the lists say what is wrong */
+  }
+  const info = (d && d._meta && d._meta["io.modelcontextprotocol/serverInfo"]) || {};
+  if (info.name) {
+    fill($("server-name"), el("span", { class: "server" }, info.name), info.version ? el("span", { class: "ver" }, " " + info.version) : null, el("span", { class: "addr" }, " · " + location.host));
+    document.title = info.name + " · mcpd console";
+  }
+  const hint = $("detail").querySelector(".hint");
+  if (d && d.instructions && hint && !$("instructions")) hint.after(el("p", { class: "hint", id: "instructions" }, "Instructions: " + d.instructions));
+}
+
 async function start() {
   // The page's CSP forbids anything but its own script and style: say so
   // loudly if some part of it breaks that (the browser tests fail on it).
@@ -859,13 +1480,8 @@ async function start() {
   $("filter").addEventListener("input", renderCatalog);
   setupKeys();
   follow();
-  try {
-    const d = await rpc("server/discover");
-    if (d && d.instructions) $("detail").querySelector(".hint")?.after(el("p", { class: "hint" }, "Instructions: " + d.instructions));
-  } catch {
-    /* the lists below say what is wrong */
-  }
   $("server-name").textContent = location.host;
+  await loadServer();
   await loadCatalog();
   document.body.dataset.ready = "true";
 }
