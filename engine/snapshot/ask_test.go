@@ -216,3 +216,43 @@ tool "two" {
 		t.Fatalf("%v %q", err, render(res))
 	}
 }
+
+// A tool or prompt that asks says so in its definition's _meta, so that a
+// client (mcpd's console) can mark it before the first call; one that asks
+// nothing carries no _meta at all.
+func TestAsksMeta(t *testing.T) {
+	s, _ := build(t, nil, nil, map[string]string{"tools.hcl": askFormConfig + `
+tool "plain" {
+  description = "Asks nothing."
+  result {
+    content "text" {
+      text = "ok"
+    }
+  }
+}
+prompt "confirmed" {
+  description = "Asks before it renders."
+  ask "ctx" {
+    elicit = "Which context?"
+    field "context" { type = "string" }
+  }
+  message {
+    role = "user"
+    text = "Context: ${inputs.ctx.context}"
+  }
+}
+`})
+	if got := tool(t, s, "pick").Def.Meta[snapshot.AsksMetaKey]; got != true {
+		t.Errorf("pick: _meta[%q] = %v, want true", snapshot.AsksMetaKey, got)
+	}
+	if m := tool(t, s, "plain").Def.Meta; m != nil {
+		t.Errorf("plain: _meta = %v, want none", m)
+	}
+	p, ok := s.Prompt("confirmed")
+	if !ok {
+		t.Fatal("prompt confirmed not compiled")
+	}
+	if got := p.Def.Meta[snapshot.AsksMetaKey]; got != true {
+		t.Errorf("prompt: _meta[%q] = %v, want true", snapshot.AsksMetaKey, got)
+	}
+}

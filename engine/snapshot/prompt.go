@@ -45,6 +45,7 @@ func compilePrompt(pc *config.Prompt, ft funcTables) (*Prompt, hcl.Diagnostics) 
 	asks, diags := compileAsks("prompt", pc.Name, pc.Asks, scope)
 	if asks != nil {
 		p.asks, scope.Inputs = asks, asks.scope.Inputs
+		def.Meta = mcp.Meta{AsksMetaKey: true}
 	}
 	for _, a := range pc.Arguments {
 		if a.Completions == nil {

@@ -135,6 +135,9 @@ func compileTool(tc *config.Tool, reg *adapter.Registry, backend *backendSet, ft
 		InputSchema: rawJSON(in),
 		Annotations: annotations(tc.Annotations),
 	}
+	if asks != nil {
+		t.Def.Meta = mcp.Meta{AsksMetaKey: true}
+	}
 	if tc.OutputSchema != nil {
 		out, d := schema.JSONValue(tc.OutputSchema, ectx)
 		diags = append(diags, d...)
@@ -384,6 +387,11 @@ func (t *Tool) Call(ctx context.Context, req *CallRequest) (*mcp.CallToolResult,
 	}
 	return res, nil
 }
+
+// AsksMetaKey marks, in the _meta of a tool or prompt that asks its user
+// (confirm or ask blocks), that a call may answer input_required first: a
+// client such as mcpd's console can say so before the first call.
+const AsksMetaKey = "mcpd/asks"
 
 // Asks reports whether the tool has ask blocks: only then does Call read
 // its request's Answers.

@@ -288,7 +288,8 @@ function renderCatalog() {
 }
 
 // asks holds the tools and prompts seen answering input_required (by this
-// page or in the recent calls): tools/list does not say which ask.
+// page or in the recent calls); tools/list and prompts/list mark the ones
+// whose config asks with _meta "mcpd/asks" (snapshot.AsksMetaKey).
 const asks = new Set();
 
 function noteAsks(kind, name) {
@@ -307,7 +308,7 @@ function catalogBadges(kind, x) {
     if (a.readOnlyHint) b.push(["ro", "read-only", "does not change anything (readOnlyHint)"]);
     else if (a.destructiveHint) b.push(["destructive", "destructive", "may destroy data (destructiveHint)"]);
   }
-  if (asks.has(kind + " " + x.name)) b.push(["asks", "asks", "asks the user before it answers (input_required)"]);
+  if (asks.has(kind + " " + x.name) || (x._meta && x._meta["mcpd/asks"] === true)) b.push(["asks", "asks", "asks the user before it answers (input_required)"]);
   if (b.length === 0) return null;
   return el("span", { class: "badges" }, b.map(([cls, text, title]) => el("span", { class: "badge " + cls, title }, text)));
 }
