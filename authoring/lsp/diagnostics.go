@@ -17,7 +17,8 @@ import (
 // dirResult is the outcome of the last load of one directory.
 type dirResult struct {
 	diags     hcl.Diagnostics
-	published map[string]bool // files last published with diagnostics
+	sources   map[string][]byte // the text each file had in that load
+	published map[string]bool   // files last published with diagnostics
 }
 
 // schedule (re)starts dir's debounce timer.
@@ -102,7 +103,7 @@ func (s *Server) loadDir(dir string) {
 	}
 	s.mu.Lock()
 	prev := s.results[dir]
-	s.results[dir] = &dirResult{diags: loaded.Diagnostics, published: map[string]bool{}}
+	s.results[dir] = &dirResult{diags: loaded.Diagnostics, sources: loaded.Sources, published: map[string]bool{}}
 	for name := range byFile {
 		s.results[dir].published[name] = true
 	}

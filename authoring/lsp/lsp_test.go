@@ -371,3 +371,89 @@ func TestFormatting(t *testing.T) {
 		t.Errorf("edits of a broken buffer = %+v", edits)
 	}
 }
+
+// The did-you-mean of a diagnostic is a quick fix that makes the change.
+func TestCodeActionDidYouMean(t *testing.T) {
+	// A debounce long enough that the stale check below runs before the
+	// reload of its edit.
+	c := newClient(t, time.Second)
+	orig := c.file("tools.hcl")
+	text := strings.Replace(orig, `database = "shop"`, `database = "shpo"`, 1)
+	text = strings.Replace(text, `description = "A user`, `descripton = "A user`, 1)
+	c.open("tools.hcl", text)
+	if ds := c.waitDiags("tools.hcl"); len(ds) < 2 {
+		t.Fatalf("diagnostics = %q, want the two misspellings", render(ds))
+	}
+	tests := []struct{ find, want string }{
+		{`"shpo"`, `"shop"`},
+		{`descripton`, `description`},
+	}
+	for _, tt := range tests {
+		var actions []protocol.CodeAction
+		pos := at(t, text, tt.find, 1)
+		c.call("textDocument/codeAction", map[string]any{"textDocument": map[string]any{"uri": c.uri("tools.hcl")},
+			"range": map[string]any{"start": pos, "end": pos}, "context": map[string]any{"diagnostics": []any{}}}, &actions)
+		if len(actions) != 1 || actions[0].Edit == nil {
+			t.Fatalf("at %s: actions = %+v, want one fix", tt.find, actions)
+		}
+		edits := actions[0].Edit.Changes[c.uri("tools.hcl")]
+		if len(edits) != 1 {
+			t.Fatalf("edits = %+v", edits)
+		}
+		start := at(t, text, tt.find, 0)
+		if edits[0].NewText != tt.want || int(edits[0].Range.Start.Line) != start["line"] || int(edits[0].Range.Start.Character) != start["character"] ||
+			int(edits[0].Range.End.Character) != start["character"].(int)+len(tt.find) {
+			t.Errorf("edit = %+v, want %s over %s at %v", edits[0], tt.want, tt.find, start)
+		}
+	}
+	// After an edit the load has not seen yet, no fix is offered.
+	c.change("tools.hcl", "\n"+text, 2)
+	var actions []protocol.CodeAction
+	pos := at(t, "\n"+text, `"shpo"`, 1)
+	c.call("textDocument/codeAction", map[string]any{"textDocument": map[string]any{"uri": c.uri("tools.hcl")},
+		"range": map[string]any{"start": pos, "end": pos}, "context": map[string]any{"diagnostics": []any{}}}, &actions)
+	if len(actions) != 0 {
+		t.Errorf("a fix on a stale load: %+v", actions)
+	}
+}
+
+func TestReferences(t *testing.T) {
+	c := newClient(t, 10*time.Millisecond)
+	text := c.file("tools.hcl") + `
+tool "count_books" {
+  description = "How many books"
+  sql {
+    database = "shop"
+    query    = "SELECT count(*) FROM books"
+  }
+}
+`
+	c.open("tools.hcl", text)
+	db := c.file("db.hcl")
+	refs := func(name, src, find string, n int) []string {
+		var locs []protocol.Location
+		p := c.docPos(name, src, find, n)
+		p["context"] = map[string]any{"includeDeclaration": true}
+		c.call("textDocument/references", p, &locs)
+		var out []string
+		for _, l := range locs {
+			out = append(out, filepath.Base(l.URI)+":"+itoa(int(l.Range.Start.Line))+":"+itoa(int(l.Range.Start.Character)))
+		}
+		return out
+	}
+	// The database, from its declaration: itself and both tools' uses.
+	want := []string{"db.hcl:0:9", "tools.hcl:7:15", "tools.hcl:27:15"}
+	if got := refs("db.hcl", db, `"shop"`, 1); !slices.Equal(got, want) {
+		t.Errorf("references of database shop = %q, want %q", got, want)
+	}
+	// The param id, from its placeholder: the declaration and the :id.
+	want = []string{"tools.hcl:2:8", "tools.hcl:8:56"}
+	if got := refs("tools.hcl", text, ":id", 1); !slices.Equal(got, want) {
+		t.Errorf("references of param id = %q, want %q", got, want)
+	}
+	// The param name, from its declaration: itself and args.name.
+	want = []string{"tools.hcl:15:8", "tools.hcl:20:24"}
+	if got := refs("tools.hcl", text, `param "name"`, 7); !slices.Equal(got, want) {
+		t.Errorf("references of param name = %q, want %q", got, want)
+	}
+}

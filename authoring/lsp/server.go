@@ -194,6 +194,12 @@ func (s *Server) handler() *protocol.Handler {
 	h.TextDocumentFormatting = func(_ *glsp.Context, p *protocol.DocumentFormattingParams) ([]protocol.TextEdit, error) {
 		return s.format(uriToPath(p.TextDocument.URI)), nil
 	}
+	h.TextDocumentCodeAction = func(_ *glsp.Context, p *protocol.CodeActionParams) (any, error) {
+		return s.codeActions(uriToPath(p.TextDocument.URI), p.Range), nil
+	}
+	h.TextDocumentReferences = func(_ *glsp.Context, p *protocol.ReferenceParams) ([]protocol.Location, error) {
+		return s.references(uriToPath(p.TextDocument.URI), p.Position, p.Context.IncludeDeclaration), nil
+	}
 	return h
 }
 
