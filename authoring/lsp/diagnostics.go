@@ -3,6 +3,7 @@ package lsp
 import (
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sort"
 	"time"
 	"unicode/utf16"
@@ -50,6 +51,11 @@ func (s *Server) schedule(dir string) {
 // the diagnostics of every config file in it, empty ones included, so that
 // fixed problems disappear.
 func (s *Server) loadDir(dir string) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("lsp: panic loading a directory", "dir", dir, "panic", r, "stack", string(debug.Stack()))
+		}
+	}()
 	s.mu.Lock()
 	overlay := map[string][]byte{}
 	for name, src := range s.docs {

@@ -263,8 +263,11 @@ func (s *Server) hover(name string, pos protocol.Position) *protocol.Hover {
 	}
 	if text == "" {
 		a := attributeAt(blocks, body, off)
-		if a == nil || !within(a.NameRange, off) {
+		if a == nil {
 			return nil
+		}
+		if !within(a.NameRange, off) {
+			return s.hoverArg(blocks, a, off, src)
 		}
 		sc, key := s.schemaAt(path)
 		req := ""
@@ -284,6 +287,31 @@ func (s *Server) hover(name string, pos protocol.Position) *protocol.Hover {
 	}
 	r := toRange(rng, src)
 	return &protocol.Hover{Contents: protocol.MarkupContent{Kind: protocol.MarkupKindMarkdown, Value: strings.TrimSpace(text)}, Range: &r}
+}
+
+// hoverArg is the hover of args.NAME in an expression: the param's JSON
+// Schema.
+func (s *Server) hoverArg(blocks []*hclsyntax.Block, a *hclsyntax.Attribute, off int, src []byte) *protocol.Hover {
+	if len(blocks) == 0 || blocks[0].Type != "tool" || len(blocks[0].Labels) == 0 {
+		return nil
+	}
+	var found *hclsyntax.ScopeTraversalExpr
+	hclsyntax.VisitAll(a.Expr, func(n hclsyntax.Node) hcl.Diagnostics {
+		if st, ok := n.(*hclsyntax.ScopeTraversalExpr); ok && within(st.SrcRange, off) && st.Traversal.RootName() == "args" && len(st.Traversal) > 1 {
+			found = st
+		}
+		return nil
+	})
+	if found == nil {
+		return nil
+	}
+	attr, ok := found.Traversal[1].(hcl.TraverseAttr)
+	if !ok {
+		return nil
+	}
+	text := fmt.Sprintf("**args.%s**: param %q of tool %q", attr.Name, attr.Name, blocks[0].Labels[0]) + s.paramSchema(blocks[0].Labels[0], attr.Name)
+	r := toRange(found.SrcRange, src)
+	return &protocol.Hover{Contents: protocol.MarkupContent{Kind: protocol.MarkupKindMarkdown, Value: text}, Range: &r}
 }
 
 // paramSchema is the JSON Schema param compiles to, from the last load of

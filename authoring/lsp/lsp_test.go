@@ -304,6 +304,7 @@ func TestHover(t *testing.T) {
 		{"adapter attribute", `database = "shop"`, 2, []string{"**database** (required)", "The name of the `database` block"}},
 		{"static value", "max_rows = 10", 2, []string{"Value: `100`"}},
 		{"param's JSON Schema", `param "id"`, 2, []string{"JSON Schema", `"type": "integer"`, `"minimum": 1`}},
+		{"args in a template", "args.name", 6, []string{`param "name" of tool "get_user"`, `"type": "string"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -317,6 +318,16 @@ func TestHover(t *testing.T) {
 				}
 			}
 		})
+	}
+	// An attribute that calls a function (env, file: maybe a secret) shows
+	// no value.
+	db := c.file("db.hcl")
+	var h struct {
+		Contents struct{ Value string } `json:"contents"`
+	}
+	c.call("textDocument/hover", c.docPos("db.hcl", db, "dsn", 1), &h)
+	if !strings.Contains(h.Contents.Value, "**dsn** (required)") || strings.Contains(h.Contents.Value, "Value") || strings.Contains(h.Contents.Value, c.dir) {
+		t.Errorf("hover of dsn = %q, want its reference and no value", h.Contents.Value)
 	}
 }
 

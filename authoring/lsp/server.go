@@ -11,10 +11,12 @@ package lsp
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/url"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -73,12 +75,22 @@ func New(reg *adapter.Registry, opts Options) *Server {
 func (s *Server) Serve(ctx context.Context, rwc io.ReadWriteCloser) error {
 	h := s.handler()
 	conn := jsonrpc2.NewConn(ctx, jsonrpc2.NewBufferedStream(rwc, jsonrpc2.VSCodeObjectCodec{}),
-		jsonrpc2.HandlerWithError(func(ctx context.Context, c *jsonrpc2.Conn, req *jsonrpc2.Request) (any, error) {
+		jsonrpc2.HandlerWithError(func(ctx context.Context, c *jsonrpc2.Conn, req *jsonrpc2.Request) (result any, err error) {
+			// A bug in one feature must not end the editor's session.
+			defer func() {
+				if r := recover(); r != nil {
+					s.log.Error("lsp: panic", "method", req.Method, "panic", r, "stack", string(debug.Stack()))
+					result, err = nil, &jsonrpc2.Error{Code: jsonrpc2.CodeInternalError, Message: fmt.Sprintf("mcpd lsp: internal error in %s", req.Method)}
+				}
+			}()
 			gc := &glsp.Context{Method: req.Method, Notify: func(method string, params any) { _ = c.Notify(ctx, method, params) }}
 			if req.Params != nil {
 				gc.Params = *req.Params
 			}
 			r, validMethod, validParams, err := h.Handle(gc)
+			if err != nil && validMethod && validParams && err.Error() == "server not initialized" {
+				return nil, &jsonrpc2.Error{Code: -32002, Message: err.Error()}
+			}
 			switch {
 			case !validMethod:
 				if req.Notif {
