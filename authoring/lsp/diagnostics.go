@@ -24,6 +24,9 @@ type dirResult struct {
 
 // schedule (re)starts dir's debounce timer.
 func (s *Server) schedule(dir string) {
+	if !filepath.IsAbs(dir) {
+		return // not a file's directory (an untitled: buffer)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if t, ok := s.timers[dir]; ok && t.Stop() {

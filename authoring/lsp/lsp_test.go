@@ -468,3 +468,21 @@ tool "count_books" {
 		t.Errorf("references of param name = %q, want %q", got, want)
 	}
 }
+
+// An untitled buffer has no directory: it is never loaded (the server's
+// working directory is not the author's config), but completion reads it.
+func TestUntitledBuffer(t *testing.T) {
+	c := newClient(t, 10*time.Millisecond)
+	text := "tool \"x\" {\n  \n}\n"
+	c.notify("textDocument/didOpen", map[string]any{"textDocument": map[string]any{"uri": "untitled:Untitled-1", "languageId": "hcl", "version": 1, "text": text}})
+	var items []item
+	c.call("textDocument/completion", map[string]any{"textDocument": map[string]any{"uri": "untitled:Untitled-1"}, "position": at(t, text, "  \n", 2)}, &items)
+	if !slices.Contains(labels(items), "description") {
+		t.Errorf("completion = %q, want the tool's attributes", labels(items))
+	}
+	select {
+	case p := <-c.diags:
+		t.Errorf("diagnostics published for an untitled buffer: %+v", p)
+	case <-time.After(300 * time.Millisecond):
+	}
+}

@@ -138,7 +138,7 @@ func (s *Server) handler() *protocol.Handler {
 		full := protocol.TextDocumentSyncKindFull
 		yes := true
 		caps.TextDocumentSync = &protocol.TextDocumentSyncOptions{OpenClose: &yes, Change: &full, Save: &protocol.SaveOptions{}}
-		caps.CompletionProvider = &protocol.CompletionOptions{TriggerCharacters: []string{".", "\"", " "}}
+		caps.CompletionProvider = &protocol.CompletionOptions{TriggerCharacters: []string{".", "\""}}
 		version := "mcpd"
 		return protocol.InitializeResult{Capabilities: caps, ServerInfo: &protocol.InitializeResultServerInfo{Name: "mcpd", Version: &version}}, nil
 	}
@@ -217,6 +217,14 @@ func (s *Server) handler() *protocol.Handler {
 
 // setDoc records a buffer and schedules its directory's load.
 func (s *Server) setDoc(uri string, src []byte) {
+	if !strings.HasPrefix(uri, "file:") {
+		// An unsaved, unnamed buffer (untitled:) has no directory to load
+		// with it; completion and hover still read it.
+		s.mu.Lock()
+		s.docs[uri] = src
+		s.mu.Unlock()
+		return
+	}
 	name := uriToPath(uri)
 	s.mu.Lock()
 	s.docs[name] = src
