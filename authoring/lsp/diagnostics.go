@@ -60,6 +60,11 @@ func (s *Server) loadDir(dir string) {
 		}
 	}()
 	s.mu.Lock()
+	// Loads of one directory may overlap when one takes longer than the
+	// debounce; only the last one started may publish, so that an older
+	// text's diagnostics never replace a newer one's.
+	s.gen[dir]++
+	gen := s.gen[dir]
 	overlay := map[string][]byte{}
 	for name, src := range s.docs {
 		if filepath.Dir(name) == dir {
@@ -68,19 +73,24 @@ func (s *Server) loadDir(dir string) {
 	}
 	s.mu.Unlock()
 	loaded := engine.LoadWith([]string{dir}, s.reg, nil, "lsp", engine.Options{UnsetEnvWarning: true, Overlay: overlay})
+	var inputs map[string]any
 	if loaded.Snapshot != nil {
-		inputs := map[string]map[string]any{}
+		inputs = map[string]any{}
 		for _, name := range toolNames(loaded) {
 			if t, ok := loaded.Snapshot.Tool(name); ok {
 				inputs[name] = t.InputSchema
 			}
 		}
 		loaded.Snapshot.Close()
-		s.mu.Lock()
-		for k, v := range inputs {
-			s.inputs[k] = v
-		}
-		s.mu.Unlock()
+	}
+	s.mu.Lock()
+	stale := s.gen[dir] != gen
+	if !stale && inputs != nil {
+		s.inputs[dir] = inputs
+	}
+	s.mu.Unlock()
+	if stale {
+		return
 	}
 
 	byFile := map[string][]protocol.Diagnostic{}

@@ -257,7 +257,7 @@ func (s *Server) hover(name string, pos protocol.Position) *protocol.Hover {
 			text = fmt.Sprintf("**%s** block\n\n%s", inner.Type, doc(key))
 			rng = inner.TypeRange
 			if inner.Type == "param" && len(blocks) == 2 && blocks[0].Type == "tool" && len(blocks[0].Labels) > 0 && len(inner.Labels) > 0 {
-				text += s.paramSchema(blocks[0].Labels[0], inner.Labels[0])
+				text += s.paramSchema(filepath.Dir(name), blocks[0].Labels[0], inner.Labels[0])
 			}
 		}
 	}
@@ -267,7 +267,7 @@ func (s *Server) hover(name string, pos protocol.Position) *protocol.Hover {
 			return nil
 		}
 		if !within(a.NameRange, off) {
-			return s.hoverArg(blocks, a, off, src)
+			return s.hoverArg(filepath.Dir(name), blocks, a, off, src)
 		}
 		sc, key := s.schemaAt(path)
 		req := ""
@@ -291,7 +291,7 @@ func (s *Server) hover(name string, pos protocol.Position) *protocol.Hover {
 
 // hoverArg is the hover of args.NAME in an expression: the param's JSON
 // Schema.
-func (s *Server) hoverArg(blocks []*hclsyntax.Block, a *hclsyntax.Attribute, off int, src []byte) *protocol.Hover {
+func (s *Server) hoverArg(dir string, blocks []*hclsyntax.Block, a *hclsyntax.Attribute, off int, src []byte) *protocol.Hover {
 	if len(blocks) == 0 || blocks[0].Type != "tool" || len(blocks[0].Labels) == 0 {
 		return nil
 	}
@@ -309,16 +309,16 @@ func (s *Server) hoverArg(blocks []*hclsyntax.Block, a *hclsyntax.Attribute, off
 	if !ok {
 		return nil
 	}
-	text := fmt.Sprintf("**args.%s**: param %q of tool %q", attr.Name, attr.Name, blocks[0].Labels[0]) + s.paramSchema(blocks[0].Labels[0], attr.Name)
+	text := fmt.Sprintf("**args.%s**: param %q of tool %q", attr.Name, attr.Name, blocks[0].Labels[0]) + s.paramSchema(dir, blocks[0].Labels[0], attr.Name)
 	r := toRange(found.SrcRange, src)
 	return &protocol.Hover{Contents: protocol.MarkupContent{Kind: protocol.MarkupKindMarkdown, Value: text}, Range: &r}
 }
 
 // paramSchema is the JSON Schema param compiles to, from the last load of
 // the tool that had no errors.
-func (s *Server) paramSchema(tool, param string) string {
+func (s *Server) paramSchema(dir, tool, param string) string {
 	s.mu.Lock()
-	in := s.inputs[tool]
+	in, _ := s.inputs[dir][tool].(map[string]any)
 	s.mu.Unlock()
 	props, _ := in["properties"].(map[string]any)
 	p, ok := props[param]

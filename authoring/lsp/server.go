@@ -44,7 +44,8 @@ type Server struct {
 	docs    map[string][]byte         // open documents by file name
 	timers  map[string]*time.Timer    // pending loads by directory
 	results map[string]*dirResult     // last load by directory
-	inputs  map[string]map[string]any // input schemas by tool, from the last good load
+	inputs  map[string]map[string]any // input schemas by directory and tool, from the last good load
+	gen     map[string]int            // loads started, by directory
 	conn    *jsonrpc2.Conn
 	ctx     context.Context
 	wg      sync.WaitGroup
@@ -60,7 +61,7 @@ type Options struct {
 // New returns a server for configs compiled with reg's adapters.
 func New(reg *adapter.Registry, opts Options) *Server {
 	s := &Server{reg: reg, root: rootSchema(reg), log: opts.Logger, debounce: Debounce,
-		docs: map[string][]byte{}, timers: map[string]*time.Timer{}, results: map[string]*dirResult{}, inputs: map[string]map[string]any{}}
+		docs: map[string][]byte{}, timers: map[string]*time.Timer{}, results: map[string]*dirResult{}, inputs: map[string]map[string]any{}, gen: map[string]int{}}
 	if opts.Debounce > 0 {
 		s.debounce = opts.Debounce
 	}
