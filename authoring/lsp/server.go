@@ -36,6 +36,7 @@ const Debounce = 250 * time.Millisecond
 // Server is one language server session.
 type Server struct {
 	reg      *adapter.Registry
+	version  string
 	root     *blockSchema
 	log      *slog.Logger
 	debounce time.Duration
@@ -56,11 +57,13 @@ type Options struct {
 	// Debounce overrides the package's Debounce when positive.
 	Debounce time.Duration
 	Logger   *slog.Logger
+	// Version is mcpd's, for the initialize result's serverInfo.
+	Version string
 }
 
 // New returns a server for configs compiled with reg's adapters.
 func New(reg *adapter.Registry, opts Options) *Server {
-	s := &Server{reg: reg, root: rootSchema(reg), log: opts.Logger, debounce: Debounce,
+	s := &Server{reg: reg, version: opts.Version, root: rootSchema(reg), log: opts.Logger, debounce: Debounce,
 		docs: map[string][]byte{}, timers: map[string]*time.Timer{}, results: map[string]*dirResult{}, inputs: map[string]map[string]any{}, gen: map[string]int{}}
 	if opts.Debounce > 0 {
 		s.debounce = opts.Debounce
@@ -140,7 +143,7 @@ func (s *Server) handler() *protocol.Handler {
 		yes := true
 		caps.TextDocumentSync = &protocol.TextDocumentSyncOptions{OpenClose: &yes, Change: &full, Save: &protocol.SaveOptions{}}
 		caps.CompletionProvider = &protocol.CompletionOptions{TriggerCharacters: []string{".", "\""}}
-		version := "mcpd"
+		version := s.version
 		return protocol.InitializeResult{Capabilities: caps, ServerInfo: &protocol.InitializeResultServerInfo{Name: "mcpd", Version: &version}}, nil
 	}
 	h.Initialized = func(*glsp.Context, *protocol.InitializedParams) error { return nil }

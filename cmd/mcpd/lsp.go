@@ -29,7 +29,7 @@ func lspCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	log := slog.New(slog.NewTextHandler(stderr, nil))
-	srv := lsp.New(registry(), lsp.Options{Logger: log})
+	srv := lsp.New(registry(), lsp.Options{Logger: log, Version: mcpdVersion()})
 	return srv.Serve(ctx, stdio{stdin, stdout})
 }
 
