@@ -51,6 +51,9 @@ type Options struct {
 	// variable is an unknown value there, and the checks that need it were
 	// skipped.
 	UnsetEnvWarning bool
+	// Overlay replaces the contents of config files by name, for an
+	// editor's unsaved buffers (see config.Options.Overlay).
+	Overlay map[string][]byte
 }
 
 // LoadWith is Load with options. Either way, a variable that env() reads
@@ -59,7 +62,7 @@ type Options struct {
 // value are skipped, and errors that only repeat it are dropped.
 func LoadWith(paths []string, reg *adapter.Registry, prev *snapshot.Snapshot, version string, opts Options) *Loaded {
 	cfg, diags := config.LoadWith(paths, config.Blocks{Adapters: reg.ToolBlocks(), Backends: reg.BackendBlocks()},
-		config.Options{UnsetEnvUnknown: true})
+		config.Options{UnsetEnvUnknown: true, Overlay: opts.Overlay})
 	out := &Loaded{Diagnostics: diags, Registry: reg}
 	if cfg == nil {
 		config.SortDiagnostics(out.Diagnostics)

@@ -52,6 +52,7 @@ secrets, shell tools that inherit the whole environment. Exits 1 on config
 errors, and on warnings only with --strict.
 `,
 	"fmt":  fmtUsage,
+	"lsp":  lspUsage,
 	"init": initUsage,
 	"client-config": `usage: mcpd client-config --host HOST [-c PATH] [--http URL] [--name NAME]
 
@@ -121,5 +122,5 @@ func helpCmd(args []string, stdout, stderr io.Writer) int {
 }
 
 func commandNames() []string {
-	return []string{"serve", "validate", "lint", "fmt", "list", "call", "read", "prompt", "init", "import", "client-config", "version"}
+	return []string{"serve", "validate", "lint", "fmt", "lsp", "list", "call", "read", "prompt", "init", "import", "client-config", "version"}
 }

@@ -45,6 +45,7 @@ Usage:
   mcpd test     [-c PATH]... [--run REGEX] [--json] [-v]  run the config's test blocks
   mcpd lint     [-c PATH]... [--format text|json]      a reviewer's warnings about a config
   mcpd fmt      [--check] [PATH... | -]                rewrite config files in canonical form
+  mcpd lsp                                             a language server on stdio, for editors
   mcpd init     [DIR]                                  scaffold a new project
   mcpd import   openapi SPEC | toolbox TOOLS.yaml [-o DIR]  convert an OpenAPI document or a Toolbox config
   mcpd client-config --host HOST [--http URL]          print a host's config snippet
@@ -91,6 +92,8 @@ func runIO(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = lintCmd(rest, stdout, stderr)
 	case "fmt":
 		err = fmtCmd(rest, stdin, stdout, stderr)
+	case "lsp":
+		err = lspCmd(rest, stdin, stdout, stderr)
 	case "init":
 		err = initCmd(rest, stdout, stderr)
 	case "import":

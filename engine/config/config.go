@@ -47,6 +47,11 @@ type Options struct {
 	// instead of an error (funcs.Options.UnsetEnvUnknown), for validating a
 	// config without its secrets.
 	UnsetEnvUnknown bool
+	// Overlay, when not nil, holds the contents of config files by name
+	// (as the paths name them) that replace what is on disk: an editor's
+	// unsaved buffers (`mcpd lsp`). A file of a directory must still exist
+	// on disk to be found; only its contents come from here.
+	Overlay map[string][]byte
 }
 
 // Server describes the server itself to clients.

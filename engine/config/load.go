@@ -84,7 +84,7 @@ func LoadWith(paths []string, blocks Blocks, opts Options) (*Config, hcl.Diagnos
 	}
 	cfg := &Config{Files: files, Sources: map[string][]byte{}, UnsetEnvUnknown: opts.UnsetEnvUnknown}
 	for _, name := range files {
-		body, src, d := parseFile(name)
+		body, src, d := parseFileOverlay(name, opts.Overlay)
 		if src != nil {
 			cfg.Sources[name] = src
 		}

@@ -18,6 +18,16 @@ import (
 // again with 512 bytes, where each piece's own overhead starts to tell.
 const pieceSize = 2 << 10
 
+// parseFileOverlay is parseFile reading name's contents from overlay
+// when it holds them.
+func parseFileOverlay(filename string, overlay map[string][]byte) (hcl.Body, []byte, hcl.Diagnostics) {
+	if src, ok := overlay[filename]; ok {
+		body, diags := parseConfig(src, filename, pieceSize)
+		return body, src, diags
+	}
+	return parseFile(filename)
+}
+
 // parseFile reads and parses one config file. It reports a file that
 // cannot be read as hclparse does; src is nil then.
 func parseFile(filename string) (body hcl.Body, src []byte, diags hcl.Diagnostics) {

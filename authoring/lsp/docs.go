@@ -1,0 +1,107 @@
+package lsp
+
+import (
+	"fmt"
+	"strings"
+)
+
+// The reference text of blocks and attributes that hover shows. It is the
+// one source of truth for the "Editor reference" section of
+// docs/config.md, which is generated from it (see ReferenceMarkdown and
+// TestDocsReferenceUpToDate), so the two cannot drift. A key is a block
+// path ("tool", "tool.param") or a block path and an attribute
+// ("tool.param.type"); an adapter's blocks are keyed by their own type
+// ("sql.query", "database.dsn") since they are the same wherever they
+// appear.
+var reference = []struct{ key, text string }{
+	{"server", "Describes the server to clients: its name, version, title and instructions. At most one per config."},
+	{"server.name", "The server's name in the initialize result (default \"mcpd\")."},
+	{"server.instructions", "Text sent to clients in the initialize result, telling the model how to use the server's tools."},
+	{"auth", "Who may call the server over HTTP: API keys (`api_key` blocks) or OAuth bearer tokens (`oauth`). stdio is never authenticated."},
+	{"tool", "One MCP tool: its name (the label), description, typed params (compiled to the tool's JSON Schema), one adapter block (`http`, `shell` or `sql`) or a `result` block alone, and how its result is shaped."},
+	{"tool.description", "What the tool does, for the model. May call functions known at load time, e.g. `file(\"docs/tool.md\")`."},
+	{"tool.timeout", "The longest one call may run, as a duration string (\"30s\"); the call is cancelled after it."},
+	{"tool.title", "A display name for the tool, for people; the model reads name and description."},
+	{"tool.scopes", "The scopes a caller needs to see and call the tool (docs/security.md, \"Authorization\")."},
+	{"tool.max_concurrency", "Calls of this tool running at once, 1 to 65536; more wait up to `queue_timeout`, then fail."},
+	{"tool.input_schema", "A JSON Schema for the arguments, written out instead of `param` blocks."},
+	{"tool.output_schema", "The JSON Schema of the tool's structured result; every result must then carry one that matches it."},
+	{"tool.annotations", "Hints for clients: `read_only`, `destructive`, `idempotent`, `open_world` and a `title`."},
+	{"tool.param", "One argument of the tool. Its type and constraints compile to a property of the tool's input schema; the value is `args.NAME` in expressions."},
+	{"tool.param.type", "The JSON type of the argument: string, integer, number, boolean, array or object (default string)."},
+	{"tool.param.description", "What the argument means, for the model; it becomes the property's description."},
+	{"tool.param.required", "Whether a call must give the argument (default true unless it has a default)."},
+	{"tool.param.default", "The value used when a call leaves the argument out; it must satisfy the param's own constraints."},
+	{"tool.param.enum", "The only values the argument may take, as a list."},
+	{"tool.param.pattern", "A regular expression a string argument must match (JSON Schema pattern)."},
+	{"tool.param.minimum", "The least value of a number or integer argument."},
+	{"tool.param.maximum", "The greatest value of a number or integer argument."},
+	{"tool.param.sensitive", "Marks the argument as a secret: it is redacted from logs, traces and audit records."},
+	{"tool.result", "Shapes the tool's result from the adapter's output with expr expressions: `text`, `structured`, `content` blocks and `error_when`."},
+	{"tool.result.text", "An expr expression over the adapter's variables (and `args`) giving the result's text."},
+	{"tool.result.structured", "An expr expression giving the result's structuredContent (a JSON object)."},
+	{"tool.result.error_when", "An expr expression: when true, the result is a tool error (isError) with `error_message`."},
+	{"tool.progress", "Reports progress to the client while the tool runs."},
+	{"tool.log", "Sends a log message to the client when its condition holds."},
+	{"resource", "A static MCP resource at a URI, its contents given as `text` or read from a `file`."},
+	{"resource.uri", "The resource's URI, unique in the config."},
+	{"resource.text", "The contents as text, evaluated on every read."},
+	{"resource.file", "A file whose contents the resource is, read on every read."},
+	{"resource.mime_type", "The contents' MIME type (default: from `file`'s extension)."},
+	{"resource_template", "A family of resources whose URIs match an RFC 6570 template; template variables are the resource's params."},
+	{"prompt", "An MCP prompt: typed params and the messages (`content` blocks) it expands to."},
+	{"test", "A test of the config, run by `mcpd test`: a call of a tool with arguments and what its result must be. Never served."},
+	{"http", "Makes the tool an HTTP request: method, url (or a path on an `http_backend`), query, headers and body, each a template over `args`."},
+	{"http.backend", "The name of an `http_backend` block whose base_url, headers and timeout the request uses."},
+	{"http.method", "The HTTP method (default GET)."},
+	{"http.url", "The request's full URL, a template over `args`. Use either url or backend and path."},
+	{"http.path", "The path appended to the backend's base_url, a template over `args`. Only with backend."},
+	{"http.headers", "Request headers, merged with the backend's; names are fixed, so a call can never replace the backend's Authorization."},
+	{"http.body", "The request body, sent as JSON; attributes whose value is null are left out."},
+	{"http.expect_status", "The statuses that count as success (default any 2xx); any other is a tool error."},
+	{"http.timeout", "Time allowed for each attempt (default the backend's, else \"30s\")."},
+	{"shell", "Makes the tool a program run with an argv list (never a shell command line): each element is a template over `args` and stays one argument."},
+	{"shell.command", "The program and its arguments, as a list of strings; no shell parses them."},
+	{"shell.dir", "The working directory (default the config file's directory)."},
+	{"shell.env", "The program's environment, a map of strings."},
+	{"shell.stdin", "Bytes written to the program's standard input (default none: it reads EOF)."},
+	{"shell.timeout", "How long the program may run (default \"30s\")."},
+	{"sql", "Makes the tool a SQL statement run on a `database`, with every `args` value bound as a parameter, never spliced into the text."},
+	{"sql.database", "The name of the `database` block the statement runs on."},
+	{"sql.query", "The statement. `:name` placeholders bind the param of that name."},
+	{"sql.read_only", "Whether the database refuses the statement's writes (default true); set false for a tool that writes."},
+	{"sql.max_rows", "The most rows returned (default 1000); more rows are not an error, the result says `truncated: true`."},
+	{"database", "A database connection pool that sql tools name: its driver (postgres, mysql or sqlite) and DSN. Connections are made on first use."},
+	{"database.driver", "The database driver: postgres, mysql or sqlite."},
+	{"database.dsn", "The connection string; read secrets into it with env() or file(), never write them in the file."},
+	{"database.max_open_conns", "The most connections open at once, per pool (default 10)."},
+	{"database.query_timeout", "Time allowed for one call of a tool, connecting included, unless the tool sets `timeout` (default \"30s\")."},
+	{"database.seed", "SQLite only: an SQL script that fills a new, empty database, usually `file(\"seed.sql\")`."},
+	{"http_backend", "Shared settings of HTTP tools that name it: a base_url, headers (e.g. an Authorization from env()), query and timeout."},
+	{"http_backend.base_url", "The URL every tool's path is appended to."},
+	{"http_backend.headers", "Headers sent with every request; secrets go here, read with env() or file()."},
+	{"http_backend.timeout", "Time allowed for each attempt (default \"30s\")."},
+}
+
+// doc returns the reference text of key, or "".
+func doc(key string) string {
+	for _, e := range reference {
+		if e.key == key {
+			return e.text
+		}
+	}
+	return ""
+}
+
+// ReferenceMarkdown is the generated "Editor reference" section of
+// docs/config.md.
+func ReferenceMarkdown() string {
+	var b strings.Builder
+	b.WriteString("<!-- Generated from authoring/lsp/docs.go by `MCPD_UPDATE_DOCS=1 go test ./authoring/lsp -run TestDocsReferenceUpToDate`; do not edit. -->\n\n")
+	b.WriteString("What `mcpd lsp` shows on hover, by block path (an adapter's blocks by their own type).\n\n")
+	b.WriteString("| Block or attribute | Meaning |\n|---|---|\n")
+	for _, e := range reference {
+		fmt.Fprintf(&b, "| `%s` | %s |\n", e.key, strings.ReplaceAll(e.text, "|", "\\|"))
+	}
+	return b.String()
+}
