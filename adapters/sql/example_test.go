@@ -16,8 +16,8 @@ import (
 
 	httpadapter "github.com/mcpd/mcpd/adapters/http"
 	"github.com/mcpd/mcpd/adapters/shell"
-	"github.com/mcpd/mcpd/engine"
 	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/loader"
 	"github.com/mcpd/mcpd/engine/requeststate"
 	"github.com/mcpd/mcpd/engine/snapshot"
 )
@@ -32,7 +32,7 @@ func loadConfig(t *testing.T, path string) *snapshot.Snapshot {
 	reg.Register("sql", New())
 	reg.Register("http", httpadapter.New())
 	reg.Register("shell", shell.New())
-	l := engine.Load([]string{path}, reg, nil, "test")
+	l := loader.Load([]string{path}, reg, nil, "test")
 	for _, d := range l.Diagnostics {
 		t.Logf("%s: %s: %s", d.Subject, d.Summary, d.Detail)
 	}

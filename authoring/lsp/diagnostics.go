@@ -12,7 +12,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	protocol "github.com/tliron/glsp/protocol_3_16"
 
-	"github.com/mcpd/mcpd/engine"
+	"github.com/mcpd/mcpd/engine/loader"
 )
 
 // dirResult is the outcome of the last load of one directory.
@@ -72,7 +72,7 @@ func (s *Server) loadDir(dir string) {
 		}
 	}
 	s.mu.Unlock()
-	loaded := engine.LoadWith([]string{dir}, s.reg, nil, "lsp", engine.Options{UnsetEnvWarning: true, Overlay: overlay})
+	loaded := loader.LoadWith([]string{dir}, s.reg, nil, "lsp", loader.Options{UnsetEnvWarning: true, Overlay: overlay})
 	var inputs map[string]any
 	if loaded.Snapshot != nil {
 		inputs = map[string]any{}
@@ -146,7 +146,7 @@ func (s *Server) loadDir(dir string) {
 	}
 }
 
-func toolNames(l *engine.Loaded) []string {
+func toolNames(l *loader.Loaded) []string {
 	if l.Config == nil {
 		return nil
 	}

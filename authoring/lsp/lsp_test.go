@@ -16,8 +16,8 @@ import (
 
 	"github.com/mcpd/mcpd/adapters/builtin"
 	"github.com/mcpd/mcpd/authoring/lsp"
-	"github.com/mcpd/mcpd/engine"
 	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/loader"
 )
 
 func registry() *adapter.Registry {
@@ -156,7 +156,7 @@ func (c *client) docPos(name, text, find string, n int) map[string]any {
 
 // validate is what `mcpd validate` says about dir, as "line:col: text".
 func validate(t *testing.T, dir string, overlay map[string][]byte) map[string][]string {
-	loaded := engine.LoadWith([]string{dir}, registry(), nil, "test", engine.Options{UnsetEnvWarning: true, Overlay: overlay})
+	loaded := loader.LoadWith([]string{dir}, registry(), nil, "test", loader.Options{UnsetEnvWarning: true, Overlay: overlay})
 	if loaded.Snapshot != nil {
 		loaded.Snapshot.Close()
 	}

@@ -19,9 +19,9 @@ import (
 	httpadapter "github.com/mcpd/mcpd/adapters/http"
 	sqladapter "github.com/mcpd/mcpd/adapters/sql"
 	"github.com/mcpd/mcpd/bench/internal/profile"
-	"github.com/mcpd/mcpd/engine"
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/config"
+	"github.com/mcpd/mcpd/engine/loader"
 	"github.com/mcpd/mcpd/engine/serve"
 	"github.com/mcpd/mcpd/engine/snapshot"
 )
@@ -40,7 +40,7 @@ func main() {
 	reg := adapter.NewRegistry()
 	reg.Register("http", httpadapter.New())
 	reg.Register("sql", sqladapter.New())
-	l := engine.Load([]string{*cfg}, reg, nil, "profserve")
+	l := loader.Load([]string{*cfg}, reg, nil, "profserve")
 	if l.Snapshot == nil {
 		config.WriteDiagnostics(os.Stderr, l.Diagnostics, l.Sources)
 		os.Exit(1)

@@ -26,13 +26,13 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/mcpd/mcpd/adapters/builtin"
-	"github.com/mcpd/mcpd/engine"
+	"github.com/mcpd/mcpd/authoring/importer"
+	"github.com/mcpd/mcpd/authoring/importer/openapi"
+	"github.com/mcpd/mcpd/authoring/importer/toolbox"
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/buildinfo"
 	"github.com/mcpd/mcpd/engine/config"
-	"github.com/mcpd/mcpd/engine/importer"
-	"github.com/mcpd/mcpd/engine/importer/openapi"
-	"github.com/mcpd/mcpd/engine/importer/toolbox"
+	"github.com/mcpd/mcpd/engine/loader"
 )
 
 // version is set at build time with -ldflags "-X main.version=v1.2.3", as
@@ -226,7 +226,7 @@ func validateGenerated(src []byte) (hcl.Diagnostics, map[string][]byte) {
 	if err := os.WriteFile(path, src, 0o644); err != nil {
 		return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "cannot validate", Detail: err.Error()}}, nil
 	}
-	l := engine.LoadWith([]string{path}, registry(), nil, mcpdVersion(), engine.Options{UnsetEnvWarning: true})
+	l := loader.LoadWith([]string{path}, registry(), nil, mcpdVersion(), loader.Options{UnsetEnvWarning: true})
 	if l.Snapshot != nil {
 		l.Snapshot.Close()
 	}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcpd/mcpd/engine"
+	"github.com/mcpd/mcpd/engine/loader"
 	"github.com/mcpd/mcpd/engine/requeststate"
 	"github.com/mcpd/mcpd/engine/serve"
 	"github.com/mcpd/mcpd/engine/snapshot"
@@ -148,7 +148,7 @@ func newAskEnv(t *testing.T, config string) *askEnv {
 		t.Fatal(err)
 	}
 	createLog(t, dir)
-	l := engine.Load([]string{dir}, registry(), nil, "test")
+	l := loader.Load([]string{dir}, registry(), nil, "test")
 	if l.Snapshot == nil {
 		t.Fatalf("config does not load: %v", l.Diagnostics)
 	}

@@ -13,8 +13,8 @@ import (
 // configuration is formatted and validates, the report goes to stderr, an
 // existing file is never overwritten.
 func TestImportCommand(t *testing.T) {
-	openapiDoc := filepath.Join("..", "..", "engine", "importer", "openapi", "testdata", "petstore-3.1.yaml")
-	toolboxDoc := filepath.Join("..", "..", "engine", "importer", "toolbox", "testdata", "tools-v1.yaml")
+	openapiDoc := filepath.Join("..", "..", "authoring", "importer", "openapi", "testdata", "petstore-3.1.yaml")
+	toolboxDoc := filepath.Join("..", "..", "authoring", "importer", "toolbox", "testdata", "tools-v1.yaml")
 	tests := []struct {
 		name       string
 		args       []string
@@ -130,7 +130,7 @@ tools:
 // TestImportFindsItsProgram: the mcpd binary runs the mcpd-import beside
 // it, and says how to install it when there is none.
 func TestImportFindsItsProgram(t *testing.T) {
-	src := filepath.Join("..", "..", "engine", "importer", "toolbox", "testdata", "tools-v1.yaml")
+	src := filepath.Join("..", "..", "authoring", "importer", "toolbox", "testdata", "tools-v1.yaml")
 	cmd := exec.Command(mcpdBin, "import", "toolbox", src)
 	cmd.Env = append(withoutEnv(os.Environ(), "MCPD_IMPORT"), "PATH=/nonexistent")
 	out, err := cmd.Output()

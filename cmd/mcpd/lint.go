@@ -6,8 +6,8 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/mcpd/mcpd/authoring/lint"
 	"github.com/mcpd/mcpd/engine/config"
-	"github.com/mcpd/mcpd/engine/lint"
 )
 
 // lintCmd prints a reviewer's warnings about a config. It only loads the

@@ -19,10 +19,10 @@ import (
 
 	"github.com/mcpd/mcpd/adapters/builtin"
 	"github.com/mcpd/mcpd/adapters/shell"
-	"github.com/mcpd/mcpd/engine"
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/buildinfo"
 	"github.com/mcpd/mcpd/engine/config"
+	"github.com/mcpd/mcpd/engine/loader"
 )
 
 // version and revision are set at build time with -ldflags
@@ -225,8 +225,8 @@ func (c *common) logger(stderr io.Writer) *slog.Logger {
 
 // load loads and compiles the config, printing diagnostics to stderr. It
 // fails when there are errors.
-func load(c *common, reg *adapter.Registry, stderr io.Writer) (*engine.Loaded, error) {
-	l := engine.Load(c.paths(), reg, nil, mcpdVersion())
+func load(c *common, reg *adapter.Registry, stderr io.Writer) (*loader.Loaded, error) {
+	l := loader.Load(c.paths(), reg, nil, mcpdVersion())
 	config.WriteDiagnostics(stderr, l.Diagnostics, l.Sources)
 	if l.Snapshot == nil {
 		return nil, exitError(1)
@@ -243,7 +243,7 @@ func validateCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	// Without --strict, a config checks without its secrets (in CI): an
 	// unset variable is a warning and the checks that need it are skipped.
-	l := engine.LoadWith(c.paths(), registry(), nil, mcpdVersion(), engine.Options{UnsetEnvWarning: !*strict})
+	l := loader.LoadWith(c.paths(), registry(), nil, mcpdVersion(), loader.Options{UnsetEnvWarning: !*strict})
 	checkTests(c.paths(), l)
 	if l.Snapshot != nil {
 		defer l.Snapshot.Close()

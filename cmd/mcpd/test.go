@@ -6,9 +6,9 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/mcpd/mcpd/engine"
+	"github.com/mcpd/mcpd/authoring/testrun"
 	"github.com/mcpd/mcpd/engine/config"
-	"github.com/mcpd/mcpd/engine/testrun"
+	"github.com/mcpd/mcpd/engine/loader"
 )
 
 // testCmd runs the config's test blocks (see docs/testing.md).
@@ -34,7 +34,7 @@ func testCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	c.logger(stderr)
 	paths := c.paths()
-	l := engine.Load(paths, registry(), nil, mcpdVersion())
+	l := loader.Load(paths, registry(), nil, mcpdVersion())
 	if l.Snapshot != nil {
 		defer l.Snapshot.Close()
 	}
@@ -64,7 +64,7 @@ func testCmd(args []string, stdout, stderr io.Writer) error {
 
 // checkTests adds the diagnostics of the config's tests to a validation: a
 // broken test file makes the config invalid, although serve never reads it.
-func checkTests(paths []string, l *engine.Loaded) {
+func checkTests(paths []string, l *loader.Loaded) {
 	_, _, diags := testrun.Load(paths, l)
 	l.Diagnostics = append(l.Diagnostics, diags...)
 	if diags.HasErrors() && l.Snapshot != nil {

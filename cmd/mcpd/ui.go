@@ -6,8 +6,8 @@ import (
 	"net"
 	"net/http"
 
+	"github.com/mcpd/mcpd/authoring/console"
 	"github.com/mcpd/mcpd/engine/auth"
-	"github.com/mcpd/mcpd/engine/console"
 	"github.com/mcpd/mcpd/engine/event"
 	"github.com/mcpd/mcpd/engine/serve"
 	"github.com/mcpd/mcpd/engine/snapshot"

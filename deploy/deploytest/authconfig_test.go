@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/mcpd/mcpd/adapters/builtin"
-	"github.com/mcpd/mcpd/engine"
 	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/loader"
 )
 
 // The auth blocks the deployment files ship load beside a config and read
@@ -42,15 +42,15 @@ func TestShippedAuthConfigsLoad(t *testing.T) {
 	// haproxy/auth.hcl reads the file MCPD_API_KEY_FILE names: a missing
 	// one is a load error, so that a replica never starts without its key.
 	t.Setenv("MCPD_API_KEY_FILE", keyFile+".missing")
-	if l := engine.Load([]string{conf, haproxyFile(t, "auth.hcl")}, reg, nil, "test"); !l.Diagnostics.HasErrors() {
+	if l := loader.Load([]string{conf, haproxyFile(t, "auth.hcl")}, reg, nil, "test"); !l.Diagnostics.HasErrors() {
 		t.Error("haproxy/auth.hcl loaded without its key file")
 	}
 	t.Setenv("MCPD_API_KEY_FILE", keyFile)
-	if l := engine.Load([]string{conf, haproxyFile(t, "auth.hcl")}, reg, nil, "test"); l.Diagnostics.HasErrors() {
+	if l := loader.Load([]string{conf, haproxyFile(t, "auth.hcl")}, reg, nil, "test"); l.Diagnostics.HasErrors() {
 		t.Errorf("haproxy/auth.hcl: %s", l.Diagnostics.Error())
 	}
 	// The component's literal path is watched: a Secret update reloads.
-	l := engine.Load([]string{conf, rewritten}, reg, nil, "test")
+	l := loader.Load([]string{conf, rewritten}, reg, nil, "test")
 	if l.Diagnostics.HasErrors() {
 		t.Errorf("the api-key component's auth.hcl: %s", l.Diagnostics.Error())
 	} else if !slices.Contains(l.Referenced, keyFile) {

@@ -136,7 +136,7 @@ tool "f" {
 `,
 	}
 	// Every config the repository ships or tests with, too.
-	for _, glob := range []string{"../testdata/broken/*.hcl", "../testdata/broken/*/*.hcl", "../../examples/*/*.hcl", "testdata/*.hcl", "testdata/*/*.hcl"} {
+	for _, glob := range []string{"../loader/testdata/broken/*.hcl", "../loader/testdata/broken/*/*.hcl", "../../examples/*/*.hcl", "testdata/*.hcl", "testdata/*/*.hcl"} {
 		files, _ := filepath.Glob(glob)
 		for _, f := range files {
 			b, err := os.ReadFile(f)

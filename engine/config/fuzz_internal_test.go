@@ -21,7 +21,7 @@ import (
 //   - a failed load says why;
 //   - diagnostics print whatever their ranges.
 func FuzzParseDecode(f *testing.F) {
-	seeds, _ := filepath.Glob("../testdata/broken/*.hcl")
+	seeds, _ := filepath.Glob("../loader/testdata/broken/*.hcl")
 	seeds = append(seeds, "../../examples/conformance/conformance.hcl", "../../tools.hcl")
 	for _, p := range seeds {
 		b, err := os.ReadFile(p)

@@ -6,18 +6,18 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/mcpd/mcpd/engine"
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/config"
+	"github.com/mcpd/mcpd/engine/loader"
 )
 
 // FuzzLoad feeds arbitrary bytes to the loader as one config file. Neither
 // loading nor compiling (schemas, expressions, templates) may panic, and a
-// failed load must say why. It covers the whole of engine.Load, and is
+// failed load must say why. It covers the whole of loader.Load, and is
 // slow for it (the snapshot's packages make a large binary to trace);
 // FuzzParseDecode explores the parse, decode and check stages fast.
 //
-// Seeds: the broken configs of engine/testdata/broken, plus the corpus in
+// Seeds: the broken configs of engine/loader/testdata/broken, plus the corpus in
 // testdata/fuzz/FuzzLoad.
 func FuzzLoad(f *testing.F) {
 	// Small seeds only: every input that finds new code is minimized, by
@@ -26,7 +26,7 @@ func FuzzLoad(f *testing.F) {
 	// minimizing mutations of it (FuzzParseDecode, whose executions are
 	// cheap, still starts from it).
 	var seeds []string
-	broken, _ := filepath.Glob("../testdata/broken/*.hcl")
+	broken, _ := filepath.Glob("../loader/testdata/broken/*.hcl")
 	seeds = append(seeds, broken...)
 	for _, p := range seeds {
 		b, err := os.ReadFile(p)
@@ -57,7 +57,7 @@ func FuzzLoad(f *testing.F) {
 		if err := os.WriteFile(path, src, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		l := engine.Load([]string{path}, reg, nil, "fuzz")
+		l := loader.Load([]string{path}, reg, nil, "fuzz")
 		if l.Config == nil {
 			t.Fatalf("a readable file must yield a config; diagnostics: %v", l.Diagnostics)
 		}

@@ -82,7 +82,7 @@ tool "c" {
 		"no final newline": "tool \"a\" {\n  description = \"a\"\n}\ntool \"b\" {\n  description = \"b\"\n}",
 		"many tools":       manyToolsForTest(50),
 	}
-	for _, glob := range []string{"../testdata/broken/*.hcl", "../testdata/broken/*/*.hcl", "../../examples/*/*.hcl", "testdata/*.hcl", "testdata/*/*.hcl"} {
+	for _, glob := range []string{"../loader/testdata/broken/*.hcl", "../loader/testdata/broken/*/*.hcl", "../../examples/*/*.hcl", "testdata/*.hcl", "testdata/*/*.hcl"} {
 		files, _ := filepath.Glob(glob)
 		for _, f := range files {
 			b, err := os.ReadFile(f)

@@ -11,8 +11,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcpd/mcpd/engine"
 	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/loader"
 )
 
 // BenchmarkWriteToNotification measures the latency from writing a config
@@ -79,7 +79,7 @@ func benchLoad(b *testing.B, n int) {
 	reg := adapter.NewRegistry()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		l := engine.Load([]string{path}, reg, nil, "bench")
+		l := loader.Load([]string{path}, reg, nil, "bench")
 		if l.Snapshot == nil {
 			b.Fatal(l.Diagnostics)
 		}

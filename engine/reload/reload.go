@@ -22,9 +22,9 @@ import (
 	"github.com/fsnotify/fsnotify"
 	"github.com/hashicorp/hcl/v2"
 
-	"github.com/mcpd/mcpd/engine"
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/config"
+	"github.com/mcpd/mcpd/engine/loader"
 	"github.com/mcpd/mcpd/engine/snapshot"
 )
 
@@ -111,7 +111,7 @@ func (r *Reloader) Status() Status {
 
 // Init records the files of the first load, which the caller made and
 // swapped into Current itself, so that watching starts from them.
-func (r *Reloader) Init(l *engine.Loaded) {
+func (r *Reloader) Init(l *loader.Loaded) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.watched = newWatchSet(r.Paths, l.Files, l.Referenced)
@@ -129,7 +129,7 @@ func (r *Reloader) statusChanged() {
 }
 
 // contentful marks the config files of l that are not empty.
-func contentful(l *engine.Loaded) map[string]bool {
+func contentful(l *loader.Loaded) map[string]bool {
 	m := map[string]bool{}
 	for _, f := range l.Files {
 		if len(bytes.TrimSpace(l.Sources[f])) > 0 {
@@ -176,7 +176,7 @@ func (r *Reloader) Reload(ctx context.Context) error {
 	r.retryAt = time.Time{}
 	prev := r.Current.Load()
 	before := r.watched.stat()
-	l := engine.Load(r.Paths, r.Registry, prev, r.Version)
+	l := loader.Load(r.Paths, r.Registry, prev, r.Version)
 	// Watch what the attempted config reads even when it is broken: fixing
 	// it is a change to one of those files.
 	if l.Files != nil {
@@ -234,7 +234,7 @@ func (r *Reloader) Reload(ctx context.Context) error {
 }
 
 // hold refuses a loaded config for now: Run tries again after wait.
-func (r *Reloader) hold(l *engine.Loaded, prev *snapshot.Snapshot, wait time.Duration, why string, level slog.Level) error {
+func (r *Reloader) hold(l *loader.Loaded, prev *snapshot.Snapshot, wait time.Duration, why string, level slog.Level) error {
 	if l.Snapshot != nil {
 		l.Snapshot.Discard(prev)
 	}
@@ -248,7 +248,7 @@ func (r *Reloader) hold(l *engine.Loaded, prev *snapshot.Snapshot, wait time.Dur
 // emptied returns a config file of l that is empty now but had content in
 // the running config, and how much longer it must stay empty before a config
 // without its content is served (0: it has been empty long enough).
-func (r *Reloader) emptied(l *engine.Loaded) (string, time.Duration) {
+func (r *Reloader) emptied(l *loader.Loaded) (string, time.Duration) {
 	var file string
 	var wait time.Duration
 	for _, f := range l.Files {

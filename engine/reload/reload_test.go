@@ -17,8 +17,8 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcpd/mcpd/engine"
 	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/loader"
 	"github.com/mcpd/mcpd/engine/reload"
 	"github.com/mcpd/mcpd/engine/serve"
 	"github.com/mcpd/mcpd/engine/snapshot"
@@ -112,7 +112,7 @@ func startWith(t *testing.T, files map[string]string, paths func(dir string) []s
 	e.reg = adapter.NewRegistry()
 	e.reg.Register("counter", e.counter)
 	e.reg.Register("touch", e.touch)
-	l := engine.Load(e.paths, e.reg, nil, "test")
+	l := loader.Load(e.paths, e.reg, nil, "test")
 	if l.Snapshot == nil {
 		t.Fatalf("initial config: %v", l.Diagnostics)
 	}

@@ -16,8 +16,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcpd/mcpd/engine"
 	"github.com/mcpd/mcpd/engine/audit"
+	"github.com/mcpd/mcpd/engine/loader"
 	"github.com/mcpd/mcpd/engine/principal"
 	"github.com/mcpd/mcpd/engine/serve"
 	"github.com/mcpd/mcpd/engine/snapshot"
@@ -69,7 +69,7 @@ func TestAuditPrincipalOverHTTP(t *testing.T) {
 			}
 			f := newFake()
 			defer f.releaseAll()
-			l := engine.Load([]string{dir}, f.registry(), nil, "test")
+			l := loader.Load([]string{dir}, f.registry(), nil, "test")
 			if l.Snapshot == nil {
 				t.Fatalf("config does not load: %v", l.Diagnostics)
 			}

@@ -21,8 +21,8 @@ import (
 
 	"github.com/mcpd/mcpd/adapters/shell"
 	sqladapter "github.com/mcpd/mcpd/adapters/sql"
-	"github.com/mcpd/mcpd/engine"
 	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/loader"
 	"github.com/mcpd/mcpd/engine/principal"
 	"github.com/mcpd/mcpd/engine/serve"
 	"github.com/mcpd/mcpd/engine/snapshot"
@@ -199,7 +199,7 @@ func newAuthzEnv(t *testing.T, config string) *authzEnv {
 		t.Fatal(err)
 	}
 	reg := authzRegistry()
-	l := engine.Load([]string{dir}, reg, nil, "test")
+	l := loader.Load([]string{dir}, reg, nil, "test")
 	if l.Snapshot == nil {
 		t.Fatalf("config does not load: %v", l.Diagnostics)
 	}
@@ -536,7 +536,7 @@ func TestRateLimits(t *testing.T) {
 		}
 	})
 	t.Run("reload keeps the buckets", func(t *testing.T) {
-		l := engine.Load([]string{e.dir}, e.reg, e.cur.Load(), "test")
+		l := loader.Load([]string{e.dir}, e.reg, e.cur.Load(), "test")
 		if l.Snapshot == nil {
 			t.Fatalf("reload: %v", l.Diagnostics)
 		}

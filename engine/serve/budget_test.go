@@ -18,7 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpd/mcpd/adapters/shell"
-	"github.com/mcpd/mcpd/engine"
+	"github.com/mcpd/mcpd/engine/loader"
 	"github.com/mcpd/mcpd/engine/serve"
 	"github.com/mcpd/mcpd/engine/snapshot"
 )
@@ -59,7 +59,7 @@ func TestOutputBudget(t *testing.T) {
 	}
 	reg := newFake().registry()
 	reg.Register("shell", shell.New())
-	l := engine.Load([]string{dir}, reg, nil, "test")
+	l := loader.Load([]string{dir}, reg, nil, "test")
 	if l.Snapshot == nil {
 		t.Fatalf("config does not load: %v", l.Diagnostics)
 	}
@@ -179,7 +179,7 @@ func TestBudgetWaitDoesNotStarve(t *testing.T) {
 	}
 	reg := newFake().registry()
 	reg.Register("shell", shell.New())
-	l := engine.Load([]string{dir}, reg, nil, "test")
+	l := loader.Load([]string{dir}, reg, nil, "test")
 	if l.Snapshot == nil {
 		t.Fatalf("config does not load: %v", l.Diagnostics)
 	}
@@ -283,7 +283,7 @@ tool "huge" {
 	}
 	reg := newFake().registry()
 	reg.Register("shell", shell.New())
-	l := engine.Load([]string{dir}, reg, nil, "test")
+	l := loader.Load([]string{dir}, reg, nil, "test")
 	if l.Snapshot == nil {
 		t.Fatalf("config does not load: %v", l.Diagnostics)
 	}

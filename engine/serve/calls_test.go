@@ -16,9 +16,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcpd/mcpd/engine"
 	"github.com/mcpd/mcpd/engine/audit"
 	"github.com/mcpd/mcpd/engine/event"
+	"github.com/mcpd/mcpd/engine/loader"
 	"github.com/mcpd/mcpd/engine/principal"
 	"github.com/mcpd/mcpd/engine/serve"
 	"github.com/mcpd/mcpd/engine/snapshot"
@@ -65,7 +65,7 @@ func TestOnCall(t *testing.T) {
 			}
 			f := newFake()
 			defer f.releaseAll()
-			l := engine.Load([]string{dir}, f.registry(), nil, "test")
+			l := loader.Load([]string{dir}, f.registry(), nil, "test")
 			if l.Snapshot == nil {
 				t.Fatalf("config does not load: %v", l.Diagnostics)
 			}
@@ -163,7 +163,7 @@ func TestResultBytesCounted(t *testing.T) {
 			}
 			f := newFake()
 			defer f.releaseAll()
-			l := engine.Load([]string{dir}, f.registry(), nil, "test")
+			l := loader.Load([]string{dir}, f.registry(), nil, "test")
 			if l.Snapshot == nil {
 				t.Fatalf("config does not load: %v", l.Diagnostics)
 			}

@@ -91,9 +91,9 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 }
 
 // front is the /mcp endpoint in front of the SDK's two handlers: the Host
-// and Origin guard, the drain's count, the per-request limits, the guards
+// and Origin guard, the drain's count, the per-request limits, the deadlines
 // of the response writer, and the routing of the two eras, in that order.
-// They are one handler, and the writer's guards one allocation, because
+// They are one handler, and the writer's deadlines one allocation, because
 // they run for every request: each layer of handlers and writers would add
 // a frame to a connection's stack, under which the SDK decodes and writes,
 // and an allocation, on every request.
@@ -169,7 +169,7 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// that write gets a deadline too.
 		defer rw.extend()
 	}
-	w = f.s.guardStream(rw, r) // notify.go: a client must read its event stream
+	w = f.s.deadlineStream(rw, r) // notify.go: a client must read its event stream
 	if isModern(r) {
 		f.modern.ServeHTTP(w, r)
 		return

@@ -16,7 +16,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcpd/mcpd/engine"
+	"github.com/mcpd/mcpd/engine/loader"
 	"github.com/mcpd/mcpd/engine/serve"
 	"github.com/mcpd/mcpd/engine/snapshot"
 	"github.com/mcpd/mcpd/engine/telemetry"
@@ -42,7 +42,7 @@ tool "static" {
 // BenchmarkHTTPCall is one tools/call of the static tool over a real HTTP
 // connection, through the handler stack `mcpd serve --http` builds with its
 // default limits (Host guard, drain counting, request limits, stream
-// guard, flush deferral, metrics), in a 2025-11-25 session ("legacy") and
+// deadlines, flush deferral, metrics), in a 2025-11-25 session ("legacy") and
 // as a stateless 2026-07-28 request ("modern"). "sdk" is the bare SDK
 // serving the same tool with the same handler options, as bench/baseline
 // does: the allocs/op between them is what mcpd adds per call. The client
@@ -53,7 +53,7 @@ func BenchmarkHTTPCall(b *testing.B) {
 	if err := os.WriteFile(filepath.Join(dir, "tools.hcl"), []byte(staticConfig), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	l := engine.Load([]string{dir}, newFake().registry(), nil, "test")
+	l := loader.Load([]string{dir}, newFake().registry(), nil, "test")
 	if l.Snapshot == nil {
 		b.Fatalf("config does not load: %v", l.Diagnostics)
 	}

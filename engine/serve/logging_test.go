@@ -13,7 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpd/mcpd/adapters/shell"
-	"github.com/mcpd/mcpd/engine"
+	"github.com/mcpd/mcpd/engine/loader"
 	"github.com/mcpd/mcpd/engine/serve"
 	"github.com/mcpd/mcpd/engine/snapshot"
 )
@@ -71,7 +71,7 @@ func newLogEnv(t *testing.T) *env {
 	f := newFake()
 	reg := f.registry()
 	reg.Register("shell", shell.New())
-	l := engine.Load([]string{dir}, reg, nil, "test")
+	l := loader.Load([]string{dir}, reg, nil, "test")
 	if l.Snapshot == nil {
 		t.Fatalf("config does not load: %v", l.Diagnostics)
 	}

@@ -23,7 +23,7 @@ import (
 	httpadapter "github.com/mcpd/mcpd/adapters/http"
 	"github.com/mcpd/mcpd/adapters/shell"
 	sqladapter "github.com/mcpd/mcpd/adapters/sql"
-	"github.com/mcpd/mcpd/engine"
+	"github.com/mcpd/mcpd/engine/loader"
 	"github.com/mcpd/mcpd/engine/serve"
 	"github.com/mcpd/mcpd/engine/snapshot"
 )
@@ -107,7 +107,7 @@ tool "static" {
 	reg.Register("shell", shell.New())
 	reg.Register("sql", sqladapter.New())
 	reg.Register("http", httpadapter.New())
-	l := engine.Load([]string{dir}, reg, nil, "test")
+	l := loader.Load([]string{dir}, reg, nil, "test")
 	if l.Snapshot == nil {
 		b.Fatalf("config does not load: %v", l.Diagnostics)
 	}

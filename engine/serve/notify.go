@@ -236,7 +236,7 @@ func (n *notifier) deliver(ss *mcp.ServerSession, q *sessionQueue) {
 		n.mu.Unlock()
 
 		// The deadline that frees a blocked write is the stream's (see
-		// guardStream); the SDK does not honour this context's. The timer
+		// deadlineStream); the SDK does not honour this context's. The timer
 		// only says so when a transport without one (stdio) is stuck.
 		ctx, cancel := context.WithTimeout(context.Background(), n.timeout)
 		stuck := time.AfterFunc(n.timeout, func() {
@@ -278,12 +278,12 @@ func (n *notifier) disconnect(ss *mcp.ServerSession, id, reason string) {
 	go ss.Close()
 }
 
-// guardStream puts a write deadline on the response of a request whose
+// deadlineStream puts a write deadline on the response of a request whose
 // stream carries notifications: a legacy session's GET stream, or a 2026
 // subscriptions/listen. Other responses are returned unchanged: their writes
 // hold up only their own request, and a large result over a slow link may
 // rightly take long.
-func (s *Server) guardStream(w http.ResponseWriter, r *http.Request) http.ResponseWriter {
+func (s *Server) deadlineStream(w http.ResponseWriter, r *http.Request) http.ResponseWriter {
 	if r.Method != http.MethodGet && r.Header.Get("Mcp-Method") != "subscriptions/listen" {
 		return w
 	}
@@ -304,9 +304,9 @@ type streamWriter struct {
 	once      sync.Once
 }
 
-func (d *streamWriter) guard(op func() error) error {
+func (d *streamWriter) withDeadline(op func() error) error {
 	// Setting the deadline fails when the writer beneath does not support
-	// it; the write is then as unguarded as before.
+	// it; the write then has no deadline, as before.
 	_ = d.rc.SetWriteDeadline(time.Now().Add(d.timeout))
 	err := op()
 	// Clear it: the connection may serve other requests after this one, and
@@ -321,7 +321,7 @@ func (d *streamWriter) guard(op func() error) error {
 
 func (d *streamWriter) Write(b []byte) (int, error) {
 	var n int
-	err := d.guard(func() (err error) {
+	err := d.withDeadline(func() (err error) {
 		n, err = d.ResponseWriter.Write(b)
 		return err
 	})
@@ -330,7 +330,7 @@ func (d *streamWriter) Write(b []byte) (int, error) {
 
 // FlushError is what http.ResponseController.Flush calls.
 func (d *streamWriter) FlushError() error {
-	return d.guard(func() error { return http.NewResponseController(d.ResponseWriter).Flush() })
+	return d.withDeadline(func() error { return http.NewResponseController(d.ResponseWriter).Flush() })
 }
 
 func (d *streamWriter) Flush() { _ = d.FlushError() }

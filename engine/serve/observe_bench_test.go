@@ -10,9 +10,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
-	"github.com/mcpd/mcpd/engine"
 	"github.com/mcpd/mcpd/engine/audit"
 	"github.com/mcpd/mcpd/engine/event"
+	"github.com/mcpd/mcpd/engine/loader"
 	"github.com/mcpd/mcpd/engine/serve"
 	"github.com/mcpd/mcpd/engine/snapshot"
 	"github.com/mcpd/mcpd/engine/telemetry"
@@ -30,7 +30,7 @@ func BenchmarkObserveCost(b *testing.B) {
 		b.Fatal(err)
 	}
 	f := newFake()
-	l := engine.Load([]string{dir}, f.registry(), nil, "test")
+	l := loader.Load([]string{dir}, f.registry(), nil, "test")
 	if l.Snapshot == nil {
 		b.Fatalf("config does not load: %v", l.Diagnostics)
 	}
@@ -51,7 +51,7 @@ func BenchmarkObserveCost(b *testing.B) {
 		// and encoding the line; the writing is another goroutine's.
 		{"audit", serve.Options{Logger: quiet, Metrics: telemetry.NewMetrics("bench"), Audit: audit.New(io.Discard, audit.Options{Logger: quiet})}},
 		// mcpd serve --ui: the call record built for the console (whose
-		// own share is BenchmarkRecord in engine/console).
+		// own share is BenchmarkRecord in authoring/console).
 		{"oncall", serve.Options{Logger: quiet, Metrics: telemetry.NewMetrics("bench"), OnCall: func(*event.Call) {}}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
@@ -88,7 +88,7 @@ func BenchmarkObserveMiddleware(b *testing.B) {
 	if err := os.WriteFile(filepath.Join(dir, "tools.hcl"), []byte(testConfig), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	l := engine.Load([]string{dir}, newFake().registry(), nil, "test")
+	l := loader.Load([]string{dir}, newFake().registry(), nil, "test")
 	cur := &snapshot.Current{}
 	cur.Swap(l.Snapshot)
 	defer cur.Load().Close()

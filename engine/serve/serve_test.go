@@ -19,7 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcpd/mcpd/engine"
+	"github.com/mcpd/mcpd/engine/loader"
 	"github.com/mcpd/mcpd/engine/serve"
 	"github.com/mcpd/mcpd/engine/snapshot"
 )
@@ -140,7 +140,7 @@ func newEnvConfig(t testing.TB, config string) *env {
 		t.Fatal(err)
 	}
 	f := newFake()
-	l := engine.Load([]string{dir}, f.registry(), nil, "test")
+	l := loader.Load([]string{dir}, f.registry(), nil, "test")
 	if l.Snapshot == nil {
 		t.Fatalf("config does not load: %v", l.Diagnostics)
 	}
@@ -649,7 +649,7 @@ func TestServeSwap(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "t.hcl"), []byte("tool \"only\" {\n  description = \"The only one.\"\n  result {\n    text = \"'v2'\"\n  }\n}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	l := engine.Load([]string{dir}, e.fake.registry(), e.cur.Load(), "test")
+	l := loader.Load([]string{dir}, e.fake.registry(), e.cur.Load(), "test")
 	if l.Snapshot == nil {
 		t.Fatal(l.Diagnostics)
 	}

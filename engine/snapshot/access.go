@@ -169,7 +169,7 @@ func (s *Snapshot) Completable(ref *mcp.CompleteReference, p *principal.Principa
 // a tool or a prompt, one per static resource or template that answers a
 // URI. A caller sees it when it holds every scope of some set; nil when
 // nothing of that name is declared, which no caller sees. The console
-// filters the calls it shows with it (see engine/console).
+// filters the calls it shows with it (see authoring/console).
 func (s *Snapshot) Requires(kind, name string) [][]string {
 	switch kind {
 	case "tool":

@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/mcpd/mcpd/engine"
 	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/loader"
 	"github.com/mcpd/mcpd/engine/snapshot"
 )
 
@@ -54,7 +54,7 @@ func TestFileResourceTextOrBlob(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, "tools.hcl"), []byte(cfg), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			l := engine.Load([]string{dir}, adapter.NewRegistry(), nil, "test")
+			l := loader.Load([]string{dir}, adapter.NewRegistry(), nil, "test")
 			if l.Snapshot == nil {
 				t.Fatalf("load: %v", l.Diagnostics)
 			}

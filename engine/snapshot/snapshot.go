@@ -50,7 +50,7 @@ type Snapshot struct {
 	retired  bool
 	drained  chan struct{}
 
-	// Auth is the compiled auth block (nil: no auth), set by engine.Load.
+	// Auth is the compiled auth block (nil: no auth), set by loader.Load.
 	Auth *auth.Config
 }
 

@@ -16,8 +16,8 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcpd/mcpd/engine"
 	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/loader"
 	"github.com/mcpd/mcpd/engine/principal"
 	"github.com/mcpd/mcpd/engine/snapshot"
 )
@@ -44,7 +44,7 @@ func build(t testing.TB, reg *adapter.Registry, prev *snapshot.Snapshot, files m
 	if reg == nil {
 		reg = adapter.NewRegistry()
 	}
-	l := engine.Load([]string{dir}, reg, prev, "test")
+	l := loader.Load([]string{dir}, reg, prev, "test")
 	if l.Snapshot == nil {
 		var b strings.Builder
 		for _, d := range l.Diagnostics {
@@ -675,7 +675,7 @@ func TestResourceMissingFileWarns(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "r.hcl"), []byte("resource \"r\" {\n  uri  = \"x://r\"\n  file = \"missing.txt\"\n}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	l := engine.Load([]string{dir}, adapter.NewRegistry(), nil, "test")
+	l := loader.Load([]string{dir}, adapter.NewRegistry(), nil, "test")
 	if l.Snapshot == nil {
 		t.Fatalf("want a snapshot: %v", l.Diagnostics)
 	}
@@ -975,7 +975,7 @@ func mustBuild(t *testing.T, reg *adapter.Registry, prev *snapshot.Snapshot, fil
 			t.Fatal(err)
 		}
 	}
-	l := engine.Load([]string{dir}, reg, prev, "test")
+	l := loader.Load([]string{dir}, reg, prev, "test")
 	if l.Snapshot == nil {
 		t.Fatalf("does not load: %v", l.Diagnostics)
 	}
@@ -1004,7 +1004,7 @@ func TestFailedReloadKeepsServingBackends(t *testing.T) {
 				if err := os.WriteFile(filepath.Join(dir, "b.hcl"), []byte(broken), 0o644); err != nil {
 					t.Fatal(err)
 				}
-				if l := engine.Load([]string{dir}, reg, serving, "test"); l.Snapshot != nil {
+				if l := loader.Load([]string{dir}, reg, serving, "test"); l.Snapshot != nil {
 					t.Fatal("a broken config produced a snapshot")
 				}
 				opened := f.opened()
@@ -1033,7 +1033,7 @@ func TestBackendOpenFailure(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "b.hcl"), []byte(strings.Replace(backendTools, "%s", "unopenable", 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	l := engine.Load([]string{dir}, newFake().register(), nil, "test")
+	l := loader.Load([]string{dir}, newFake().register(), nil, "test")
 	if l.Snapshot != nil {
 		t.Fatal("want no snapshot")
 	}

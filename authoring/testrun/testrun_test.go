@@ -12,9 +12,9 @@ import (
 
 	httpadapter "github.com/mcpd/mcpd/adapters/http"
 	"github.com/mcpd/mcpd/adapters/shell"
-	"github.com/mcpd/mcpd/engine"
+	"github.com/mcpd/mcpd/authoring/testrun"
 	"github.com/mcpd/mcpd/engine/adapter"
-	"github.com/mcpd/mcpd/engine/testrun"
+	"github.com/mcpd/mcpd/engine/loader"
 )
 
 // toolsHCL is the config every test below runs against: an HTTP tool whose
@@ -115,7 +115,7 @@ func runTests(t *testing.T, testsHCL string, filter *regexp.Regexp) []*testrun.R
 		t.Fatal(err)
 	}
 	paths := []string{filepath.Join(dir, "tools.hcl")}
-	l := engine.Load(paths, registry(), nil, "test")
+	l := loader.Load(paths, registry(), nil, "test")
 	if l.Snapshot == nil {
 		t.Fatalf("config: %v", l.Diagnostics)
 	}

@@ -1,4 +1,4 @@
-package engine_test
+package loader_test
 
 import (
 	"os"
@@ -7,8 +7,8 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
-	"github.com/mcpd/mcpd/engine"
 	"github.com/mcpd/mcpd/engine/config"
+	"github.com/mcpd/mcpd/engine/loader"
 )
 
 // A misspelt name is one error, where it is, naming the name it was meant
@@ -77,7 +77,7 @@ http_backend "api" { base_url = "http://127.0.0.1:1" }
 			if err := os.WriteFile(path, []byte(backends+tc.hcl+"\n"), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			l := engine.Load([]string{path}, allAdapters(), nil, "test")
+			l := loader.Load([]string{path}, allAdapters(), nil, "test")
 			if l.Snapshot != nil {
 				l.Snapshot.Close()
 			}

@@ -9,9 +9,9 @@ import (
 	httpadapter "github.com/mcpd/mcpd/adapters/http"
 	"github.com/mcpd/mcpd/adapters/shell"
 	sqladapter "github.com/mcpd/mcpd/adapters/sql"
+	"github.com/mcpd/mcpd/authoring/lint"
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/config"
-	"github.com/mcpd/mcpd/engine/lint"
 )
 
 func registry() *adapter.Registry {

@@ -18,8 +18,8 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcpd/mcpd/engine/importer/importtest"
-	"github.com/mcpd/mcpd/engine/importer/openapi"
+	"github.com/mcpd/mcpd/authoring/importer/importtest"
+	"github.com/mcpd/mcpd/authoring/importer/openapi"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")

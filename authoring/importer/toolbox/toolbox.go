@@ -21,7 +21,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/mcpd/mcpd/engine/importer"
+	"github.com/mcpd/mcpd/authoring/importer"
 )
 
 // Options name the source in the output.

@@ -1,4 +1,4 @@
-package engine_test
+package loader_test
 
 import (
 	"os"
@@ -6,8 +6,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/mcpd/mcpd/engine"
 	"github.com/mcpd/mcpd/engine/config"
+	"github.com/mcpd/mcpd/engine/loader"
 )
 
 // Diagnostics come out in file order (file, line, column), errors before
@@ -43,7 +43,7 @@ tool "bad name" {
 }
 `)
 	os.Unsetenv("MCPD_ORDER_TEST_UNSET")
-	l := engine.Load([]string{dir}, allAdapters(), nil, "test")
+	l := loader.Load([]string{dir}, allAdapters(), nil, "test")
 	if l.Snapshot != nil {
 		l.Snapshot.Close()
 	}

@@ -16,8 +16,8 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcpd/mcpd/engine"
 	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/loader"
 	"github.com/mcpd/mcpd/engine/serve"
 	"github.com/mcpd/mcpd/engine/snapshot"
 )
@@ -33,7 +33,7 @@ func Load(t *testing.T, reg *adapter.Registry, files map[string][]byte) *snapsho
 			t.Fatal(err)
 		}
 	}
-	l := engine.LoadWith([]string{dir}, reg, nil, "test", engine.Options{UnsetEnvWarning: true})
+	l := loader.LoadWith([]string{dir}, reg, nil, "test", loader.Options{UnsetEnvWarning: true})
 	for _, d := range l.Diagnostics {
 		if d.Severity == hcl.DiagError {
 			t.Errorf("generated config: %s", d.Error())

@@ -1,4 +1,4 @@
-package engine_test
+package loader_test
 
 import (
 	"os"
@@ -11,9 +11,9 @@ import (
 	httpadapter "github.com/mcpd/mcpd/adapters/http"
 	"github.com/mcpd/mcpd/adapters/shell"
 	sqladapter "github.com/mcpd/mcpd/adapters/sql"
-	"github.com/mcpd/mcpd/engine"
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/config"
+	"github.com/mcpd/mcpd/engine/loader"
 )
 
 func allAdapters() *adapter.Registry {
@@ -100,7 +100,7 @@ tool "t" {
 				if err := os.WriteFile(path, []byte(tc.hcl), 0o644); err != nil {
 					t.Fatal(err)
 				}
-				l := engine.LoadWith([]string{path}, allAdapters(), nil, "test", engine.Options{UnsetEnvWarning: warn})
+				l := loader.LoadWith([]string{path}, allAdapters(), nil, "test", loader.Options{UnsetEnvWarning: warn})
 				if l.Snapshot != nil {
 					defer l.Snapshot.Close()
 				}
@@ -142,7 +142,7 @@ func TestSetOrDefaultEnvIsNoDiagnostic(t *testing.T) {
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	l := engine.Load([]string{path}, allAdapters(), nil, "test")
+	l := loader.Load([]string{path}, allAdapters(), nil, "test")
 	if len(l.Diagnostics) != 0 || l.Snapshot == nil {
 		t.Fatalf("want no diagnostics, got:\n%s", render(l.Diagnostics))
 	}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 
-	"github.com/mcpd/mcpd/engine/importer"
+	"github.com/mcpd/mcpd/authoring/importer"
 )
 
 // backendFor returns the name of the http_backend for the operation's

@@ -24,7 +24,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclwrite"
 
-	"github.com/mcpd/mcpd/engine/importer"
+	"github.com/mcpd/mcpd/authoring/importer"
 )
 
 // Options select and name what is converted.

@@ -5,8 +5,8 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
-	"github.com/mcpd/mcpd/engine"
 	"github.com/mcpd/mcpd/engine/config"
+	"github.com/mcpd/mcpd/engine/loader"
 )
 
 // Load reads the tests of a loaded config: its own test blocks and those of
@@ -14,7 +14,7 @@ import (
 // compiles them against its snapshot. It adds the test files' sources to
 // l.Sources, so that diagnostics can quote them. With no snapshot (the
 // config has errors) only the test files' syntax and structure are checked.
-func Load(paths []string, l *engine.Loaded) ([]*Case, *config.Tests, hcl.Diagnostics) {
+func Load(paths []string, l *loader.Loaded) ([]*Case, *config.Tests, hcl.Diagnostics) {
 	tests, diags := config.LoadTests(paths, l.Config)
 	if l.Sources == nil {
 		l.Sources = map[string][]byte{}

@@ -3,7 +3,7 @@ package openapi_test
 import (
 	"testing"
 
-	"github.com/mcpd/mcpd/engine/importer/openapi"
+	"github.com/mcpd/mcpd/authoring/importer/openapi"
 )
 
 // BenchmarkConvert measures the conversion alone (the document is parsed

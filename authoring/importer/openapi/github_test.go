@@ -7,9 +7,9 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 
-	"github.com/mcpd/mcpd/engine/importer"
-	"github.com/mcpd/mcpd/engine/importer/importtest"
-	"github.com/mcpd/mcpd/engine/importer/openapi"
+	"github.com/mcpd/mcpd/authoring/importer"
+	"github.com/mcpd/mcpd/authoring/importer/importtest"
+	"github.com/mcpd/mcpd/authoring/importer/openapi"
 )
 
 // githubOps is a sample of GitHub's operations, of every shape: path,

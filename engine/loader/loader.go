@@ -1,11 +1,11 @@
-// Package engine loads a config into a snapshot: config.Load reads and
+// Package loader loads a config into a snapshot: config.Load reads and
 // decodes the files, snapshot.Build compiles them (carrying the running
 // snapshot's unchanged backends over) and auth.Compile the auth block, and
 // the outcome is one Loaded: the snapshot when there were no errors, and
 // every diagnostic in one list, in file order, with the sources to print
 // them. It is the one way in for everything that loads a config: mcpd serve
 // and each reload (engine/reload), validate, list, call and test.
-package engine
+package loader
 
 import (
 	"fmt"

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcpd/mcpd/engine/importer/openapi"
+	"github.com/mcpd/mcpd/authoring/importer/openapi"
 )
 
 // A document read from a file may $ref the files of its own directory

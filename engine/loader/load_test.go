@@ -1,4 +1,4 @@
-package engine_test
+package loader_test
 
 import (
 	"os"
@@ -12,9 +12,9 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/mcpd/mcpd/adapters/shell"
-	"github.com/mcpd/mcpd/engine"
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/config"
+	"github.com/mcpd/mcpd/engine/loader"
 )
 
 // Each file (or directory) under testdata/broken is one mistake, paired
@@ -69,7 +69,7 @@ func TestLoadBroken(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.path, func(t *testing.T) {
-			l := engine.Load([]string{filepath.Join("testdata", "broken", tc.path)}, adapter.NewRegistry(), nil, "test")
+			l := loader.Load([]string{filepath.Join("testdata", "broken", tc.path)}, adapter.NewRegistry(), nil, "test")
 			if l.Snapshot != nil {
 				l.Snapshot.Close()
 				t.Errorf("a broken config produced a snapshot")
@@ -124,7 +124,7 @@ func render(diags hcl.Diagnostics) string {
 
 // One run reports every problem, across files, not just the first.
 func TestLoadReportsEveryError(t *testing.T) {
-	l := engine.Load([]string{
+	l := loader.Load([]string{
 		filepath.Join("testdata", "broken", "bad_pattern.hcl"),
 		filepath.Join("testdata", "broken", "two_servers.hcl"),
 		filepath.Join("testdata", "broken", "prompt_no_content.hcl"),
@@ -145,10 +145,10 @@ func TestLoadReportsEveryError(t *testing.T) {
 
 // A valid config yields a snapshot, warnings only, and every file listed.
 func TestLoadConformanceExample(t *testing.T) {
-	dir := filepath.Join("..", "examples", "conformance")
+	dir := filepath.Join("..", "..", "examples", "conformance")
 	reg := adapter.NewRegistry()
 	reg.Register("shell", shell.New()) // the hook fixtures of hooks.hcl
-	l := engine.Load([]string{dir}, reg, nil, "9.9.9")
+	l := loader.Load([]string{dir}, reg, nil, "9.9.9")
 	if l.Diagnostics.HasErrors() || l.Snapshot == nil {
 		t.Fatalf("the conformance example does not load:\n%s", render(l.Diagnostics))
 	}
@@ -198,7 +198,7 @@ func TestLoadToolNameLimits(t *testing.T) {
 		src.WriteString("tool \"" + n + "\" {\n  description = \"ok\"\n}\n")
 	}
 	writeFile(t, filepath.Join(dir, "t.hcl"), src.String())
-	l := engine.Load([]string{dir}, adapter.NewRegistry(), nil, "test")
+	l := loader.Load([]string{dir}, adapter.NewRegistry(), nil, "test")
 	if l.Snapshot == nil {
 		t.Fatalf("valid names refused:\n%s", render(l.Diagnostics))
 	}
@@ -214,7 +214,7 @@ func TestLoadToolNameLimits(t *testing.T) {
 func TestLoadServerDefaults(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "t.hcl"), "tool \"a\" {\n  description = \"A.\"\n}\n")
-	l := engine.Load([]string{dir}, adapter.NewRegistry(), nil, "1.2.3")
+	l := loader.Load([]string{dir}, adapter.NewRegistry(), nil, "1.2.3")
 	if l.Snapshot == nil {
 		t.Fatal(render(l.Diagnostics))
 	}
@@ -225,7 +225,7 @@ func TestLoadServerDefaults(t *testing.T) {
 }
 
 func TestLoadMissingPath(t *testing.T) {
-	l := engine.Load([]string{filepath.Join(t.TempDir(), "nope.hcl")}, adapter.NewRegistry(), nil, "test")
+	l := loader.Load([]string{filepath.Join(t.TempDir(), "nope.hcl")}, adapter.NewRegistry(), nil, "test")
 	if l.Snapshot != nil || !l.Diagnostics.HasErrors() {
 		t.Fatalf("want an error, got %s", render(l.Diagnostics))
 	}

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcpd/mcpd/engine"
+	"github.com/mcpd/mcpd/authoring/testrun"
 	"github.com/mcpd/mcpd/engine/config"
-	"github.com/mcpd/mcpd/engine/testrun"
+	"github.com/mcpd/mcpd/engine/loader"
 )
 
 // Every mistake in a test block is a load-time diagnostic that points at
@@ -114,7 +114,7 @@ test "t" {
 			os.WriteFile(filepath.Join(dir, "tools.hcl"), []byte(toolsHCL), 0o644)
 			os.WriteFile(filepath.Join(dir, "tools_test.hcl"), []byte(tc.hcl), 0o644)
 			paths := []string{filepath.Join(dir, "tools.hcl")}
-			l := engine.Load(paths, registry(), nil, "test")
+			l := loader.Load(paths, registry(), nil, "test")
 			if l.Snapshot == nil {
 				t.Fatalf("config: %v", l.Diagnostics)
 			}
@@ -147,7 +147,7 @@ test "inline" {
   prompt = "ask"
   args = { topic = "x" }
 }`), 0o644)
-	l := engine.Load([]string{dir}, registry(), nil, "test")
+	l := loader.Load([]string{dir}, registry(), nil, "test")
 	if l.Snapshot == nil {
 		t.Fatalf("config: %v", l.Diagnostics)
 	}

@@ -16,10 +16,10 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcpd/mcpd/engine"
+	"github.com/mcpd/mcpd/authoring/console"
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/auth"
-	"github.com/mcpd/mcpd/engine/console"
+	"github.com/mcpd/mcpd/engine/loader"
 	"github.com/mcpd/mcpd/engine/serve"
 	"github.com/mcpd/mcpd/engine/snapshot"
 )
@@ -169,7 +169,7 @@ func TestCallStreamScopedToSubscriber(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "tools.hcl"), []byte(scopedConfig), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	l := engine.Load([]string{dir}, adapter.NewRegistry(), nil, "test")
+	l := loader.Load([]string{dir}, adapter.NewRegistry(), nil, "test")
 	if l.Snapshot == nil {
 		t.Fatalf("config does not load: %v", l.Diagnostics)
 	}

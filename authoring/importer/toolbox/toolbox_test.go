@@ -23,9 +23,9 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/mcpd/mcpd/adapters/builtin"
+	"github.com/mcpd/mcpd/authoring/importer/importtest"
+	"github.com/mcpd/mcpd/authoring/importer/toolbox"
 	"github.com/mcpd/mcpd/engine/adapter"
-	"github.com/mcpd/mcpd/engine/importer/importtest"
-	"github.com/mcpd/mcpd/engine/importer/toolbox"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")

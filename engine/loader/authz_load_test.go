@@ -1,12 +1,12 @@
-package engine_test
+package loader_test
 
 import (
 	"os"
 	"path/filepath"
 	"testing"
 
-	"github.com/mcpd/mcpd/engine"
 	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/loader"
 )
 
 // Mistakes in the authorization and limit attributes are load errors at
@@ -42,7 +42,7 @@ func TestLoadBrokenAuthzAndLimits(t *testing.T) {
 			if err := os.WriteFile(path, []byte(tc.src), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			l := engine.Load([]string{path}, adapter.NewRegistry(), nil, "test")
+			l := loader.Load([]string{path}, adapter.NewRegistry(), nil, "test")
 			if l.Snapshot != nil {
 				l.Snapshot.Close()
 				t.Errorf("a broken config produced a snapshot")
