@@ -36,6 +36,10 @@ const (
 	// sqliteBusyTimeout is how long a SQLite connection waits for another
 	// connection's lock (milliseconds) unless the dsn says otherwise.
 	sqliteBusyTimeout = "5000"
+	// sqliteBusyWait is sqliteBusyTimeout, for what mcpd retries itself;
+	// sqliteBusy is SQLITE_BUSY, the primary result code.
+	sqliteBusyWait = 5 * time.Second
+	sqliteBusy     = 5
 )
 
 // dbConfig is one decoded `database` block: plain settings, no connection.
@@ -263,7 +267,7 @@ func (b *backend) seed(ctx context.Context) error {
 	if !empty {
 		return nil
 	}
-	if _, err := conn.ExecContext(ctx, "PRAGMA journal_mode = WAL"); err != nil {
+	if err := switchToWAL(ctx, conn); err != nil {
 		return &unavailableError{err}
 	}
 	tx, err := conn.BeginTx(ctx, nil)
@@ -283,6 +287,27 @@ func (b *backend) seed(ctx context.Context) error {
 		return &seedError{err}
 	}
 	return nil
+}
+
+// switchToWAL sets a new database's journal mode to WAL. SQLite answers
+// SQLITE_BUSY at once, without waiting under the busy timeout, when another
+// connection (a second process seeding the same new file) holds the file
+// at that moment: the switch is tried again for as long as the busy
+// timeout would have waited.
+func switchToWAL(ctx context.Context, conn *sql.Conn) error {
+	deadline := time.Now().Add(sqliteBusyWait)
+	for wait := 5 * time.Millisecond; ; wait = min(2*wait, 100*time.Millisecond) {
+		_, err := conn.ExecContext(ctx, "PRAGMA journal_mode = WAL")
+		var se interface{ Code() int }
+		if err == nil || !errors.As(err, &se) || se.Code()&0xff != sqliteBusy || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+	}
 }
 
 // schemaEmpty reports whether a SQLite database has no tables, views,

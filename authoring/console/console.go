@@ -24,7 +24,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpd/mcpd/engine/config"
 	"github.com/mcpd/mcpd/engine/event"
@@ -174,7 +173,7 @@ func (c *Console) Record(ev *event.Call) {
 		Time: ev.Time, Kind: ev.Kind, Name: ev.Target, Principal: ev.Principal, Client: ev.Client, Transport: ev.Transport,
 		DurationMS: float64(ev.Duration.Microseconds()) / 1000, Outcome: ev.Outcome, Error: ev.Error,
 	}
-	if ev.Outcome == event.OutcomeOK && needsInput(ev.Result) {
+	if ev.Outcome == event.OutcomeOK && ev.InputRequired {
 		call.Outcome = OutcomeInputRequired
 	}
 	if ev.Client == ClientLabel {
@@ -202,17 +201,6 @@ func (c *Console) Record(ev *event.Call) {
 // OutcomeInputRequired is the outcome the page is sent for a 2026-07-28
 // round answered with an input_required result (see Call.Outcome).
 const OutcomeInputRequired = "input_required"
-
-// needsInput reports whether res asks the client for input (MRTR).
-func needsInput(res mcp.Result) bool {
-	switch r := res.(type) {
-	case *mcp.CallToolResult:
-		return r != nil && (r.NeedsInput() || r.InputRequests != nil)
-	case *mcp.GetPromptResult:
-		return r != nil && (r.NeedsInput() || r.InputRequests != nil)
-	}
-	return false
-}
 
 // record is one call the console keeps, with what decides who sees it.
 //

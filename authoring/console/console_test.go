@@ -462,9 +462,9 @@ func TestRecordData(t *testing.T) {
 // call is not over (issue #25). A complete result stays "ok".
 func TestRecordInputRequired(t *testing.T) {
 	asked := call("restock", "console")
-	asked.Result = &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"confirm": &mcp.ElicitParams{Message: "Sure?"}}, RequestState: "s"}
+	asked.InputRequired = true // serve's observe says so (TestObserveInputRequired)
 	prompt := call("p", "console")
-	prompt.Result = &mcp.GetPromptResult{InputRequests: mcp.InputRequestMap{"x": &mcp.ListRootsParams{}}}
+	prompt.InputRequired = true
 	done := call("restock", "console")
 	done.Result = &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}
 	for _, tc := range []struct {

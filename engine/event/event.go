@@ -78,6 +78,10 @@ type Call struct {
 	// Outcome is one of the Outcome constants for a call, "" for the
 	// other methods.
 	Outcome string
+	// InputRequired: the call (a 2026-07-28 round) was answered with an
+	// input_required result, a question for the user instead of an
+	// answer; its Outcome is OutcomeOK.
+	InputRequired bool
 
 	Detail
 }

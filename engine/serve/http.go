@@ -110,8 +110,13 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !f.guard.allow(w, r) {
 		return
 	}
-	listen := r.Header.Get("Mcp-Method") == methodListen
 	post := r.Method == http.MethodPost
+	// A stream by its headers only when the SDK holds the body to them:
+	// it checks Mcp-Method against the body for 2026-07-28 requests alone,
+	// so a tools/call that merely says "subscriptions/listen" without that
+	// version would otherwise pass as a stream, around the in-flight
+	// limits (TestListenHeaderIsNoExemption).
+	listen := post && r.Header.Get("Mcp-Method") == methodListen && r.Header.Get("MCP-Protocol-Version") >= protocol2026
 	// countHTTP: each POST (a request, or a batch of them) is busy while it
 	// is served, so that a drain waits for its answer to be written; each
 	// GET (a 2025 session's notification stream) is an open stream. A 2026

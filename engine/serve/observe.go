@@ -131,6 +131,7 @@ func (s *Server) observeEnd(o *observed, ctx context.Context, res mcp.Result, er
 	ev.Duration = time.Since(ev.Time)
 	ev.Result, ev.Err = res, err
 	tr, _ := res.(*mcp.CallToolResult)
+	_, ev.InputRequired = res.(*inputRequired)
 	if ev.Kind != "" {
 		isError := tr != nil && tr.IsError
 		// The context is asked only when the outcome depends on it.

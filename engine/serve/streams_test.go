@@ -340,3 +340,24 @@ func TestStreamRefusedSDKClients(t *testing.T) {
 		t.Errorf("%d streams open, want the first alone", n)
 	}
 }
+
+// A POST is a subscriptions/listen stream only when the SDK holds its body
+// to its headers (a 2026-07-28 MCP-Protocol-Version): a tools/call that
+// only says "Mcp-Method: subscriptions/listen" is a call, which needs no
+// stream place (and counts against the in-flight limits as calls do).
+func TestListenHeaderIsNoExemption(t *testing.T) {
+	e := newStreamEnv(t, serve.StreamLimits{PerCaller: 1}, 0)
+	// Alice's one stream place is taken by a real stream.
+	if resp := openListen(t, e, "tok-admin"); !isOpenStream(resp) {
+		t.Fatalf("alice's stream: %d", resp.StatusCode)
+	}
+	waitStreams(t, e.srv, 1)
+	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"zeta_greet","arguments":{"name":"eve"},` +
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"` + modern + `","io.modelcontextprotocol/clientCapabilities":{}}}}`
+	resp := do(t, fresh(), streamRequest(t, "POST", e.url, "tok-admin", call, map[string]string{"Mcp-Method": "subscriptions/listen"}))
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode == http.StatusTooManyRequests || strings.Contains(string(body), "--max-streams") {
+		t.Fatalf("a call was taken for a stream: %d %s", resp.StatusCode, body)
+	}
+	waitStreams(t, e.srv, 1)
+}
