@@ -119,6 +119,13 @@ type forCharge struct {
 	owner *hclsyntax.ForExpr
 }
 
+// UnwrapExpression lets code that inspects a for's clauses (hcl.UnwrapExpression,
+// the shell adapter's leading-dash check) see the clause the config wrote.
+func (g *forGuard) UnwrapExpression() hcl.Expression { return g.ParenthesesExpr.Expression }
+
+// UnwrapExpression is the value or key expression the config wrote.
+func (c *forCharge) UnwrapExpression() hcl.Expression { return c.inner }
+
 func (g *forGuard) Value(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
 	if b := budgetOf(ctx); b != nil {
 		if b.spent == "" {

@@ -15,6 +15,7 @@ import (
 
 	httpadapter "github.com/mcpd/mcpd/adapters/http"
 	"github.com/mcpd/mcpd/adapters/shell"
+	sqladapter "github.com/mcpd/mcpd/adapters/sql"
 	"github.com/mcpd/mcpd/engine"
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/serve"
@@ -23,7 +24,7 @@ import (
 
 // forConfig builds text from a for expression over the call's arguments in
 // each kind of call-time template: an HTTP body, a shell argv
-// and stdin, a content template of a tool without adapter, a prompt.
+// and stdin, an SQL param, a content template of a tool without adapter, a prompt.
 const forConfig = `
 http_backend "echo" {
   base_url = "BASE"
@@ -46,6 +47,20 @@ tool "shell_for" {
   shell {
     command = ["head", "-c", "%{for x in args.l}1%{endfor}"]
     stdin   = "%{for x in args.l}${args.s}%{endfor}"
+  }
+}
+database "fordb" {
+  driver = "sqlite"
+  dsn    = "for.db"
+}
+tool "sql_for" {
+  description = "Selects a param built by a for."
+  param "l" { type = "array" }
+  param "s" { type = "string" }
+  sql {
+    database = "fordb"
+    query    = "SELECT :joined AS v"
+    params   = { joined = "%{for x in args.l}${args.s}%{endfor}" }
   }
 }
 tool "text_for" {
@@ -87,6 +102,7 @@ func TestForExpressionBound(t *testing.T) {
 	reg := adapter.NewRegistry()
 	reg.Register("http", httpadapter.New())
 	reg.Register("shell", shell.New())
+	reg.Register("sql", sqladapter.New())
 	l := engine.Load([]string{dir}, reg, nil, "test")
 	if l.Snapshot == nil {
 		t.Fatalf("config does not load: %v", l.Diagnostics)
@@ -113,6 +129,7 @@ func TestForExpressionBound(t *testing.T) {
 	for _, tc := range []struct{ tool, ten string }{
 		{"http_for", `"items":["yz","yz","yz","yz","yz","yz","yz","yz","yz","yz"]`},
 		{"shell_for", strings.Repeat("yz", 10)},
+		{"sql_for", strings.Repeat("yz", 10)},
 		{"text_for", strings.Repeat("yz", 10)},
 	} {
 		tool := tc.tool
