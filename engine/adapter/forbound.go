@@ -130,7 +130,7 @@ func (g *forGuard) Value(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
 	if b := budgetOf(ctx); b != nil {
 		if b.spent == "" {
 			if b.iters++; b.iters > MaxForIterations {
-				b.spent = fmt.Sprintf("the for expressions of this call would run more than %d iterations, over the limit of %d (MaxForIterations)", MaxForIterations, MaxForIterations)
+				b.spent = fmt.Sprintf("the for expressions of this call would run more than the %d iterations one call may run (MaxForIterations); pass fewer items", MaxForIterations)
 			}
 		}
 		if b.spent != "" {
@@ -155,7 +155,7 @@ func (c *forCharge) Value(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
 	room := MaxForBytes - b.bytes
 	n := encodedSize(v, room)
 	if n > room {
-		b.spent = fmt.Sprintf("the for expressions of this call would build more than %s from its values, over the limit of %s (MaxForBytes)", sizeText(MaxForBytes), sizeText(MaxForBytes))
+		b.spent = fmt.Sprintf("the for expressions of this call would build more than the %s one call may build (MaxForBytes); pass fewer or shorter items", sizeText(MaxForBytes))
 		return cty.DynamicVal, append(diags, b.report(c.owner, c.Range())...)
 	}
 	b.bytes += n

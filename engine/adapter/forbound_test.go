@@ -35,7 +35,8 @@ func TestForBound(t *testing.T) {
 		{"template for ten", `%{for x in args.l}${x}-%{endfor}`, true, map[string]any{"l": ten}, "a-b-c-d-e-f-g-h-i-j-", ""},
 		{"tuple for ten", `join(",", [for i, x in args.l : "${i}${x}" if x != "c"])`, false, map[string]any{"l": ten}, "0a,1b,3d,4e,5f,6g,7h,8i,9j", ""},
 		{"object for ten", `jsonencode({for x in args.l : x => upper(x)...})`, false, map[string]any{"l": ten[:2]}, `{"a":["A"],"b":["B"]}`, ""},
-		{"nested for 1000x1000 sums", `jsonencode([for a in args.n : length([for b in args.n : b]) if a < 3])`, false, map[string]any{"n": thousand}, "[1000,1000,1000]", ""},
+		{"nested for, 3 of 1000 by 1000", `jsonencode([for a in args.n : length([for b in args.n : b]) if a < 3])`, false, map[string]any{"n": thousand}, "[1000,1000,1000]", ""},
+		{"static for", `join(",", [for x in ["a", "b"] : upper(x)])`, false, nil, "A,B", ""},
 		{"template for repeats a big string", `%{for x in args.l}${args.s}%{endfor}`, true, map[string]any{"l": many, "s": big}, "", "MaxForBytes"},
 		{"tuple for of references", `jsonencode([for x in args.l : args.s])`, false, map[string]any{"l": many, "s": big}, "", "MaxForBytes"},
 		{"nested for", `jsonencode([for a in args.l : [for b in args.l : args.s]])`, false, map[string]any{"l": many[:4096], "s": big[:100]}, "", "MaxForBytes"},
@@ -62,7 +63,11 @@ func TestForBound(t *testing.T) {
 			if d := scope.Check(expr); d.HasErrors() { // twice arms once
 				t.Fatal(d)
 			}
-			got, err := adapter.EvalString(expr, scope.CallContext(tc.args))
+			ectx := scope.CallContext(tc.args)
+			if tc.args == nil {
+				ectx = scope.EvalContext() // as for a static attribute at load
+			}
+			got, err := adapter.EvalString(expr, ectx)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error = %v, want one naming %s", err, tc.wantErr)
