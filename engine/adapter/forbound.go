@@ -1,6 +1,7 @@
 package adapter
 
 import (
+	"context"
 	"fmt"
 	"reflect"
 
@@ -52,9 +53,21 @@ var budgetType = cty.Capsule("forBudget", reflect.TypeOf(forBudget{}))
 
 // forBudget is what one call's for expressions have spent.
 type forBudget struct {
+	ctx          context.Context // nil: none bound
 	bytes, iters int
 	spent        string                      // the limit's error once exhausted
 	reported     map[*hclsyntax.ForExpr]bool // fors that reported it
+}
+
+// BindContext makes the for expressions evaluated with ectx (a context a
+// Scope made) stop soon after ctx ends, at the tool's timeout or the
+// client's cancellation: a body can take long without building much
+// (`length(format("%s", args.big))` for each of a million items), and HCL
+// evaluation has no other way to be interrupted.
+func BindContext(ectx *hcl.EvalContext, ctx context.Context) {
+	if b := budgetOf(ectx); b != nil {
+		b.ctx = ctx
+	}
 }
 
 func newBudgetValue() cty.Value { return cty.CapsuleVal(budgetType, &forBudget{}) }
@@ -129,7 +142,9 @@ func (c *forCharge) UnwrapExpression() hcl.Expression { return c.inner }
 func (g *forGuard) Value(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
 	if b := budgetOf(ctx); b != nil {
 		if b.spent == "" {
-			if b.iters++; b.iters > MaxForIterations {
+			if b.iters++; b.ctx != nil && b.iters%64 == 0 && b.ctx.Err() != nil {
+				b.spent = fmt.Sprintf("the call ended (%v) while its for expressions ran", context.Cause(b.ctx))
+			} else if b.iters > MaxForIterations {
 				b.spent = fmt.Sprintf("the for expressions of this call would run more than the %d iterations one call may run (MaxForIterations); pass fewer items", MaxForIterations)
 			}
 		}

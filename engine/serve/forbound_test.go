@@ -73,6 +73,17 @@ tool "text_for" {
     }
   }
 }
+tool "slow_for" {
+  description = "Builds little, slowly."
+  timeout     = "300ms"
+  param "l" { type = "array" }
+  param "s" { type = "string" }
+  result {
+    content "text" {
+      text = jsonencode([for a in args.l : length([for b in args.l : length(format("%s", args.s))])])
+    }
+  }
+}
 prompt "prompt_for" {
   description = "A message built by a for."
   argument "l" {}
@@ -151,6 +162,17 @@ func TestForExpressionBound(t *testing.T) {
 			}
 		})
 	}
+	// 810,000 copies of 1 MiB build little but would take hours: the
+	// tool's timeout stops the for.
+	t.Run("slow_for", func(t *testing.T) {
+		res, err := cs.CallTool(ctx(), &mcp.CallToolParams{Name: "slow_for", Arguments: map[string]any{"l": many[:900], "s": big}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := text(res); !res.IsError || !strings.Contains(got, "the call ended (tool timeout)") {
+			t.Fatalf("got %.300q (isError %v), want the timeout", got, res.IsError)
+		}
+	})
 	t.Run("prompt_for", func(t *testing.T) {
 		_, err := cs.GetPrompt(ctx(), &mcp.GetPromptParams{Name: "prompt_for", Arguments: map[string]string{"l": strings.Repeat("a,", 64<<10), "s": big}})
 		if err == nil || !strings.Contains(err.Error(), "MaxForBytes") {
