@@ -324,6 +324,9 @@ func leadFromArgs(e hcl.Expression) bool {
 				return false
 			}
 		}
+	case interface{ UnwrapExpression() hcl.Expression }:
+		// A for's value as armed by adapter.Scope.Check (see forbound.go).
+		return leadFromArgs(x.UnwrapExpression())
 	}
 	return true
 }

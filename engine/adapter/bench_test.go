@@ -32,9 +32,13 @@ func BenchmarkEvalTemplate(b *testing.B) {
 		{"text", `"Hello, ${args.name}${args.punct}"`},
 		{"path", `"/users/${args.id}/repos?tag=${join(",", args.tags)}"`},
 		{"headers", `{ Accept = "application/json", X-Name = upper(args.name), X-Opt = args.opt }`},
+		{"for", `"%{for i, t in args.tags}${i}=${t};%{endfor}"`},
 	} {
 		expr, diags := hclsyntax.ParseExpression([]byte(bm.src), "bench.hcl", hcl.InitialPos)
 		if diags.HasErrors() {
+			b.Fatal(diags)
+		}
+		if diags := benchScope.Check(expr); diags.HasErrors() { // as at load: arms for expressions
 			b.Fatal(diags)
 		}
 		b.Run(bm.name, func(b *testing.B) {

@@ -35,16 +35,19 @@ type Scope struct {
 // Use it for attributes whose value must be known before any call (timeouts,
 // DSNs, base URLs).
 func (s *Scope) EvalContext() *hcl.EvalContext {
-	return &hcl.EvalContext{Functions: s.Functions}
+	return &hcl.EvalContext{Functions: s.Functions, Variables: map[string]cty.Value{budgetVarName: newBudgetValue()}}
 }
 
 // Check reports every reference in expr that cannot be satisfied at call
 // time: variables other than `args`, params that are not declared, and
-// functions that do not exist.
+// functions that do not exist. It also arms expr's for expressions, so
+// that what they build from a call's values is bounded (see forbound.go):
+// every call-time expression passes through here.
 func (s *Scope) Check(expr hcl.Expression) hcl.Diagnostics {
 	if expr == nil {
 		return nil
 	}
+	armFors(expr)
 	var diags hcl.Diagnostics
 	for _, tr := range expr.Variables() {
 		diags = append(diags, s.checkTraversal(tr)...)
@@ -230,7 +233,7 @@ func (s *Scope) CallContextInputs(args, inputs map[string]any) *hcl.EvalContext 
 	for name, v := range args {
 		attrs[name] = FromGo(v)
 	}
-	vars := map[string]cty.Value{"args": cty.ObjectVal(attrs)}
+	vars := map[string]cty.Value{"args": cty.ObjectVal(attrs), budgetVarName: newBudgetValue()}
 	if s.Inputs != nil {
 		in := make(map[string]cty.Value, len(s.Inputs))
 		for name := range s.Inputs {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"math/big"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -369,5 +370,6 @@ func diagError(diags hcl.Diagnostics) error {
 		msgs = append(msgs, m)
 	}
 	sort.Strings(msgs)
+	msgs = slices.Compact(msgs) // nested fors each report a spent budget
 	return fmt.Errorf("%s", strings.Join(msgs, "; "))
 }

@@ -471,6 +471,7 @@ func (t *Tool) run(ctx context.Context, args, inputs map[string]any, progress Pr
 	var ectx *hcl.EvalContext
 	if t.needsEval {
 		ectx = t.scope.CallContextInputs(args, inputs)
+		adapter.BindContext(ectx, ctx) // a long for expression stops at the timeout
 	}
 	var out *adapter.Output
 	if t.handler != nil {
