@@ -16,8 +16,8 @@ import (
 	httpadapter "github.com/mcpd/mcpd/adapters/http"
 	"github.com/mcpd/mcpd/adapters/shell"
 	sqladapter "github.com/mcpd/mcpd/adapters/sql"
-	"github.com/mcpd/mcpd/engine"
 	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/loader"
 	"github.com/mcpd/mcpd/engine/serve"
 	"github.com/mcpd/mcpd/engine/snapshot"
 )
@@ -114,7 +114,7 @@ func TestForExpressionBound(t *testing.T) {
 	reg.Register("http", httpadapter.New())
 	reg.Register("shell", shell.New())
 	reg.Register("sql", sqladapter.New())
-	l := engine.Load([]string{dir}, reg, nil, "test")
+	l := loader.Load([]string{dir}, reg, nil, "test")
 	if l.Snapshot == nil {
 		t.Fatalf("config does not load: %v", l.Diagnostics)
 	}
