@@ -48,7 +48,7 @@ func platformCheck(hcl.Range) hcl.Diagnostics { return nil }
 // wrote is never lost: exec's WaitDelay closes the pipes at a deadline,
 // which under heavy load can come before the reader got to buffered data.
 // Here readers run until EOF; only when a process outside the group keeps a
-// pipe open past pipeDrainDelay do they stop, after taking what is buffered.
+// pipe open past pipeReadDelay do they stop, after taking what is buffered.
 //
 // groups (nil: none) holds the group while it lives, so that mcpd's exit
 // can kill it (see ProcessGroups).
@@ -131,7 +131,7 @@ func runProcess(ctx context.Context, cmd *exec.Cmd, sio stdio, timeout, grace ti
 
 	// exec.Cmd has no I/O of its own to wait for: Wait only reaps.
 	waitErr := cmd.Wait()
-	awaitReaders([]*os.File{p.outR, p.errR}, []chan struct{}{outDone, errDone}, pipeDrainDelay)
+	awaitReaders([]*os.File{p.outR, p.errR}, []chan struct{}{outDone, errDone}, pipeReadDelay)
 	if inDone != nil {
 		_ = p.inW.Close() // unblocks a write to a process outside the group
 		<-inDone
@@ -192,9 +192,9 @@ func (p *pipes) closeParentEnds() {
 
 var readBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
-// maxFinalDrain bounds what a reader takes from a pipe after it was told to
+// maxFinalRead bounds what a reader takes from a pipe after it was told to
 // stop, in case a process outside the group keeps writing.
-const maxFinalDrain = 4 << 20
+const maxFinalRead = 4 << 20
 
 // readStream copies f into c until EOF, or until a read deadline set by
 // awaitReaders, after which it takes what the pipe holds and stops.
@@ -231,7 +231,7 @@ func takeBuffered(f *os.File, c *capture, buf []byte) {
 	if err != nil {
 		return
 	}
-	left := maxFinalDrain
+	left := maxFinalRead
 	_ = rc.Read(func(fd uintptr) bool {
 		for left > 0 {
 			n, err := syscall.Read(int(fd), buf[:min(len(buf), left)])

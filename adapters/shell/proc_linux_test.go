@@ -13,7 +13,7 @@ import (
 	"github.com/mcpd/mcpd/engine/funcs"
 )
 
-// After pipeDrainDelay a reader takes what the pipe holds, without
+// After pipeReadDelay a reader takes what the pipe holds, without
 // waiting for EOF from a writer that never closes.
 func TestDrainBufferedTakesWhatIsThere(t *testing.T) {
 	r, w, err := os.Pipe()

@@ -54,10 +54,10 @@ const (
 
 	// tailBytes is how much of the end of stderr (or stdout) an error quotes.
 	tailBytes = 2 << 10
-	// pipeDrainDelay bounds how long a call waits for the output pipes to
+	// pipeReadDelay bounds how long a call waits for the output pipes to
 	// reach EOF once the process group is gone; only a process that left
 	// the group (setsid) and kept the pipes open can make it matter.
-	pipeDrainDelay = time.Second
+	pipeReadDelay = time.Second
 	// maxProgressLine is the longest stdout/stderr line matched against a
 	// progress pattern; longer lines are skipped.
 	maxProgressLine = 64 << 10

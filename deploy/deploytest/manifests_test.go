@@ -416,7 +416,7 @@ func find(objs []object, id string) object {
 // none of the first's pods.
 func TestKubeOverlaysBuild(t *testing.T) {
 	if kustomize() == nil {
-		t.Skip("neither kustomize nor kubectl is installed: the overlays are checked without building them (TestKubeOverlaysRefer)")
+		skipOrFail(t, "neither kustomize nor kubectl is installed: the overlays are checked without building them (TestKubeOverlaysRefer)")
 	}
 	baseObjs := build(t, baseDir)
 	checkApp(t, "base", baseObjs)

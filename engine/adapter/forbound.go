@@ -22,7 +22,7 @@ import (
 // `%{for x in args.list}${args.s}%{endfor}` builds len(list)·len(s), and a
 // for inside a for multiplies again, and HCL allocates it all before
 // anything could look at it. So Check arms every for expression of a
-// call-time expression: its `if` clause becomes a guard that counts
+// call-time expression: its `if` clause becomes a counter that counts
 // iterations, and its value (and key) expression a charge that measures
 // what each iteration produced (its JSON-encoded size, which is also what
 // sending or joining it costs) against one budget per evaluation context,
@@ -95,10 +95,10 @@ func armFors(expr hcl.Expression) {
 		return nil
 	})
 	for _, f := range fors {
-		if _, done := f.CondExpr.(*forGuard); done {
+		if _, done := f.CondExpr.(*forCounter); done {
 			continue
 		}
-		f.CondExpr = &forGuard{ParenthesesExpr: wrapOf(f.CondExpr, f.SrcRange), cond: f.CondExpr, owner: f}
+		f.CondExpr = &forCounter{ParenthesesExpr: wrapOf(f.CondExpr, f.SrcRange), cond: f.CondExpr, owner: f}
 		f.ValExpr = &forCharge{ParenthesesExpr: wrapOf(f.ValExpr, f.ValExpr.Range()), inner: f.ValExpr, owner: f}
 		if f.KeyExpr != nil {
 			f.KeyExpr = &forCharge{ParenthesesExpr: wrapOf(f.KeyExpr, f.KeyExpr.Range()), inner: f.KeyExpr, owner: f}
@@ -116,9 +116,9 @@ func wrapOf(e hclsyntax.Expression, rng hcl.Range) *hclsyntax.ParenthesesExpr {
 	return &hclsyntax.ParenthesesExpr{Expression: e, SrcRange: rng}
 }
 
-// forGuard is a for's `if` clause: it counts the iteration and skips it
+// forCounter is a for's `if` clause: it counts the iteration and skips it
 // once the budget is spent.
-type forGuard struct {
+type forCounter struct {
 	*hclsyntax.ParenthesesExpr
 	cond  hclsyntax.Expression // nil: none
 	owner *hclsyntax.ForExpr
@@ -134,12 +134,12 @@ type forCharge struct {
 
 // UnwrapExpression lets code that inspects a for's clauses (hcl.UnwrapExpression,
 // the shell adapter's leading-dash check) see the clause the config wrote.
-func (g *forGuard) UnwrapExpression() hcl.Expression { return g.ParenthesesExpr.Expression }
+func (g *forCounter) UnwrapExpression() hcl.Expression { return g.ParenthesesExpr.Expression }
 
 // UnwrapExpression is the value or key expression the config wrote.
 func (c *forCharge) UnwrapExpression() hcl.Expression { return c.inner }
 
-func (g *forGuard) Value(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
+func (g *forCounter) Value(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
 	if b := budgetOf(ctx); b != nil {
 		if b.spent == "" {
 			if b.iters++; b.ctx != nil && b.iters%64 == 0 && b.ctx.Err() != nil {

@@ -4,7 +4,7 @@
 // long it took.
 //
 // Writing never holds a call up: Record encodes the line and puts it on a
-// bounded queue that one writer goroutine drains through a buffered writer,
+// bounded queue that one writer goroutine empties through a buffered writer,
 // flushed whenever the queue runs empty. When the destination does not keep
 // up (a full disk, a pipe nobody reads) and the queue is full, the line is
 // dropped and counted (Dropped), and a warning is logged at most once per

@@ -8,6 +8,8 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/function"
+
+	"github.com/mcpd/mcpd/engine/sizes"
 )
 
 // MaxBuiltBytes bounds the text one call of format, join, replace or
@@ -16,7 +18,7 @@ import (
 // `replace(args.s, "", args.t)`), their output grows as a product of their
 // arguments' sizes, and Go cannot recover from running out of memory; so
 // the size is worked out, and refused, before the text is built.
-const MaxBuiltBytes = 16 << 20
+const MaxBuiltBytes = sizes.MaxBuilt
 
 // bounded is fn that first asks cost what a call would build and fails
 // past MaxBuiltBytes. cost sees only known arguments.
@@ -33,38 +35,11 @@ func bounded(name string, fn function.Function, cost func(args []cty.Value) int)
 				}
 			}
 			if n := cost(args); n < 0 || n > MaxBuiltBytes {
-				return cty.NilVal, fmt.Errorf("%s would build %s, over the limit of %s that one call may build (MaxBuiltBytes)", name, bytesText(n), bytesText(MaxBuiltBytes))
+				return cty.NilVal, fmt.Errorf("%s would build %s, over the limit of %s that one call may build (MaxBuiltBytes)", name, sizes.Text(n), sizes.Text(MaxBuiltBytes))
 			}
 			return fn.Call(args)
 		},
 	})
-}
-
-func bytesText(n int) string {
-	switch {
-	case n < 0:
-		return "more than 8 EiB"
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	}
-	return fmt.Sprintf("%d bytes", n)
-}
-
-// add and mul saturate at -1 (which bounded refuses).
-func add(a, b int) int {
-	if a < 0 || b < 0 || a > 1<<62-b {
-		return -1
-	}
-	return a + b
-}
-
-func mul(a, b int) int {
-	if a < 0 || b < 0 || (a != 0 && b > (1<<62)/a) {
-		return -1
-	}
-	return a * b
 }
 
 // valueSize estimates the text v makes when formatted.
@@ -80,7 +55,7 @@ func valueSize(v cty.Value) int {
 		n := 2
 		for it := v.ElementIterator(); it.Next(); {
 			k, e := it.Element()
-			n = add(n, add(valueSize(k), add(valueSize(e), 4)))
+			n = sizes.Add(n, sizes.Add(valueSize(k), sizes.Add(valueSize(e), 4)))
 		}
 		return n
 	}
@@ -93,7 +68,7 @@ func formatCost(args []cty.Value) int {
 	f := args[0].AsString()
 	n := len(f)
 	for _, v := range args[1:] {
-		n = add(n, valueSize(v))
+		n = sizes.Add(n, valueSize(v))
 	}
 	for i := 0; i < len(f); i++ {
 		if f[i] != '%' {
@@ -107,10 +82,10 @@ func formatCost(args []cty.Value) int {
 			if f[i] >= '0' && f[i] <= '9' {
 				num := 0
 				for i < len(f) && f[i] >= '0' && f[i] <= '9' {
-					num = add(mul(num, 10), int(f[i]-'0'))
+					num = sizes.Add(sizes.Mul(num, 10), int(f[i]-'0'))
 					i++
 				}
-				n = add(n, num)
+				n = sizes.Add(n, num)
 				continue
 			}
 			i++
@@ -126,11 +101,11 @@ func joinCost(args []cty.Value) int {
 	for _, l := range args[1:] {
 		for it := l.ElementIterator(); it.Next(); {
 			_, e := it.Element()
-			n = add(n, valueSize(e))
+			n = sizes.Add(n, valueSize(e))
 			count++
 		}
 	}
-	return add(n, mul(count, sep))
+	return sizes.Add(n, sizes.Mul(count, sep))
 }
 
 // replaceCost is the text with every match of the substring (replace) or
@@ -143,7 +118,7 @@ func replaceCost(regex bool) func(args []cty.Value) int {
 			if sub == "" {
 				count = utf8.RuneCountInString(s) + 1
 			}
-			return add(len(s), mul(count, len(repl)))
+			return sizes.Add(len(s), sizes.Mul(count, len(repl)))
 		}
 		re, err := regexp.Compile(sub)
 		if err != nil {
@@ -153,9 +128,9 @@ func replaceCost(regex bool) func(args []cty.Value) int {
 		// worst case fits.
 		per := len(repl)
 		if refs := strings.Count(repl, "$"); refs > 0 {
-			per = add(per, mul(refs, len(s)))
+			per = sizes.Add(per, sizes.Mul(refs, len(s)))
 		}
-		if worst := add(len(s), mul(len(s)+1, per)); worst >= 0 && worst <= MaxBuiltBytes {
+		if worst := sizes.Add(len(s), sizes.Mul(len(s)+1, per)); worst >= 0 && worst <= MaxBuiltBytes {
 			return worst
 		}
 		matches := re.FindAllStringIndex(s, -1)
@@ -165,8 +140,8 @@ func replaceCost(regex bool) func(args []cty.Value) int {
 		}
 		per = len(repl)
 		if refs := strings.Count(repl, "$"); refs > 0 {
-			per = add(per, mul(refs, longest))
+			per = sizes.Add(per, sizes.Mul(refs, longest))
 		}
-		return add(len(s), mul(len(matches), per))
+		return sizes.Add(len(s), sizes.Mul(len(matches), per))
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"github.com/expr-lang/expr/builtin"
 	"github.com/expr-lang/expr/conf"
 	"github.com/expr-lang/expr/vm/runtime"
+
+	"github.com/mcpd/mcpd/engine/sizes"
 )
 
 // The limits of one evaluation of one expression. A result expression runs
@@ -22,7 +24,7 @@ import (
 const (
 	// MaxBuiltBytes bounds the bytes of text and arrays that the built-in
 	// functions and `+` build in one evaluation, all calls together.
-	MaxBuiltBytes = 16 << 20
+	MaxBuiltBytes = sizes.MaxBuilt
 	// MaxIterations bounds the iterations of map, filter, reduce and the
 	// other predicate built-ins in one evaluation, nested loops counted in
 	// full: `map(args.a, map(args.a, #))` is len(a)² of them.
@@ -34,7 +36,7 @@ const (
 )
 
 // budgetVar is the variable through which an evaluation's budget reaches
-// the guarded functions: the compile step adds it as their first argument.
+// the metered functions: the compile step adds it as their first argument.
 // Names starting with `$mcpd` are reserved: compile rejects an expression
 // that writes one itself.
 const budgetVar = "$mcpd_budget"
@@ -51,35 +53,10 @@ type budget struct {
 
 func (b *budget) spend(fn string, n int) error {
 	if n < 0 || n > MaxBuiltBytes-b.built {
-		return fmt.Errorf("%s would build %s, over the limit of %s that one expression may build (MaxBuiltBytes)", fn, bytesText(n), bytesText(MaxBuiltBytes))
+		return fmt.Errorf("%s would build %s, over the limit of %s that one expression may build (MaxBuiltBytes)", fn, sizes.Text(n), sizes.Text(MaxBuiltBytes))
 	}
 	b.built += n
 	return nil
-}
-
-func bytesText(n int) string {
-	switch {
-	case n < 0:
-		return "more than 8 EiB"
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d bytes", n)
-}
-
-// mul is a*b, or -1 when it overflows (which spend refuses).
-func mul(a, b int) int {
-	if a < 0 || b < 0 {
-		return -1
-	}
-	if a != 0 && b > (1<<62)/a {
-		return -1
-	}
-	return a * b
 }
 
 // costs says, for every built-in that allocates in proportion to its
@@ -90,7 +67,7 @@ func mul(a, b int) int {
 var costs = map[string]func(args []any) int{
 	"repeat": func(a []any) int {
 		s, _ := a[0].(string)
-		return mul(len(s), runtime.ToInt(a[1]))
+		return sizes.Mul(len(s), runtime.ToInt(a[1]))
 	},
 	"replace": func(a []any) int {
 		s, _ := a[0].(string)
@@ -102,7 +79,7 @@ var costs = map[string]func(args []any) int{
 				n = m
 			}
 		}
-		return len(s) + mul(n, len(repl))
+		return len(s) + sizes.Mul(n, len(repl))
 	},
 	"join": func(a []any) int {
 		glue := ""
@@ -116,29 +93,29 @@ var costs = map[string]func(args []any) int{
 				s, _ := e.(string)
 				n += len(s)
 			}
-			return n + mul(len(l), len(glue))
+			return n + sizes.Mul(len(l), len(glue))
 		case []string:
 			for _, s := range l {
 				n += len(s)
 			}
-			return n + mul(len(l), len(glue))
+			return n + sizes.Mul(len(l), len(glue))
 		}
 		return 0
 	},
 	"string":     func(a []any) int { return size(a[0], MaxBuiltBytes+1) },
 	"toJSON":     func(a []any) int { return size(a[0], MaxBuiltBytes+1) },
-	"flatten":    func(a []any) int { return mul(leaves(a[0], MaxBuiltBytes/elemBytes+1), elemBytes) },
+	"flatten":    func(a []any) int { return sizes.Mul(leaves(a[0], MaxBuiltBytes/elemBytes+1), elemBytes) },
 	"concat":     func(a []any) int { return sumLens(a) },
 	"upper":      strLen,
 	"lower":      strLen,
-	"toBase64":   func(a []any) int { return mul(strLen(a), 2) },
+	"toBase64":   func(a []any) int { return sizes.Mul(strLen(a), 2) },
 	"fromBase64": strLen,
-	"fromJSON":   func(a []any) int { return mul(strLen(a), elemBytes) },
+	"fromJSON":   func(a []any) int { return sizes.Mul(strLen(a), elemBytes) },
 	"split":      splitCost,
 	"splitAfter": splitCost,
 	"keys":       firstLen,
 	"values":     firstLen,
-	"toPairs":    func(a []any) int { return mul(firstLen(a), 3) },
+	"toPairs":    func(a []any) int { return sizes.Mul(firstLen(a), 3) },
 	"fromPairs":  firstLen,
 	"reverse":    firstLen,
 	"uniq":       firstLen,
@@ -164,7 +141,7 @@ func splitCost(a []any) int {
 	if sep == "" {
 		n = utf8.RuneCountInString(s)
 	}
-	return len(s) + mul(n, elemBytes)
+	return len(s) + sizes.Mul(n, elemBytes)
 }
 
 func lenOf(v any) int {
@@ -180,7 +157,7 @@ func lenOf(v any) int {
 	return 0
 }
 
-func firstLen(a []any) int { return mul(lenOf(a[0]), elemBytes) }
+func firstLen(a []any) int { return sizes.Mul(lenOf(a[0]), elemBytes) }
 
 func sumLens(a []any) int {
 	n := 0
@@ -190,7 +167,7 @@ func sumLens(a []any) int {
 			break
 		}
 	}
-	return mul(n, elemBytes)
+	return sizes.Mul(n, elemBytes)
 }
 
 // leaves counts the elements flatten makes of v, stopping past limit.
@@ -286,10 +263,10 @@ func size(v any, limit int) int {
 	return n
 }
 
-// guardedFunctions is the table of functions that replace expr's
-// allocating built-ins (and `+` and loop bodies, see guard): each pays for
+// meteredFunctions is the table of functions that replace expr's
+// allocating built-ins (and `+` and loop bodies, see meter): each pays for
 // its result from the evaluation's budget and then calls the built-in.
-func guardedFunctions() conf.FunctionsTable {
+func meteredFunctions() conf.FunctionsTable {
 	t := conf.FunctionsTable{}
 	for name, cost := range costs {
 		orig := builtin.Builtins[builtin.Index[name]]
@@ -434,27 +411,27 @@ func validateWithBudget(f *builtin.Function) func([]reflect.Type) (reflect.Type,
 	}
 }
 
-// Names of the functions guard inserts; like budgetVar they start with `$`
+// Names of the functions meter inserts; like budgetVar they start with `$`
 // so that they do not take a name a config could use.
 const (
 	addFn  = "$mcpd_add"
 	tickFn = "$mcpd_tick"
 )
 
-// guard rewrites a parsed expression so that everything that can grow
+// meter rewrites a parsed expression so that everything that can grow
 // with the arguments pays from the budget: calls of the built-ins in costs
 // get the budget as first argument, `a + b` becomes $mcpd_add(budget, a,
 // b), and the body of every predicate (map, filter, all, reduce, ...)
 // becomes $mcpd_tick(budget, body). It records whether it changed
 // anything, so that expressions which cannot grow run as they are.
-type guard struct {
+type meter struct {
 	changed bool
 	err     error
 }
 
 func budgetIdent() ast.Node { return &ast.IdentifierNode{Value: budgetVar} }
 
-func (g *guard) Visit(node *ast.Node) {
+func (g *meter) Visit(node *ast.Node) {
 	switch n := (*node).(type) {
 	case *ast.IdentifierNode:
 		if strings.HasPrefix(n.Value, "$mcpd") && g.err == nil {

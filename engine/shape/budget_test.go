@@ -64,9 +64,9 @@ func TestBudgetStopsProducts(t *testing.T) {
 	}
 }
 
-// The guard changes the program of the expressions it guards, not what
+// The meter changes the program of the expressions it meters, not what
 // they compute.
-func TestGuardedMatchesExpr(t *testing.T) {
+func TestMeteredMatchesExpr(t *testing.T) {
 	envType := types.Map{"args": types.Map{"s": types.Any, "n": types.Any}, "body": types.Any}
 	env := map[string]any{
 		"args": map[string]any{"s": "a,b,c", "n": 3.0},
@@ -104,9 +104,9 @@ func TestGuardedMatchesExpr(t *testing.T) {
 	}
 }
 
-// What the checker found at load time in expressions the guard rewrites,
+// What the checker found at load time in expressions the meter rewrites,
 // it still finds, and the budget's own names are not the config's to use.
-func TestGuardedCompileErrors(t *testing.T) {
+func TestMeteredCompileErrors(t *testing.T) {
 	for _, tt := range []struct{ src, want string }{
 		{`"a" + 1`, "mismatched types string and int"},
 		{`repeat("x")`, "not enough arguments to call repeat"},

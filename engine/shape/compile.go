@@ -16,7 +16,7 @@ import (
 	"github.com/expr-lang/expr/vm"
 )
 
-// defaults is expr's default configuration, built once, with the guarded
+// defaults is expr's default configuration, built once, with the metered
 // functions of budget.go in place of the allocating built-ins. expr.Compile
 // builds a new one for every expression, filling a map with all of expr's
 // builtin functions each time, which was a third of compiling a tool's
@@ -26,11 +26,11 @@ import (
 // from a copy of this one.
 var defaults = func() *conf.Config {
 	c := conf.CreateNew()
-	maps.Copy(c.Functions, guardedFunctions())
+	maps.Copy(c.Functions, meteredFunctions())
 	return c
 }()
 
-// compile is expr.Compile(src, expr.Env(env)) with the guard of budget.go
+// compile is expr.Compile(src, expr.Env(env)) with the meter of budget.go
 // applied between parsing and checking. It reports whether the program
 // needs a budget (see Program.Run).
 func compile(src string, env types.Map) (*vm.Program, bool, error) {
@@ -44,7 +44,7 @@ func compile(src string, env types.Map) (*vm.Program, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
-	g := &guard{}
+	g := &meter{}
 	ast.Walk(&tree.Node, g)
 	if g.err != nil {
 		return nil, false, g.err

@@ -28,8 +28,8 @@ func TestCompileMatchesExpr(t *testing.T) {
 			t.Errorf("%s: error %v, expr.Compile says %v", src, gotErr, wantErr)
 			continue
 		}
-		// Guarded expressions compile to other programs (budget.go);
-		// TestGuardedMatchesExpr checks that they compute the same.
+		// Metered expressions compile to other programs (budget.go);
+		// TestMeteredMatchesExpr checks that they compute the same.
 		if wantErr == nil && !budgeted && got.Disassemble() != want.Disassemble() {
 			t.Errorf("%s: program\n%s\nexpr.Compile gives\n%s", src, got.Disassemble(), want.Disassemble())
 		}

@@ -18,13 +18,15 @@ import (
 	"github.com/expr-lang/expr/vm"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/mcpd/mcpd/engine/sizes"
 )
 
 // Program is one compiled expression.
 type Program struct {
 	prog *vm.Program
 	src  string
-	// budgeted: the program calls the guarded functions of budget.go and
+	// budgeted: the program calls the metered functions of budget.go and
 	// needs a budget in its environment.
 	budgeted bool
 }
@@ -104,7 +106,7 @@ func (p *Program) Run(env map[string]any) (any, error) {
 	out, err := expr.Run(p.prog, env)
 	if err == nil {
 		if n := size(out, MaxResultBytes); n > MaxResultBytes {
-			err = fmt.Errorf("its value would be more than %s, the limit on the size of one expression's value (MaxResultBytes)", bytesText(MaxResultBytes))
+			err = fmt.Errorf("its value would be more than %s, the limit on the size of one expression's value (MaxResultBytes)", sizes.Text(MaxResultBytes))
 		}
 	}
 	if err != nil {

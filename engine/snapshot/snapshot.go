@@ -48,7 +48,7 @@ type Snapshot struct {
 	mu       sync.Mutex
 	inflight int
 	retired  bool
-	drained  chan struct{}
+	released chan struct{}
 
 	// Auth is the compiled auth block (nil: no auth), set by loader.Load.
 	Auth *auth.Config
@@ -79,7 +79,7 @@ func Build(cfg *config.Config, reg *adapter.Registry, prev *Snapshot, defaultVer
 		resources: map[string]*Resource{},
 		prompts:   map[string]*Prompt{},
 		backends:  map[string]*liveBackend{},
-		drained:   make(chan struct{}),
+		released:  make(chan struct{}),
 	}
 	s.Server = ServerInfo{Name: "mcpd", Version: defaultVersion}
 	if sv := cfg.Server; sv != nil {
@@ -371,7 +371,7 @@ func (s *Snapshot) Release() {
 	s.mu.Lock()
 	s.inflight--
 	if s.retired && s.inflight == 0 {
-		close(s.drained)
+		close(s.released)
 	}
 	s.mu.Unlock()
 }
@@ -380,9 +380,9 @@ func (s *Snapshot) retire(next *Snapshot) {
 	s.mu.Lock()
 	s.retired = true
 	if s.inflight == 0 {
-		close(s.drained)
+		close(s.released)
 	}
 	s.mu.Unlock()
-	<-s.drained
+	<-s.released
 	s.closeBackends(next)
 }
