@@ -24,7 +24,6 @@ import (
 	"sync"
 	"time"
 
-
 	"github.com/mcpd/mcpd/engine/config"
 	"github.com/mcpd/mcpd/engine/event"
 	"github.com/mcpd/mcpd/engine/principal"
