@@ -645,14 +645,7 @@ async function timed(box, f, render) {
     const ms = performance.now() - start;
     render(res, ms);
   } catch (e) {
-    const ms = performance.now() - start;
-    box.className = "result bad";
-    const head = e instanceof RPCError ? `protocol error ${e.code}` : "request failed";
-    fill(box, 
-      el("header", {}, el("strong", { class: "outcome" }, head), el("span", { class: "took" }, ms.toFixed(1) + " ms")),
-      el("div", { class: "block" }, el("pre", { class: "text" }, e.message)),
-      e.data !== undefined ? el("div", { class: "block" }, el("div", { class: "label" }, "data"), el("pre", {}, pretty(e.data))) : null,
-    );
+    showFailure(box, e, performance.now() - start);
   }
 }
 
