@@ -66,15 +66,11 @@ func (s *Server) codeActions(name string, rng protocol.Range) []protocol.CodeAct
 // directory, or a param (its label, args.NAME, or a :NAME or {{NAME}}
 // placeholder) in its tool.
 func (s *Server) references(name string, pos protocol.Position, withDecl bool) []protocol.Location {
-	src := s.readSource(name)
-	off := offset(src, pos)
 	out := []protocol.Location{}
-	f, _ := hclsyntax.ParseConfig(src, name, hcl.InitialPos)
-	body, ok := f.Body.(*hclsyntax.Body)
-	if !ok {
+	src, off, body, blocks := s.parseAt(name, pos)
+	if body == nil {
 		return out
 	}
-	blocks := syntaxBlocks(body, off)
 	dir := filepath.Dir(name)
 
 	// A backend: its declaration, or a use.

@@ -235,15 +235,25 @@ func enclosingParams(src []byte, off int) (*hclsyntax.Block, map[string]*hclsynt
 	return blocks[0], out
 }
 
-func (s *Server) hover(name string, pos protocol.Position) *protocol.Hover {
-	src := s.readSource(name)
-	off := offset(src, pos)
+// parseAt parses the buffer name (as the editor holds it) and finds the
+// blocks around pos, outermost first: what hover, definition and
+// references start from. body is nil when the text is not HCL at all.
+func (s *Server) parseAt(name string, pos protocol.Position) (src []byte, off int, body *hclsyntax.Body, blocks []*hclsyntax.Block) {
+	src = s.readSource(name)
+	off = offset(src, pos)
 	f, _ := hclsyntax.ParseConfig(src, name, hcl.InitialPos)
 	body, ok := f.Body.(*hclsyntax.Body)
 	if !ok {
+		return src, off, nil, nil
+	}
+	return src, off, body, syntaxBlocks(body, off)
+}
+
+func (s *Server) hover(name string, pos protocol.Position) *protocol.Hover {
+	src, off, body, blocks := s.parseAt(name, pos)
+	if body == nil {
 		return nil
 	}
-	blocks := syntaxBlocks(body, off)
 	path := make([]string, len(blocks))
 	for i, b := range blocks {
 		path[i] = b.Type
@@ -363,14 +373,10 @@ func staticValue(expr hclsyntax.Expression) (string, bool) {
 var rePlaceholder = regexp.MustCompile(`(?::|\{\{\s*)([A-Za-z_][A-Za-z0-9_]*)`)
 
 func (s *Server) definition(name string, pos protocol.Position) *protocol.Location {
-	src := s.readSource(name)
-	off := offset(src, pos)
-	f, _ := hclsyntax.ParseConfig(src, name, hcl.InitialPos)
-	body, ok := f.Body.(*hclsyntax.Body)
-	if !ok {
+	src, off, body, blocks := s.parseAt(name, pos)
+	if body == nil {
 		return nil
 	}
-	blocks := syntaxBlocks(body, off)
 	a := attributeAt(blocks, body, off)
 	if a == nil || !within(a.Expr.Range(), off) {
 		return nil
