@@ -73,7 +73,7 @@ prompt "greet" {
 `
 
 // auditFields are the keys of every audit line.
-var auditFields = []string{"time", "duration_ms", "principal", "auth_method", "session_id", "request_id", "transport",
+var auditFields = []string{"time", "duration_ms", "principal", "auth_method", "identity", "identity_subject", "actor", "session_id", "request_id", "transport",
 	"protocol_version", "client", "kind", "name", "arguments", "outcome", "bytes_out", "error", "config_generation"}
 
 var auditTimeRE = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$`)

@@ -94,3 +94,38 @@ type Mocker interface {
 	// path) and the rest of the block as it is. b.Body is not modified.
 	MockBackend(b *BackendBlock, serverURL string) (hcl.Body, error)
 }
+
+// A Delegation is the identity a call presented to its backend, when the
+// adapter sent one of its own making rather than the config's fixed
+// credentials: the audit log and the call's span record it beside the
+// caller. It never holds a token.
+type Delegation struct {
+	// Mode is how the identity was obtained: "client_credentials" (the
+	// service's own), "token_exchange" (the caller's, exchanged for this
+	// backend) or "passthrough" (the caller's token, forwarded).
+	Mode string
+	// Subject is whom the backend's token names (the sub claim): the
+	// caller for an exchange or a passthrough, the client for client
+	// credentials.
+	Subject string
+	// Actor is who acts for the subject (the act claim's sub of an
+	// exchanged token, RFC 8693 §4.1); "" when there is none.
+	Actor string
+}
+
+// A DelegationRecorder receives the Delegation of a call. The engine puts
+// one in the context of each call, under DelegationKey.
+type DelegationRecorder interface {
+	RecordDelegation(Delegation)
+}
+
+// DelegationKey is the context key of the call's DelegationRecorder.
+type DelegationKey struct{}
+
+// RecordDelegation tells the engine which identity the call presented to
+// its backend; it does nothing when nobody records calls.
+func RecordDelegation(ctx context.Context, d Delegation) {
+	if r, ok := ctx.Value(DelegationKey{}).(DelegationRecorder); ok {
+		r.RecordDelegation(d)
+	}
+}

@@ -29,6 +29,25 @@ type Scope struct {
 	// use as `inputs.<name>`, each with a note on its value for messages
 	// (see engine/snapshot's ask blocks). Nil: no `inputs` variable.
 	Inputs map[string]string
+	// Auth is what the server's auth block can verify of a caller, so
+	// that a block which needs the caller's identity (an OAuth token to
+	// exchange or forward, claims to bind) is refused at load when no
+	// caller could ever have it. Nil: the config has no auth block, and
+	// every call is the anonymous local user.
+	Auth *AuthInfo
+}
+
+// AuthInfo describes the callers a config's auth block can verify.
+type AuthInfo struct {
+	// APIKeys: callers may present one of the block's API keys (a
+	// principal with the key's attributes as claims, and no token that
+	// may leave mcpd).
+	APIKeys bool
+	// OAuth: callers may present OAuth access tokens (JWTs or
+	// introspected), whose claims and token the principal carries.
+	OAuth bool
+	// Range is the auth block's, for messages that point at it.
+	Range hcl.Range
 }
 
 // EvalContext is the load-time evaluation context: functions, no variables.

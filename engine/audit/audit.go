@@ -34,6 +34,15 @@ type Entry struct {
 	// verified ("api_key", "oauth"), or "none".
 	Principal  string `json:"principal"`
 	AuthMethod string `json:"auth_method"`
+	// Identity is how the tool's adapter identified itself to its backend
+	// on the caller's behalf: "client_credentials", "token_exchange",
+	// "passthrough", or empty (the config's own credentials, or none).
+	// IdentitySubject is whom that identity names; Actor who acts for
+	// them (an exchanged token's act claim), empty when no one does.
+	// Never a token.
+	Identity        string `json:"identity"`
+	IdentitySubject string `json:"identity_subject"`
+	Actor           string `json:"actor"`
 	// SessionID is the 2025 protocol's session (HTTP) or empty; RequestID
 	// is mcpd's own id of the request, unique per process run.
 	SessionID string `json:"session_id"`

@@ -27,7 +27,7 @@ func entry(name string) *Entry {
 }
 
 // allFields are the keys every line has, whatever it records.
-var allFields = []string{"time", "duration_ms", "principal", "auth_method", "session_id", "request_id", "transport",
+var allFields = []string{"time", "duration_ms", "principal", "auth_method", "identity", "identity_subject", "actor", "session_id", "request_id", "transport",
 	"protocol_version", "client", "kind", "name", "arguments", "outcome", "bytes_out", "error", "config_generation"}
 
 func TestEntryJSON(t *testing.T) {

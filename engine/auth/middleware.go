@@ -88,6 +88,11 @@ func (c *Config) serve(w http.ResponseWriter, r *http.Request, next http.Handler
 			fmt.Sprintf("insufficient scope: this server needs the scopes %q", strings.Join(c.scopes, " ")))
 		return
 	}
+	if p.Method == "oauth" {
+		// The token goes with its verified caller, for the backends that
+		// exchange or forward it (a principal never prints it).
+		p = p.WithToken(tok, exp)
+	}
 	ti := p.TokenInfo()
 	ti.Expiration = exp
 	// RequireBearerToken is the SDK's one way to put TokenInfo where its

@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/principal"
 	"github.com/mcpd/mcpd/engine/snapshot"
 )
@@ -66,6 +67,11 @@ type Call struct {
 	// Caller is the verified caller, decoded once per request; nil for the
 	// local user.
 	Caller *principal.Principal
+	// Delegation is the identity the tool's adapter presented to its
+	// backend on the caller's behalf (an exchanged token's subject and
+	// actor, say); its Mode is "" when the adapter used the config's own
+	// credentials or none.
+	Delegation adapter.Delegation
 	// Request, Result and Err are what the SDK handed mcpd and what it
 	// answers: Result is nil when Err is set.
 	Request mcp.Request

@@ -9,7 +9,10 @@ package principal
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 )
@@ -32,6 +35,98 @@ type Principal struct {
 	// Claims are the verified token's claims, or an API key's attributes.
 	// Caller-bound params read them as claims.<name>.
 	Claims map[string]any
+
+	// token is the bearer token the caller was verified with (OAuth
+	// only: an API key is mcpd's own secret and never leaves it), for
+	// the backends that exchange or forward it. It is unexported and a
+	// pointer so that no printing of a Principal can show it: fmt prints
+	// a nested pointer as an address, encoding/json skips unexported
+	// fields, and *Token redacts itself in every format.
+	token *Token
+}
+
+// Token is a caller's bearer token. Its every printed form (fmt verbs,
+// slog, JSON) is "[redacted]": only Reveal gives the value, for the one
+// place that must send it (a token exchange, or a passthrough header).
+type Token struct {
+	raw    string
+	expiry time.Time
+}
+
+const redacted = "[redacted]"
+
+// Reveal returns the token itself. Call it only to send it to the
+// authorization server or to a backend that may receive it.
+func (t *Token) Reveal() string {
+	if t == nil {
+		return ""
+	}
+	return t.raw
+}
+
+// Expiry is when the token expires (zero: unknown).
+func (t *Token) Expiry() time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.expiry
+}
+
+func (t *Token) String() string               { return redacted }
+func (t *Token) GoString() string             { return redacted }
+func (t *Token) Format(f fmt.State, _ rune)   { _, _ = f.Write([]byte(redacted)) }
+func (t *Token) LogValue() slog.Value         { return slog.StringValue(redacted) }
+func (t *Token) MarshalJSON() ([]byte, error) { return []byte(`"` + redacted + `"`), nil }
+func (t *Token) MarshalText() ([]byte, error) { return []byte(redacted), nil }
+
+// WithToken returns a copy of p that carries the bearer token it was
+// verified with, and when that token expires (zero: unknown). p itself is
+// not changed: a Principal may be shared (an API key's).
+func (p *Principal) WithToken(raw string, expiry time.Time) *Principal {
+	q := *p
+	q.token = &Token{raw: raw, expiry: expiry}
+	return &q
+}
+
+// Token is the caller's bearer token, nil when it has none that may be
+// used (an API key, or no auth).
+func (p *Principal) Token() *Token {
+	if p == nil {
+		return nil
+	}
+	return p.token
+}
+
+// Audience is the aud claim of the caller's token: one string or a list
+// of them; nil when there is none.
+func (p *Principal) Audience() []string {
+	if p == nil {
+		return nil
+	}
+	switch a := p.Claims["aud"].(type) {
+	case string:
+		return []string{a}
+	case []string:
+		return a
+	case []any:
+		out := make([]string, 0, len(a))
+		for _, v := range a {
+			if s, ok := v.(string); ok {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+// LogValue is what log/slog shows of p: its name and method, never its
+// token or claims.
+func (p *Principal) LogValue() slog.Value {
+	if p == nil {
+		return slog.StringValue("local")
+	}
+	return slog.GroupValue(slog.String("name", p.Name), slog.String("method", p.Method))
 }
 
 // TokenInfo encodes p for the SDK, which passes it on to every request.

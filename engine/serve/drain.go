@@ -5,6 +5,8 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
+
+	"github.com/mcpd/mcpd/engine/adapter"
 )
 
 // errShuttingDown is the cause of the cancellation of calls still running
@@ -179,6 +181,9 @@ func (c *reqCtx) Err() error {
 func (c *reqCtx) Value(key any) any {
 	if key == (observedKey{}) {
 		return &c.obs
+	}
+	if key == (adapter.DelegationKey{}) {
+		return &c.obs // an adapter.DelegationRecorder
 	}
 	if in := c.inner.Load(); in != nil {
 		return in.ctx.Value(key)

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/event"
 	"github.com/mcpd/mcpd/engine/principal"
 	"github.com/mcpd/mcpd/engine/snapshot"
@@ -74,6 +75,11 @@ func observedOf(ctx context.Context) *observed {
 	o, _ := ctx.Value(observedKey{}).(*observed)
 	return o
 }
+
+// RecordDelegation notes the identity the call's adapter presented to
+// its backend (adapter.RecordDelegation), for the audit log and the span.
+// The adapter runs in the request's goroutine, before observeEnd reads it.
+func (o *observed) RecordDelegation(d adapter.Delegation) { o.ev.Delegation = d }
 
 // noteTool tells the request's event which tool runs, as the handler found
 // it with the caller's scopes.
@@ -153,6 +159,9 @@ func (s *Server) observeEnd(o *observed, ctx context.Context, res mcp.Result, er
 		s.opts.Metrics.RequestDone(ev.Method, errorType(ev.Outcome, err), ev.Duration)
 	}
 	if o.span != nil {
+		if d := ev.Delegation; d.Mode != "" {
+			o.span.SetAttributes(delegationAttributes(d)...)
+		}
 		endSpan(o.span, errorType(ev.Outcome, err), err)
 	}
 	if ev.Kind != "" && (s.opts.Audit != nil || s.opts.OnCall != nil) {
@@ -268,6 +277,11 @@ func (s *Server) startSpan(ctx context.Context, o *observed, req mcp.Request) (c
 			attrs = append(attrs, attribute.String("gen_ai.prompt.name", ev.Name))
 		}
 	}
+	if ev.Caller != nil {
+		// The verified caller, as the audit log names it (a name or a
+		// token's subject, never a credential).
+		attrs = append(attrs, attribute.String("enduser.id", ev.Caller.Name))
+	}
 	if r, ok := req.(*mcp.ReadResourceRequest); ok && r.Params != nil {
 		// As the audit log names it: with the config's secrets redacted.
 		attrs = append(attrs, attribute.String("mcp.resource.uri", s.current.Load().Redactor().String(r.Params.URI)))
@@ -307,4 +321,15 @@ func paramsMeta(req mcp.Request) (meta map[string]any) {
 		return p.GetMeta()
 	}
 	return nil
+}
+
+// delegationAttributes are the span attributes of the identity a call
+// presented to its backend: how it was obtained, whom it names, and who
+// acts for them (an exchanged token's act claim).
+func delegationAttributes(d adapter.Delegation) []attribute.KeyValue {
+	attrs := []attribute.KeyValue{attribute.String("mcpd.identity.mode", d.Mode), attribute.String("mcpd.identity.subject", d.Subject)}
+	if d.Actor != "" {
+		attrs = append(attrs, attribute.String("mcpd.identity.actor", d.Actor))
+	}
+	return attrs
 }

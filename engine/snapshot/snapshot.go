@@ -94,7 +94,7 @@ func Build(cfg *config.Config, reg *adapter.Registry, prev *Snapshot, defaultVer
 	stateDiags := stateSealer(cfg.Server, &s.Server)
 
 	secrets := recordSecrets(cfg)
-	ft := funcTables{opts: funcs.Options{UnsetEnvUnknown: cfg.UnsetEnvUnknown}, tables: map[string]map[string]function.Function{}}
+	ft := funcTables{opts: funcs.Options{UnsetEnvUnknown: cfg.UnsetEnvUnknown}, tables: map[string]map[string]function.Function{}, auth: authInfo(cfg.Auth)}
 	sl, diags := compileServerLimits(cfg.Server)
 	diags = append(diags, stateDiags...)
 	diags = append(diags, s.openBackends(cfg, reg, prev, ft)...)
@@ -183,7 +183,7 @@ func (s *Snapshot) openBackends(cfg *config.Config, reg *adapter.Registry, prev 
 		if !ok {
 			panic("unregistered backend block " + bc.Type)
 		}
-		scope := &adapter.Scope{Dir: bc.Dir, Functions: ft.get(bc.Dir)}
+		scope := &adapter.Scope{Dir: bc.Dir, Functions: ft.get(bc.Dir), Auth: ft.auth}
 		conf, d := ba.DecodeBackend(&adapter.BackendBlock{Name: bc.Name, Body: bc.Body, Range: bc.DeclRange, Scope: scope})
 		diags = append(diags, d...)
 		if d.HasErrors() || conf == nil {
@@ -234,6 +234,17 @@ func (b *backendSet) names(blockType string) []string { return b.declared[blockT
 type funcTables struct {
 	opts   funcs.Options
 	tables map[string]map[string]function.Function
+	// auth is what the config's auth block verifies of callers, handed
+	// to every adapter.Scope with the functions.
+	auth *adapter.AuthInfo
+}
+
+// authInfo is what adapters are told of the auth block a (nil: none).
+func authInfo(a *config.Auth) *adapter.AuthInfo {
+	if a == nil {
+		return nil
+	}
+	return &adapter.AuthInfo{APIKeys: len(a.APIKeys) > 0, OAuth: a.OAuth != nil, Range: a.DeclRange}
 }
 
 func (ft funcTables) get(dir string) map[string]function.Function {
