@@ -14,6 +14,7 @@
 package httpadapter
 
 import (
+	"fmt"
 	"net/http"
 	"sort"
 	"strings"
@@ -31,10 +32,13 @@ import (
 type Adapter struct {
 	once   sync.Once
 	shared *resty.Client // for tools without a backend
+	// tokens are the OAuth tokens identity blocks obtained, for the life
+	// of the adapter: a reload keeps them.
+	tokens *tokenCache
 }
 
 // New returns the HTTP adapter.
-func New() *Adapter { return &Adapter{} }
+func New() *Adapter { return &Adapter{tokens: newTokenCache()} }
 
 var (
 	_ adapter.BackendAdapter = (*Adapter)(nil)
@@ -85,6 +89,8 @@ type handler struct {
 	retry       retryPolicy
 	retryUnsafe bool
 	secrets     secrets
+	// identity obtains the bearer token of each call (nil: none).
+	identity *identity
 }
 
 // Vars are the variables result expressions see.
@@ -115,7 +121,9 @@ func (a *Adapter) CompileTool(b *adapter.ToolBlock) (adapter.Handler, hcl.Diagno
 	if attr := attrs["backend"]; attr != nil {
 		be, _ = adapter.LookupBackend[*liveBackend](d.Decoder, b, attr, "http_backend", `http_backend %q { base_url = "https://..." }`)
 	}
+	var idCfg *identityConfig
 	if be != nil {
+		idCfg = be.cfg.identity
 		h.client = be.client
 		h.origin = be.cfg.origin
 		h.baseHeaders = be.cfg.headers
@@ -202,6 +210,25 @@ func (a *Adapter) CompileTool(b *adapter.ToolBlock) (adapter.Handler, hcl.Diagno
 		if v, ok := d.Bool(attr, "retry_unsafe"); ok {
 			h.retryUnsafe = v
 		}
+	}
+
+	// identity: the tool's replaces the backend's.
+	if ib := d.SingleBlock(content.Blocks, "identity"); ib != nil {
+		idCfg = d.decodeIdentity(ib, fmt.Sprintf("tool %q", b.Tool), &sec)
+	}
+	if idCfg != nil {
+		if attr := attrs["headers"]; attr != nil {
+			if keys, _, ok := staticKeys(attr.Expr); ok {
+				d.checkIdentityHeaders(attr, keys, idCfg)
+			} else if h.headers != nil && h.headers.static != nil {
+				names := make([]string, 0, len(h.headers.static))
+				for k := range h.headers.static {
+					names = append(names, k)
+				}
+				d.checkIdentityHeaders(attr, names, idCfg)
+			}
+		}
+		h.identity = newIdentity(idCfg, a.tokens)
 	}
 
 	if d.Diags.HasErrors() {

@@ -37,6 +37,9 @@ type backendConfig struct {
 	certPEM []byte
 	keyPEM  []byte
 	secrets secrets
+	// identity is the identity block (nil: the requests carry only the
+	// configured headers).
+	identity *identityConfig
 }
 
 func (c *backendConfig) String() string   { return fmt.Sprintf("http_backend %q", c.name) }
@@ -95,6 +98,16 @@ func (a *Adapter) DecodeBackend(b *adapter.BackendBlock) (adapter.BackendConfig,
 	}
 	if tb := d.SingleBlock(content.Blocks, "tls"); tb != nil {
 		d.decodeTLS(tb, c)
+	}
+	if ib := d.SingleBlock(content.Blocks, "identity"); ib != nil {
+		c.identity = d.decodeIdentity(ib, c.String(), &c.secrets)
+		if attr := content.Attributes["headers"]; attr != nil && c.identity != nil {
+			names := make([]string, 0, len(c.headers))
+			for k := range c.headers {
+				names = append(names, k)
+			}
+			d.checkIdentityHeaders(attr, names, c.identity)
+		}
 	}
 	c.secrets = c.secrets.finish()
 	if d.Diags.HasErrors() {
@@ -216,6 +229,7 @@ func (c *backendConfig) Fingerprint() string {
 	str(string(c.caPEM))
 	str(string(c.certPEM))
 	str(string(c.keyPEM))
+	c.identity.fingerprint(str)
 	return hex.EncodeToString(h.Sum(nil))
 }
 

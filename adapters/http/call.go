@@ -90,28 +90,31 @@ func (h *handler) Call(ctx context.Context, req *adapter.Request) (*adapter.Outp
 		return fail("%s %s: request not sent: %v", h.method, display, err)
 	}
 
-	attempts := 1
-	if h.retry.attempts > 1 && (idempotentMethods[h.method] || h.retryUnsafe) {
-		attempts = h.retry.attempts
-	}
-	target := u.String()
-	var (
-		res  *response
-		aerr *attemptError
-		n    int
-	)
-	for n = 1; ; n++ {
-		res, aerr = h.attempt(ctx, target, hdr, body, form)
-		if n >= attempts || !h.retryable(res, aerr) {
-			break
+	var g *grant
+	if h.identity != nil {
+		if g, err = h.authorize(ctx, hdr, &sec); err != nil {
+			return fail("%s %s: request not sent: %v", h.method, display, err)
 		}
-		wait := h.retry.delay(n, res)
-		t := time.NewTimer(wait)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return fail("%s %s: %s while waiting to retry (after %d attempts)", h.method, display, canceledMsg(ctx), n)
+	}
+
+	target := u.String()
+	res, aerr, n, err := h.send(ctx, target, hdr, body, form)
+	if err != nil {
+		return fail("%s %s: %v", h.method, display, err)
+	}
+	if g != nil && g.cached && aerr == nil && res.status == http.StatusUnauthorized {
+		// The backend refused a token from the cache: the AS may have
+		// revoked it, or the backend's clock runs ahead. One new token,
+		// one more try; a fresh token refused is the backend's answer.
+		h.identity.cache.drop(g.cacheKey, g.token)
+		if g, err = h.authorize(ctx, hdr, &sec); err != nil {
+			return fail("%s %s: the backend refused the cached token (401), and a new one could not be had: %v", h.method, display, err)
+		}
+		var more int
+		res, aerr, more, err = h.send(ctx, target, hdr, body, form)
+		n += more
+		if err != nil {
+			return fail("%s %s: %v", h.method, display, err)
 		}
 	}
 	status := 0
@@ -134,6 +137,47 @@ func (h *handler) Call(ctx context.Context, req *adapter.Request) (*adapter.Outp
 		return fail("%s", msg)
 	}
 	return h.output(res, sec, display)
+}
+
+// send makes the request's attempts, retrying as configured. err is set
+// only when the call's context ended while waiting to retry.
+func (h *handler) send(ctx context.Context, target string, hdr http.Header, body []byte, form url.Values) (*response, *attemptError, int, error) {
+	attempts := 1
+	if h.retry.attempts > 1 && (idempotentMethods[h.method] || h.retryUnsafe) {
+		attempts = h.retry.attempts
+	}
+	for n := 1; ; n++ {
+		res, aerr := h.attempt(ctx, target, hdr, body, form)
+		if n >= attempts || !h.retryable(res, aerr) {
+			return res, aerr, n, nil
+		}
+		wait := h.retry.delay(n, res)
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, nil, n, fmt.Errorf("%s while waiting to retry (after %d attempts)", canceledMsg(ctx), n)
+		}
+	}
+}
+
+// authorize sets the call's Authorization header from the tool's identity,
+// adds the tokens involved to the call's secrets and tells the engine
+// which identity the call presents.
+func (h *handler) authorize(ctx context.Context, hdr http.Header, sec *secrets) (*grant, error) {
+	g, err := h.identity.token(ctx)
+	if err != nil {
+		return nil, err
+	}
+	hdr.Set("Authorization", "Bearer "+g.token)
+	var call secrets
+	for _, v := range g.secrets {
+		call.add(v)
+	}
+	*sec = sec.merge(call)
+	adapter.RecordDelegation(ctx, g.delegation)
+	return g, nil
 }
 
 func (h *handler) buildQuery(req *adapter.Request) (url.Values, error) {

@@ -56,7 +56,7 @@ var (
 			{Name: "query"},
 			{Name: "timeout"},
 		},
-		Blocks: []adapter.BlockSchema{{Type: "retry", Schema: retrySchema}, {Type: "tls", Schema: tlsSchema}},
+		Blocks: []adapter.BlockSchema{{Type: "retry", Schema: retrySchema}, {Type: "tls", Schema: tlsSchema}, {Type: "identity", Schema: identitySchema}},
 	}
 	toolSchema = &adapter.Schema{
 		Attributes: []hcl.AttributeSchema{
@@ -73,7 +73,7 @@ var (
 			{Name: "timeout"},
 			{Name: "retry_unsafe"},
 		},
-		Blocks: []adapter.BlockSchema{{Type: "retry", Schema: retrySchema}},
+		Blocks: []adapter.BlockSchema{{Type: "retry", Schema: retrySchema}, {Type: "identity", Schema: identitySchema}},
 	}
 )
 

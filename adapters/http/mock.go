@@ -38,6 +38,14 @@ func (a *Adapter) MockBackend(b *adapter.BackendBlock, serverURL string) (hcl.Bo
 		}
 	}
 	nb := *sb
+	// A mock answers whatever it is sent: the backend's identity block
+	// (which would ask an authorization server for tokens) is left out.
+	nb.Blocks = nil
+	for _, blk := range sb.Blocks {
+		if blk.Type != "identity" {
+			nb.Blocks = append(nb.Blocks, blk)
+		}
+	}
 	nb.Attributes = maps.Clone(sb.Attributes)
 	if nb.Attributes == nil {
 		nb.Attributes = hclsyntax.Attributes{}

@@ -1,0 +1,457 @@
+package httpadapter
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/singleflight"
+
+	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/principal"
+)
+
+// RFC 8693 token type identifiers.
+const (
+	grantTokenExchange   = "urn:ietf:params:oauth:grant-type:token-exchange"
+	tokenTypeAccessToken = "urn:ietf:params:oauth:token-type:access_token"
+)
+
+// Limits of the token cache and of the token endpoint's answers.
+const (
+	maxCachedTokens  = 10000
+	maxTokenResponse = 64 << 10
+	maxRefreshMargin = time.Minute
+	// defaultTokenLife is how long a token whose lifetime the AS did not
+	// say (no expires_in, not a JWT) is used.
+	defaultTokenLife = 5 * time.Minute
+)
+
+// tokenCache holds the tokens the adapter obtained, for the life of the
+// process (a reload that keeps an identity keeps its tokens), keyed by the
+// identity's key and, for token exchange, the caller. A token is used until
+// shortly before it expires; then the first call to need it fetches a new
+// one, and concurrent calls for the same key wait for that one fetch
+// (singleflight) instead of each asking the AS.
+type tokenCache struct {
+	now    func() time.Time
+	client *http.Client
+
+	mu sync.Mutex
+	m  map[string]*cachedToken
+	sf singleflight.Group
+}
+
+type cachedToken struct {
+	token     string
+	refreshAt time.Time // when it is fetched again
+	expiry    time.Time
+	subject   string
+	actor     string
+}
+
+func newTokenCache() *tokenCache {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 8
+	return &tokenCache{
+		now: time.Now,
+		client: &http.Client{
+			Transport: tr,
+			// A token endpoint that redirects would have the client's
+			// credentials re-sent elsewhere: never followed.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+		m: map[string]*cachedToken{},
+	}
+}
+
+func (c *tokenCache) lookup(key string) *cachedToken {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := c.m[key]
+	if t == nil || !c.now().Before(t.refreshAt) {
+		return nil
+	}
+	return t
+}
+
+func (c *tokenCache) store(key string, t *cachedToken) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.m) >= maxCachedTokens {
+		now := c.now()
+		for k, v := range c.m {
+			if !now.Before(v.refreshAt) {
+				delete(c.m, k)
+			}
+		}
+		for k := range c.m { // still full: any one goes
+			if len(c.m) < maxCachedTokens {
+				break
+			}
+			delete(c.m, k)
+		}
+	}
+	c.m[key] = t
+}
+
+// drop forgets key's token if it is still tok (a backend refused it).
+func (c *tokenCache) drop(key, tok string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if t := c.m[key]; t != nil && t.token == tok {
+		delete(c.m, key)
+	}
+}
+
+// get returns key's token, fetching it with fetch when there is none that
+// is fresh enough. cached reports that it came from the cache. A fetch
+// runs under its own timeout, not the caller's context: other calls may be
+// waiting for it; a caller whose context ends stops waiting.
+func (c *tokenCache) get(ctx context.Context, key string, timeout time.Duration, fetch func(context.Context) (*cachedToken, error)) (t *cachedToken, cached bool, err error) {
+	if t := c.lookup(key); t != nil {
+		return t, true, nil
+	}
+	ch := c.sf.DoChan(key, func() (any, error) {
+		if t := c.lookup(key); t != nil { // fetched while this call looked
+			return t, nil
+		}
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+		defer cancel()
+		t, err := fetch(fctx)
+		if err != nil {
+			return nil, err
+		}
+		c.store(key, t)
+		return t, nil
+	})
+	select {
+	case r := <-ch:
+		if r.Err != nil {
+			return nil, false, r.Err
+		}
+		return r.Val.(*cachedToken), false, nil
+	case <-ctx.Done():
+		return nil, false, fmt.Errorf("%s while waiting for a token", canceledMsg(ctx))
+	}
+}
+
+// identity is an identity block at call time: its config and the
+// adapter's token cache.
+type identity struct {
+	cfg   *identityConfig
+	key   string
+	cache *tokenCache
+}
+
+func newIdentity(cfg *identityConfig, cache *tokenCache) *identity {
+	if cfg == nil {
+		return nil
+	}
+	return &identity{cfg: cfg, key: cfg.key(), cache: cache}
+}
+
+// grant is the token one call sends, and what to record of it.
+type grant struct {
+	token      string
+	cacheKey   string // "" for passthrough: nothing to drop on a 401
+	cached     bool
+	delegation adapter.Delegation
+	// secrets are this call's values to redact: the token sent and the
+	// caller's token.
+	secrets []string
+}
+
+// token returns the bearer token for one call of a tool, as the mode
+// says. Its errors say what failed and never contain a token or secret.
+func (id *identity) token(ctx context.Context) (*grant, error) {
+	cfg := id.cfg
+	switch cfg.mode {
+	case modeClientCredentials:
+		t, cached, err := id.cache.get(ctx, id.key, cfg.timeout, func(fctx context.Context) (*cachedToken, error) {
+			return id.request(fctx, url.Values{"grant_type": {"client_credentials"}}, "", time.Time{})
+		})
+		if err != nil {
+			return nil, err
+		}
+		return &grant{token: t.token, cacheKey: id.key, cached: cached, secrets: []string{t.token},
+			delegation: adapter.Delegation{Mode: cfg.mode, Subject: t.subject, Actor: t.actor}}, nil
+
+	case modeTokenExchange:
+		p := principal.FromContext(ctx)
+		sub := p.Token()
+		if sub == nil {
+			return nil, errNoCallerToken(cfg, p)
+		}
+		// One exchanged token per caller: the subject, with the issuer
+		// that vouches for it.
+		iss, _ := p.Claims["iss"].(string)
+		key := id.key + "\x00" + iss + "\x00" + p.Name
+		t, cached, err := id.cache.get(ctx, key, cfg.timeout, func(fctx context.Context) (*cachedToken, error) {
+			form := url.Values{
+				"grant_type":           {grantTokenExchange},
+				"subject_token":        {sub.Reveal()},
+				"subject_token_type":   {tokenTypeAccessToken},
+				"requested_token_type": {tokenTypeAccessToken},
+			}
+			return id.request(fctx, form, p.Name, sub.Expiry())
+		})
+		if err != nil {
+			// The AS may quote the subject token back in its error.
+			var s secrets
+			s.add(sub.Reveal())
+			return nil, errors.New(s.finish().redact(err.Error()))
+		}
+		return &grant{token: t.token, cacheKey: key, cached: cached, secrets: []string{t.token, sub.Reveal()},
+			delegation: adapter.Delegation{Mode: cfg.mode, Subject: t.subject, Actor: t.actor}}, nil
+
+	default: // passthrough
+		p := principal.FromContext(ctx)
+		tok := p.Token()
+		if tok == nil {
+			return nil, errNoCallerToken(cfg, p)
+		}
+		aud := p.Audience()
+		if !contains(aud, cfg.audience) {
+			// The confused deputy: a token issued for another service
+			// (mcpd itself, usually) must not reach this one.
+			got := "no aud claim"
+			if len(aud) > 0 {
+				got = "aud " + strings.Join(quoteAll(aud), ", ")
+			}
+			return nil, fmt.Errorf("%s refused to forward the caller's token: it was issued for %s, not for %q; only a token whose audience includes the backend may be forwarded (ask the authorization server for one, or configure mode = %q)",
+				cfg, got, cfg.audience, modeTokenExchange)
+		}
+		if exp := tok.Expiry(); !exp.IsZero() && !id.cache.now().Before(exp) {
+			return nil, fmt.Errorf("%s: the caller's token expired at %s; the client must get a new one", cfg, exp.UTC().Format(time.RFC3339))
+		}
+		return &grant{token: tok.Reveal(), secrets: []string{tok.Reveal()},
+			delegation: adapter.Delegation{Mode: cfg.mode, Subject: p.Name}}, nil
+	}
+}
+
+func errNoCallerToken(cfg *identityConfig, p *principal.Principal) error {
+	who := "this call has no verified caller (stdio, or HTTP without auth)"
+	if p != nil {
+		who = fmt.Sprintf("the caller authenticated with %s, not an OAuth access token", methodName(p.Method))
+	}
+	return fmt.Errorf("%s (mode = %q) needs the caller's OAuth access token, and %s; call this tool over HTTP with a token from the authorization server", cfg, cfg.mode, who)
+}
+
+func methodName(m string) string {
+	if m == "api_key" {
+		return "an API key"
+	}
+	return m
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+func quoteAll(l []string) []string {
+	out := make([]string, len(l))
+	for i, s := range l {
+		out[i] = strconv.Quote(s)
+	}
+	return out
+}
+
+// tokenResponse is the token endpoint's answer (RFC 6749 §5.1, RFC 8693
+// §2.2.1).
+type tokenResponse struct {
+	AccessToken     string          `json:"access_token"`
+	TokenType       string          `json:"token_type"`
+	ExpiresIn       json.RawMessage `json:"expires_in"`
+	IssuedTokenType string          `json:"issued_token_type"`
+	Error           string          `json:"error"`
+	ErrorDesc       string          `json:"error_description"`
+}
+
+// request asks the token endpoint for a token with form (the grant's
+// parameters), adding the client's credentials, audience, resource and
+// scopes. subject is the caller for an exchange ("" for client
+// credentials); the token is not used past notAfter (the caller's token's
+// expiry) when that is set.
+func (id *identity) request(ctx context.Context, form url.Values, subject string, notAfter time.Time) (*cachedToken, error) {
+	cfg := id.cfg
+	what := "the client credentials grant"
+	if cfg.mode == modeTokenExchange {
+		what = "the token exchange"
+	}
+	fail := func(format string, args ...any) error {
+		return fmt.Errorf("%s: %s at %s failed: %s", cfg, what, cfg.tokenURL, fmt.Sprintf(format, args...))
+	}
+	if cfg.audience != "" {
+		form.Set("audience", cfg.audience)
+	}
+	if cfg.resource != "" {
+		form.Set("resource", cfg.resource)
+	}
+	if len(cfg.scopes) > 0 {
+		form.Set("scope", strings.Join(cfg.scopes, " "))
+	}
+	if cfg.clientAuth == "post" {
+		form.Set("client_id", cfg.clientID)
+		form.Set("client_secret", cfg.clientSecret)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, cfg.tokenURL, strings.NewReader(form.Encode()))
+	if err != nil {
+		return nil, fail("%v", err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", userAgent)
+	if cfg.clientAuth == "basic" {
+		// RFC 6749 §2.3.1: both form-encoded before Basic encoding.
+		cred := url.QueryEscape(cfg.clientID) + ":" + url.QueryEscape(cfg.clientSecret)
+		req.Header.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(cred)))
+	}
+	start := id.cache.now()
+	resp, err := id.cache.client.Do(req)
+	if err != nil {
+		return nil, fail("%s", tokenNetError(ctx, err, cfg.timeout))
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxTokenResponse))
+	if err != nil {
+		return nil, fail("reading the answer: %s", tokenNetError(ctx, err, cfg.timeout))
+	}
+	var tr tokenResponse
+	jsonErr := json.Unmarshal(body, &tr)
+	if resp.StatusCode != http.StatusOK {
+		msg := fmt.Sprintf("the authorization server answered %s", statusLine(resp))
+		if jsonErr == nil && tr.Error != "" {
+			msg += ": " + oneLine(tr.Error, 64)
+			if tr.ErrorDesc != "" {
+				msg += ": " + oneLine(tr.ErrorDesc, 300)
+			}
+		} else if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+			msg += " (a redirect, which is not followed)"
+		}
+		return nil, fail("%s", msg)
+	}
+	switch {
+	case jsonErr != nil:
+		return nil, fail("the answer is not a JSON token response")
+	case tr.AccessToken == "":
+		return nil, fail("the answer has no access_token")
+	case !strings.EqualFold(tr.TokenType, "bearer"):
+		return nil, fail("the token_type is %q; mcpd sends bearer tokens only", oneLine(tr.TokenType, 32))
+	case tr.IssuedTokenType != "" && tr.IssuedTokenType != tokenTypeAccessToken:
+		return nil, fail("the issued_token_type is %q, not an access token", oneLine(tr.IssuedTokenType, 80))
+	}
+	claims := unverifiedClaims(tr.AccessToken)
+	expiry := start.Add(defaultTokenLife)
+	if secs, ok := expiresIn(tr.ExpiresIn); ok {
+		expiry = start.Add(time.Duration(secs) * time.Second)
+	} else if exp, ok := claims["exp"].(float64); ok {
+		expiry = time.Unix(int64(exp), 0)
+	}
+	if !notAfter.IsZero() && notAfter.Before(expiry) {
+		// An exchanged token outliving the caller's would act for a
+		// caller whose session ended.
+		expiry = notAfter
+	}
+	life := expiry.Sub(start)
+	margin := min(life/5, maxRefreshMargin)
+	t := &cachedToken{token: tr.AccessToken, expiry: expiry, refreshAt: expiry.Add(-margin), subject: subject}
+	if s, ok := claims["sub"].(string); ok && s != "" {
+		t.subject = s
+	}
+	if t.subject == "" {
+		t.subject = cfg.clientID
+	}
+	if act, ok := claims["act"].(map[string]any); ok {
+		t.actor, _ = act["sub"].(string)
+	}
+	return t, nil
+}
+
+// expiresIn reads expires_in: a number of seconds, or (from some servers)
+// a string of one.
+func expiresIn(raw json.RawMessage) (int64, bool) {
+	if len(raw) == 0 {
+		return 0, false
+	}
+	var n float64
+	if err := json.Unmarshal(raw, &n); err != nil {
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			return 0, false
+		}
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return 0, false
+		}
+		n = f
+	}
+	if n <= 0 {
+		return 0, false
+	}
+	return int64(n), true
+}
+
+// unverifiedClaims reads the claims of a JWT without verifying it: only to
+// record its subject and actor and learn its expiry. The backend verifies
+// the token; mcpd only carries it. Nil for a token that is not a JWT.
+func unverifiedClaims(tok string) map[string]any {
+	parts := strings.Split(tok, ".")
+	if len(parts) != 3 {
+		return nil
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return nil
+	}
+	var m map[string]any
+	if json.Unmarshal(payload, &m) != nil {
+		return nil
+	}
+	return m
+}
+
+// oneLine is s without control characters, cut to n bytes.
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.FieldsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }), " ")
+	if len(s) > n {
+		cut := n
+		for cut > 0 && s[cut]&0xC0 == 0x80 {
+			cut--
+		}
+		s = s[:cut] + "…"
+	}
+	return s
+}
+
+// tokenNetError says why the token endpoint could not be reached, without
+// socket addresses.
+func tokenNetError(ctx context.Context, err error, timeout time.Duration) string {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Sprintf("the authorization server did not answer within %s", timeout)
+	}
+	inner := unwrapURLError(err)
+	var dnsErr *net.DNSError
+	if errors.As(inner, &dnsErr) {
+		return dnsMessage(dnsErr)
+	}
+	if msg := connMessage(inner); msg != "" {
+		return "cannot reach the authorization server: " + msg
+	}
+	return "cannot reach the authorization server: " + inner.Error()
+}
