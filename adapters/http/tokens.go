@@ -179,7 +179,7 @@ func (id *identity) token(ctx context.Context) (*grant, error) {
 	switch cfg.mode {
 	case modeClientCredentials:
 		t, cached, err := id.cache.get(ctx, id.key, cfg.timeout, func(fctx context.Context) (*cachedToken, error) {
-			return id.request(fctx, url.Values{"grant_type": {"client_credentials"}}, "", time.Time{})
+			return id.request(fctx, url.Values{"grant_type": {"client_credentials"}}, "", time.Time{}, secrets{})
 		})
 		if err != nil {
 			return nil, err
@@ -204,7 +204,9 @@ func (id *identity) token(ctx context.Context) (*grant, error) {
 				"subject_token_type":   {tokenTypeAccessToken},
 				"requested_token_type": {tokenTypeAccessToken},
 			}
-			return id.request(fctx, form, p.Name, sub.Expiry())
+			var subSec secrets
+			subSec.add(sub.Reveal())
+			return id.request(fctx, form, p.Name, sub.Expiry(), subSec.finish())
 		})
 		if err != nil {
 			// The AS may quote the subject token back in its error.
@@ -287,8 +289,9 @@ type tokenResponse struct {
 // parameters), adding the client's credentials, audience, resource and
 // scopes. subject is the caller for an exchange ("" for client
 // credentials); the token is not used past notAfter (the caller's token's
-// expiry) when that is set.
-func (id *identity) request(ctx context.Context, form url.Values, subject string, notAfter time.Time) (*cachedToken, error) {
+// expiry) when that is set. The AS's error text is redacted with sec (the
+// caller's token), before it is cut short.
+func (id *identity) request(ctx context.Context, form url.Values, subject string, notAfter time.Time, sec secrets) (*cachedToken, error) {
 	cfg := id.cfg
 	what := "the client credentials grant"
 	if cfg.mode == modeTokenExchange {
@@ -337,9 +340,9 @@ func (id *identity) request(ctx context.Context, form url.Values, subject string
 	if resp.StatusCode != http.StatusOK {
 		msg := fmt.Sprintf("the authorization server answered %s", statusLine(resp))
 		if jsonErr == nil && tr.Error != "" {
-			msg += ": " + oneLine(tr.Error, 64)
+			msg += ": " + oneLine(sec.redact(tr.Error), 64)
 			if tr.ErrorDesc != "" {
-				msg += ": " + oneLine(tr.ErrorDesc, 300)
+				msg += ": " + oneLine(sec.redact(tr.ErrorDesc), 300)
 			}
 		} else if resp.StatusCode >= 300 && resp.StatusCode < 400 {
 			msg += " (a redirect, which is not followed)"
