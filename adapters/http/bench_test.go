@@ -5,10 +5,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/adapter/adaptertest"
+	"github.com/mcpd/mcpd/engine/auth/authtest"
 	"github.com/mcpd/mcpd/engine/funcs"
+	"github.com/mcpd/mcpd/engine/principal"
 )
 
 // BenchmarkCall measures one call of a compiled tool (path template with an
@@ -68,4 +71,63 @@ http {
 			resp.Body.Close()
 		}
 	})
+}
+
+// BenchmarkIdentity measures what an identity block adds to a call once
+// its token is cached: the cache lookup, the Authorization header and the
+// redaction of the call's tokens from the response. The server does not
+// verify tokens (that is the backend's cost, not mcpd's); "none" is the
+// same call without an identity.
+func BenchmarkIdentity(b *testing.B) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"login":"octocat","id":1}`))
+	}))
+	defer srv.Close()
+	as := authtest.Start(b)
+	userTok := as.Mint(authtest.Claims{Subject: "alice", Audience: []string{"https://mcp.example.com/mcp", "https://api.example.com"}})
+	claims, err := as.Verify(userTok, "https://api.example.com")
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := principal.NewContext(context.Background(), (&principal.Principal{Name: "alice", Method: "oauth", Claims: claims}).WithToken(userTok, time.Now().Add(time.Hour)))
+	client := `
+    token_url = "` + as.TokenURL() + `"
+    client_id = "mcpd"
+    client_secret = "mcpd-secret-0123456789"
+    audience = "https://api.example.com"`
+	for _, bc := range []struct{ name, identity string }{
+		{"none", ""},
+		{"client_credentials", `identity {
+    mode = "client_credentials"` + client + `
+  }`},
+		{"token_exchange", `identity {
+    mode = "token_exchange"` + client + `
+  }`},
+		{"passthrough", `identity {
+    mode = "passthrough"
+    audience = "https://api.example.com"
+  }`},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			h := adaptertest.MustCompile(b, New(), "http", adaptertest.Config{Auth: &adapter.AuthInfo{OAuth: true}, Src: `
+http_backend "api" {
+  base_url = "` + srv.URL + `"
+  ` + bc.identity + `
+}
+http {
+  backend = "api"
+  path    = "/users/octocat"
+}`})
+			req := &adapter.Request{Tool: "bench", Args: map[string]any{}, Progress: func(float64, float64, string) {}}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				out, err := h.Call(ctx, req)
+				if err != nil || out.Structured["login"] != "octocat" {
+					b.Fatalf("out = %v, err = %v", out, err)
+				}
+			}
+		})
+	}
 }

@@ -171,11 +171,7 @@ func (h *handler) authorize(ctx context.Context, hdr http.Header, sec *secrets) 
 		return nil, err
 	}
 	hdr.Set("Authorization", "Bearer "+g.token)
-	var call secrets
-	for _, v := range g.secrets {
-		call.add(v)
-	}
-	*sec = sec.merge(call)
+	*sec = sec.with(g.redactor)
 	adapter.RecordDelegation(ctx, g.delegation)
 	return g, nil
 }

@@ -26,6 +26,16 @@ import (
 type secrets struct {
 	vals []string
 	r    *redact.Redactor // nil until finish, or when there is nothing to redact
+	// call redacts what only this call knows, after r: the bearer token
+	// an identity block obtained, whose redactor is built once per token
+	// rather than once per call.
+	call *redact.Redactor
+}
+
+// with returns s that also redacts what r does.
+func (s secrets) with(r *redact.Redactor) secrets {
+	s.call = r
+	return s
 }
 
 // add records a secret value, and each space-separated word of it (so that
@@ -61,17 +71,17 @@ func (s secrets) merge(o secrets) secrets {
 		return s
 	}
 	all := make([]string, 0, len(s.vals)+len(o.vals))
-	return secrets{vals: append(append(all, s.vals...), o.vals...)}.finish()
+	return secrets{vals: append(append(all, s.vals...), o.vals...), call: s.call}.finish()
 }
 
-func (s secrets) redact(text string) string { return s.r.String(text) }
+func (s secrets) redact(text string) string { return s.call.String(s.r.String(text)) }
 
 // redactBytes returns b, or a redacted copy; b itself is never modified.
-func (s secrets) redactBytes(b []byte) []byte { return s.r.Bytes(b) }
+func (s secrets) redactBytes(b []byte) []byte { return s.call.Bytes(s.r.Bytes(b)) }
 
 // redactValue redacts every string of a decoded JSON value, keys included:
 // after decoding, escapes the raw bytes hid are plain text.
-func (s secrets) redactValue(v any) any { return s.r.Value(v) }
+func (s secrets) redactValue(v any) any { return s.call.Value(s.r.Value(v)) }
 
 // collectSecrets records the values that env(), file() and filebase64()
 // read in expr, the same way the engine records them for the whole config

@@ -19,6 +19,7 @@ import (
 
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/principal"
+	"github.com/mcpd/mcpd/engine/redact"
 )
 
 // RFC 8693 token type identifiers.
@@ -54,6 +55,7 @@ type tokenCache struct {
 
 type cachedToken struct {
 	token     string
+	redactor  *redact.Redactor // of token, built once
 	refreshAt time.Time // when it is fetched again
 	expiry    time.Time
 	subject   string
@@ -167,9 +169,8 @@ type grant struct {
 	cacheKey   string // "" for passthrough: nothing to drop on a 401
 	cached     bool
 	delegation adapter.Delegation
-	// secrets are this call's values to redact: the token sent and the
-	// caller's token.
-	secrets []string
+	// redactor redacts the token sent from what the backend answers.
+	redactor *redact.Redactor
 }
 
 // token returns the bearer token for one call of a tool, as the mode
@@ -184,7 +185,7 @@ func (id *identity) token(ctx context.Context) (*grant, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &grant{token: t.token, cacheKey: id.key, cached: cached, secrets: []string{t.token},
+		return &grant{token: t.token, cacheKey: id.key, cached: cached, redactor: t.redactor,
 			delegation: adapter.Delegation{Mode: cfg.mode, Subject: t.subject, Actor: t.actor}}, nil
 
 	case modeTokenExchange:
@@ -214,7 +215,7 @@ func (id *identity) token(ctx context.Context) (*grant, error) {
 			s.add(sub.Reveal())
 			return nil, errors.New(s.finish().redact(err.Error()))
 		}
-		return &grant{token: t.token, cacheKey: key, cached: cached, secrets: []string{t.token, sub.Reveal()},
+		return &grant{token: t.token, cacheKey: key, cached: cached, redactor: t.redactor,
 			delegation: adapter.Delegation{Mode: cfg.mode, Subject: t.subject, Actor: t.actor}}, nil
 
 	default: // passthrough
@@ -237,7 +238,7 @@ func (id *identity) token(ctx context.Context) (*grant, error) {
 		if exp := tok.Expiry(); !exp.IsZero() && !id.cache.now().Before(exp) {
 			return nil, fmt.Errorf("%s: the caller's token expired at %s; the client must get a new one", cfg, exp.UTC().Format(time.RFC3339))
 		}
-		return &grant{token: tok.Reveal(), secrets: []string{tok.Reveal()},
+		return &grant{token: tok.Reveal(), redactor: redact.New([]string{tok.Reveal()}),
 			delegation: adapter.Delegation{Mode: cfg.mode, Subject: p.Name}}, nil
 	}
 }
@@ -373,7 +374,7 @@ func (id *identity) request(ctx context.Context, form url.Values, subject string
 	}
 	life := expiry.Sub(start)
 	margin := min(life/5, maxRefreshMargin)
-	t := &cachedToken{token: tr.AccessToken, expiry: expiry, refreshAt: expiry.Add(-margin), subject: subject}
+	t := &cachedToken{token: tr.AccessToken, redactor: redact.New([]string{tr.AccessToken}), expiry: expiry, refreshAt: expiry.Add(-margin), subject: subject}
 	if s, ok := claims["sub"].(string); ok && s != "" {
 		t.subject = s
 	}
