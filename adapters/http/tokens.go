@@ -56,7 +56,7 @@ type tokenCache struct {
 type cachedToken struct {
 	token     string
 	redactor  *redact.Redactor // of token, built once
-	refreshAt time.Time // when it is fetched again
+	refreshAt time.Time        // when it is fetched again
 	expiry    time.Time
 	subject   string
 	actor     string
