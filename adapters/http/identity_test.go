@@ -3,6 +3,7 @@ package httpadapter
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -391,5 +392,33 @@ func TestCallerTokenRequired(t *testing.T) {
 	}
 	if n := r.as.Requests(); n != 0 {
 		t.Fatalf("the AS received %d requests", n)
+	}
+}
+
+// A backend that echoes the token it received shows [redacted] instead,
+// in the output and in errors.
+func TestIdentityTokenRedactedFromAnswers(t *testing.T) {
+	r := newIdentityRig(t)
+	echo := newServer(t, func(w http.ResponseWriter, req *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("X-Echo", req.Header.Get("Authorization"))
+		if req.URL.Path == "/fail" {
+			w.WriteHeader(http.StatusBadGateway)
+		}
+		fmt.Fprintf(w, `{"you_sent": %q}`, req.Header.Get("Authorization"))
+	})
+	for _, path := range []string{"/ok", "/fail"} {
+		src := fmt.Sprintf("http_backend \"api\" {\n  base_url = %q\n  identity {\n%s\n  }\n}\nhttp {\n  backend = \"api\"\n  path = %q\n}\n", echo.URL, r.clientCredentials(`"orders.read"`), path)
+		h := adaptertest.MustCompile(t, r.a, "http", adaptertest.Config{Src: src})
+		out, err := idCall(context.Background(), h)
+		issued := r.as.Issued()
+		tok := issued[len(issued)-1]
+		text := fmt.Sprint(err)
+		if out != nil {
+			text += out.Text + fmt.Sprint(out.Vars) + fmt.Sprint(out.Structured)
+		}
+		if strings.Contains(text, tok) || !strings.Contains(text, "[redacted]") {
+			t.Errorf("%s: the token is not redacted: %s", path, text)
+		}
 	}
 }

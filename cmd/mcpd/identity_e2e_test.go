@@ -3,10 +3,12 @@ package main
 import (
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -27,6 +29,9 @@ func TestIdentityExample(t *testing.T) {
 	as := authtest.Start(t)
 	orders := authtest.API(t, as, "https://orders.example.com")
 	profile := authtest.API(t, as, "https://profile.example.com")
+	rcv := &otlpReceiver{}
+	collector := httptest.NewServer(rcv)
+	defer collector.Close()
 	auditPath := filepath.Join(t.TempDir(), "audit.jsonl")
 	cmd := mcpdCommand("serve", "--http", "127.0.0.1:0", "-c", filepath.Join("..", "..", "examples", "identity"),
 		"--audit-log", auditPath, "--log-level", "debug")
@@ -38,6 +43,7 @@ func TestIdentityExample(t *testing.T) {
 		"ORDERS_API_URL="+orders.URL+"/v1",
 		"PROFILE_API_URL="+profile.URL,
 		"ORDERS_CLIENT_SECRET="+secret,
+		"OTEL_EXPORTER_OTLP_ENDPOINT="+collector.URL,
 	)
 	endpoint, logs := startHTTPLogs(t, cmd)
 
@@ -148,18 +154,13 @@ func TestIdentityExample(t *testing.T) {
 		callErr(t, frank, "list_orders", "the authorization server answered 400 Bad Request: access_denied: frank may not use the orders API")
 	})
 
-	// The audit log names the caller and the identity each call used.
-	var lines []map[string]any
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if _, err := os.Stat(auditPath); err == nil {
-			lines = readAudit(t, auditPath)
-		}
-		if len(lines) >= 62 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGTERM) // flushes the audit log and the spans
+	if code, _ := waitExit(t, cmd, 15*time.Second); code != 0 {
+		t.Fatalf("exit %d; log:\n%s", code, logs.String())
 	}
+
+	// The audit log names the caller and the identity each call used.
+	lines := readAudit(t, auditPath)
 	found := map[string]bool{}
 	for _, l := range lines {
 		key := fmt.Sprintf("%v %v %v %v %v %v", l["name"], l["principal"], l["outcome"], l["identity"], l["identity_subject"], l["actor"])
@@ -176,9 +177,30 @@ func TestIdentityExample(t *testing.T) {
 		}
 	}
 
+	// So do the spans: the caller, and the identity the backend got.
+	var spanText strings.Builder
+	byCaller := map[string]map[string]string{}
+	rcv.mu.Lock()
+	for _, sp := range rcv.spans {
+		attrs := map[string]string{}
+		for _, kv := range sp.Attributes {
+			attrs[kv.Key] = kv.Value.GetStringValue()
+			spanText.WriteString(kv.Key + "=" + kv.Value.GetStringValue() + "\n")
+		}
+		spanText.WriteString(sp.Name + " " + sp.GetStatus().GetMessage() + "\n")
+		byCaller[sp.Name+" "+attrs["enduser.id"]] = attrs
+	}
+	rcv.mu.Unlock()
+	if a := byCaller["tools/call list_orders alice"]; a["mcpd.identity.mode"] != "token_exchange" || a["mcpd.identity.subject"] != "alice" || a["mcpd.identity.actor"] != "mcpd" {
+		t.Errorf("span of alice's list_orders: %v", a)
+	}
+	if a := byCaller["tools/call orders_health bob"]; a["mcpd.identity.mode"] != "client_credentials" || a["mcpd.identity.subject"] != "mcpd" {
+		t.Errorf("span of bob's orders_health: %v", a)
+	}
+
 	// No token and no secret anywhere in what mcpd wrote.
 	raw, _ := os.ReadFile(auditPath)
-	written := logs.String() + string(raw)
+	written := logs.String() + string(raw) + spanText.String()
 	for _, tok := range append(as.Issued(), secret) {
 		if strings.Contains(written, tok) {
 			t.Fatalf("a token or secret is in mcpd's log or audit log: %.40s...", tok)
