@@ -210,6 +210,10 @@ func (d *decoder) decodeIdentity(b *hcl.Block, owner string, sec *secrets) *iden
 				good = false
 			}
 		}
+		if a := d.Scope.Auth; audAttr != nil && a != nil && a.Audience != "" && c.audience == a.Audience {
+			d.Errorf(audAttr.Expr.Range(), "Passthrough to this server's audience", `identity.audience is %q, the audience of the tokens mcpd itself accepts (auth): every token a client sends mcpd would be forwarded to this backend. Set the backend's own identifier, which its tokens list in aud.`, c.audience)
+			good = false
+		}
 		if audAttr == nil && !hasUnknown(content, "audience") {
 			d.Errorf(modeAttr.Range, "Missing identity.audience", `mode = "passthrough" needs audience: the backend's identifier, which the caller's token must list in its aud claim to be forwarded (e.g. audience = "https://api.example.com").`)
 			good = false

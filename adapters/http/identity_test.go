@@ -43,6 +43,7 @@ func TestIdentityDiagnostics(t *testing.T) {
 		{"exchange without auth", backend("  identity {\n    mode = \"token_exchange\"\n    token_url = \"https://as.example.com/token\"\n    client_id = \"a\"\n    client_secret = \"b\"\n    audience = \"x\"\n  }\n"), nil, "this config has no auth block"},
 		{"passthrough without auth", backend("  identity {\n    mode = \"passthrough\"\n    audience = \"https://api.example.com\"\n  }\n"), nil, "this config has no auth block"},
 		{"passthrough with api keys only", backend("  identity {\n    mode = \"passthrough\"\n    audience = \"https://api.example.com\"\n  }\n"), apiKeysOnly, "only has API keys"},
+		{"passthrough to mcpd's audience", backend("  identity {\n    mode = \"passthrough\"\n    audience = \"https://mcp.example.com/mcp\"\n  }\n"), &adapter.AuthInfo{OAuth: true, Audience: "https://mcp.example.com/mcp"}, "every token a client sends mcpd would be forwarded"},
 		{"passthrough without audience", backend("  identity {\n    mode = \"passthrough\"\n  }\n"), oauthOnly, "needs audience"},
 		{"passthrough with a token_url", backend("  identity {\n    mode = \"passthrough\"\n    audience = \"x\"\n    token_url = \"https://as.example.com/token\"\n  }\n"), oauthOnly, `identity.token_url is not used with mode = "passthrough"`},
 		{"exchange without audience", backend("  identity {\n    mode = \"token_exchange\"\n    token_url = \"https://as.example.com/token\"\n    client_id = \"a\"\n    client_secret = \"b\"\n  }\n"), oauthOnly, "needs audience (or resource)"},

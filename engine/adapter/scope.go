@@ -46,6 +46,9 @@ type AuthInfo struct {
 	// OAuth: callers may present OAuth access tokens (JWTs or
 	// introspected), whose claims and token the principal carries.
 	OAuth bool
+	// Audience is the audience callers' OAuth tokens are verified for
+	// (this server's resource, or oauth.audience); "" when unknown.
+	Audience string
 	// Range is the auth block's, for messages that point at it.
 	Range hcl.Range
 }

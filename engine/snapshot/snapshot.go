@@ -16,6 +16,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/function"
 
 	"github.com/mcpd/mcpd/engine/adapter"
@@ -94,7 +95,8 @@ func Build(cfg *config.Config, reg *adapter.Registry, prev *Snapshot, defaultVer
 	stateDiags := stateSealer(cfg.Server, &s.Server)
 
 	secrets := recordSecrets(cfg)
-	ft := funcTables{opts: funcs.Options{UnsetEnvUnknown: cfg.UnsetEnvUnknown}, tables: map[string]map[string]function.Function{}, auth: authInfo(cfg.Auth)}
+	ft := funcTables{opts: funcs.Options{UnsetEnvUnknown: cfg.UnsetEnvUnknown}, tables: map[string]map[string]function.Function{}}
+	ft.auth = authInfo(cfg.Auth, ft)
 	sl, diags := compileServerLimits(cfg.Server)
 	diags = append(diags, stateDiags...)
 	diags = append(diags, s.openBackends(cfg, reg, prev, ft)...)
@@ -240,11 +242,30 @@ type funcTables struct {
 }
 
 // authInfo is what adapters are told of the auth block a (nil: none).
-func authInfo(a *config.Auth) *adapter.AuthInfo {
+// ft's functions evaluate its audience; a value that does not evaluate is
+// left empty (auth.Compile reports it).
+func authInfo(a *config.Auth, ft funcTables) *adapter.AuthInfo {
 	if a == nil {
 		return nil
 	}
-	return &adapter.AuthInfo{APIKeys: len(a.APIKeys) > 0, OAuth: a.OAuth != nil, Range: a.DeclRange}
+	info := &adapter.AuthInfo{APIKeys: len(a.APIKeys) > 0, OAuth: a.OAuth != nil, Range: a.DeclRange}
+	str := func(attr *hcl.Attribute) string {
+		if attr == nil {
+			return ""
+		}
+		v, d := attr.Expr.Value(&hcl.EvalContext{Functions: ft.get(a.Dir)})
+		if d.HasErrors() || !v.IsWhollyKnown() || v.IsNull() || v.Type() != cty.String {
+			return ""
+		}
+		return v.AsString()
+	}
+	info.Audience = str(a.Resource)
+	if a.OAuth != nil {
+		if aud := str(a.OAuth.Audience); aud != "" {
+			info.Audience = aud
+		}
+	}
+	return info
 }
 
 func (ft funcTables) get(dir string) map[string]function.Function {
