@@ -81,6 +81,11 @@ var reference = []struct{ key, text string }{
 	{"http_backend.base_url", "The URL every tool's path is appended to."},
 	{"http_backend.headers", "Headers sent with every request; secrets go here, read with env() or file()."},
 	{"http_backend.timeout", "Time allowed for each attempt (default \"30s\")."},
+	{"http_backend.identity", "The OAuth token each request carries, obtained per call: mcpd's own (mode \"client_credentials\"), the caller's exchanged for this backend (\"token_exchange\"), or the caller's forwarded when its audience includes the backend (\"passthrough\"). docs/security.md, \"Identity\"."},
+	{"http_backend.identity.mode", "\"client_credentials\", \"token_exchange\" or \"passthrough\"; the last two need an auth block with oauth."},
+	{"http_backend.identity.audience", "The backend's identifier: asked for at the token endpoint, and for passthrough the value the caller's token's aud must contain."},
+	{"http_backend.identity.client_secret", "mcpd's client secret at the authorization server; read it with env() or file()."},
+	{"http.identity", "Replaces the backend's identity block for this tool (same attributes)."},
 }
 
 // doc returns the reference text of key, or "".
