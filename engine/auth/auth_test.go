@@ -206,6 +206,13 @@ func newServer(t *testing.T, c *Config) *server {
 		org, _ := p.Lookup("claims.org_id")
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("%s %s %v %v", p.Method, p.Name, p.Scopes, org)}}}, nil, nil
 	})
+	mcp.AddTool(ms, &mcp.Tool{Name: "tokenhash"}, func(_ context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		text := "none"
+		if tok := principal.FromTokenInfo(req.Extra.TokenInfo).Token(); tok != nil {
+			text = hashHex(tok.Reveal())
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, nil, nil
+	})
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return ms }, nil)
 	mw := &Middleware{Current: s.cur.Load, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	mux := http.NewServeMux()
@@ -571,5 +578,34 @@ auth {
 	s.cur.Store(mustCompile(t, src, nil))
 	if code, _ := post(t, s.url, "Authorization", "Bearer good"); code != http.StatusServiceUnavailable {
 		t.Fatalf("bad client credentials: %d", code)
+	}
+}
+
+// An OAuth caller's principal carries the token it was verified with, for
+// the backends that exchange or forward it; an API key's never does (it is
+// mcpd's own secret).
+func TestPrincipalCarriesOAuthTokenOnly(t *testing.T) {
+	t.Setenv("MCPD_TEST_CI_KEY", "ci-secret-1")
+	is := newIssuer(t)
+	s := newServer(t, mustCompile(t, authHCL(is, fmt.Sprintf(testKeys, hashHex("hashed-secret"))), nil))
+	jwtTok := is.mint("ec-1", nil)
+	for _, tc := range []struct{ name, header, value, want string }{
+		{"oauth", "Authorization", "Bearer " + jwtTok, hashHex(jwtTok)},
+		{"api key", "Authorization", "Bearer ci-secret-1", "none"},
+		{"api key header", "X-Api-Key", "ci-secret-1", "none"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cs, err := connect(t, s.url, tc.header, tc.value)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "tokenhash"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := res.Content[0].(*mcp.TextContent).Text; got != tc.want {
+				t.Fatalf("token hash %q, want %q", got, tc.want)
+			}
+		})
 	}
 }
