@@ -212,14 +212,66 @@ func TestClientCredentialsOneFetchPerKey(t *testing.T) {
 	if n := r.as.Count("client_credentials", "mcpd"); n != 1 {
 		t.Fatalf("a cached token was fetched again: %d fetches", n)
 	}
-	// 10 minutes, refreshed a minute early: at 9m30s it is due.
+	// 10 minutes, refreshed a minute early: at 9m30s it is due. The
+	// calls go on with the current token, valid for 30s more, while one
+	// refresh runs in the background.
 	r.clock.Advance(9*time.Minute + 30*time.Second)
 	burst()
+	waitFor(t, func() bool { return r.as.Count("client_credentials", "mcpd") >= 2 })
+	burst()
 	if n := r.as.Count("client_credentials", "mcpd"); n != 2 {
-		t.Fatalf("after expiry, 64 concurrent calls made %d fetches in all, want 2", n)
+		t.Fatalf("in the refresh margin, 64 concurrent calls made %d fetches in all, want 2", n)
 	}
-	if got := len(r.api.Seen()); got != 192 {
-		t.Fatalf("the API accepted %d requests, want 192 (refused: %v)", got, r.api.Refused())
+	// Past the new token's expiry: the calls wait, for one fetch.
+	r.clock.Advance(11 * time.Minute)
+	burst()
+	if n := r.as.Count("client_credentials", "mcpd"); n != 3 {
+		t.Fatalf("after expiry, 64 concurrent calls made %d fetches in all, want 3", n)
+	}
+	if got := len(r.api.Seen()); got != 320 {
+		t.Fatalf("the API accepted %d requests, want 320 (refused: %v)", got, r.api.Refused())
+	}
+}
+
+// A background refresh that fails leaves the current token in use, and is
+// not tried again at once.
+func TestRefreshFailureKeepsToken(t *testing.T) {
+	r := newIdentityRig(t)
+	r.as.SetTTL(10 * time.Minute)
+	h := r.compile(t, r.clientCredentials(`"orders.read"`))
+	if _, err := idCall(context.Background(), h); err != nil {
+		t.Fatal(err)
+	}
+	r.as.Refuse(&authtest.Refusal{Status: 503, Code: "temporarily_unavailable"})
+	r.clock.Advance(9*time.Minute + 30*time.Second)
+	before := r.as.Requests()
+	for i := 0; i < 20; i++ {
+		if _, err := idCall(context.Background(), h); err != nil {
+			t.Fatalf("in the margin, with the AS refusing: %v", err)
+		}
+	}
+	waitFor(t, func() bool { return r.as.Requests() > before })
+	time.Sleep(100 * time.Millisecond) // let any extra refresh arrive
+	if n := r.as.Requests() - before; n != 1 {
+		t.Fatalf("20 calls in the margin made %d token requests, want 1", n)
+	}
+	r.as.Refuse(nil)
+	r.clock.Advance(refreshRetry)
+	if _, err := idCall(context.Background(), h); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return r.as.Count("client_credentials", "mcpd") == 2 })
+}
+
+// waitFor polls cond for up to 20 seconds.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met in 20s")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/singleflight"
@@ -40,15 +41,22 @@ const (
 
 // tokenCache holds the tokens the adapter obtained, for the life of the
 // process (a reload that keeps an identity keeps its tokens), keyed by the
-// identity's key and, for token exchange, the caller. A token is used until
-// shortly before it expires; then the first call to need it fetches a new
-// one, and concurrent calls for the same key wait for that one fetch
-// (singleflight) instead of each asking the AS.
+// identity's key and, for token exchange, the caller.
+//
+// A token is refreshed once, shortly before it expires: the first call
+// past its refresh time starts one request to the token endpoint in the
+// background and, like every call until the new token arrives, still uses
+// the current one, which is valid for the rest of its margin. Only a call
+// that finds no token, or one already expired, waits, and concurrent calls
+// for the same key wait for the same request (singleflight): one request
+// per key, however many callers. A background refresh that fails is not
+// tried again for refreshRetry, so that an AS that is down is not asked
+// once per call.
 type tokenCache struct {
 	now    func() time.Time
 	client *http.Client
 
-	mu sync.Mutex
+	mu sync.RWMutex
 	m  map[string]*cachedToken
 	sf singleflight.Group
 }
@@ -60,7 +68,15 @@ type cachedToken struct {
 	expiry    time.Time
 	subject   string
 	actor     string
+
+	// failedAt is when a background refresh of this token last failed
+	// (unix nanos; 0: never). Written by the refresh, read by calls.
+	failedAt atomic.Int64
 }
+
+// refreshRetry is the least time between two background refreshes of a
+// token after one failed.
+const refreshRetry = 5 * time.Second
 
 func newTokenCache() *tokenCache {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
@@ -78,13 +94,9 @@ func newTokenCache() *tokenCache {
 }
 
 func (c *tokenCache) lookup(key string) *cachedToken {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t := c.m[key]
-	if t == nil || !c.now().Before(t.refreshAt) {
-		return nil
-	}
-	return t
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.m[key]
 }
 
 func (c *tokenCache) store(key string, t *cachedToken) {
@@ -93,7 +105,7 @@ func (c *tokenCache) store(key string, t *cachedToken) {
 	if len(c.m) >= maxCachedTokens {
 		now := c.now()
 		for k, v := range c.m {
-			if !now.Before(v.refreshAt) {
+			if !now.Before(v.expiry) {
 				delete(c.m, k)
 			}
 		}
@@ -117,26 +129,22 @@ func (c *tokenCache) drop(key, tok string) {
 }
 
 // get returns key's token, fetching it with fetch when there is none that
-// is fresh enough. cached reports that it came from the cache. A fetch
+// may still be used. cached reports that it came from the cache. A fetch
 // runs under its own timeout, not the caller's context: other calls may be
 // waiting for it; a caller whose context ends stops waiting.
 func (c *tokenCache) get(ctx context.Context, key string, timeout time.Duration, fetch func(context.Context) (*cachedToken, error)) (t *cachedToken, cached bool, err error) {
-	if t := c.lookup(key); t != nil {
+	now := c.now()
+	if t := c.lookup(key); t != nil && now.Before(t.expiry) {
+		if !now.Before(t.refreshAt) {
+			if f := t.failedAt.Load(); f == 0 || now.Sub(time.Unix(0, f)) >= refreshRetry {
+				// Due: one refresh in the background; this call goes on
+				// with the token, valid for the rest of its margin.
+				c.sf.DoChan(key, c.fetcher(ctx, key, timeout, fetch, t))
+			}
+		}
 		return t, true, nil
 	}
-	ch := c.sf.DoChan(key, func() (any, error) {
-		if t := c.lookup(key); t != nil { // fetched while this call looked
-			return t, nil
-		}
-		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
-		defer cancel()
-		t, err := fetch(fctx)
-		if err != nil {
-			return nil, err
-		}
-		c.store(key, t)
-		return t, nil
-	})
+	ch := c.sf.DoChan(key, c.fetcher(ctx, key, timeout, fetch, nil))
 	select {
 	case r := <-ch:
 		if r.Err != nil {
@@ -145,6 +153,33 @@ func (c *tokenCache) get(ctx context.Context, key string, timeout time.Duration,
 		return r.Val.(*cachedToken), false, nil
 	case <-ctx.Done():
 		return nil, false, fmt.Errorf("%s while waiting for a token", canceledMsg(ctx))
+	}
+}
+
+// fetcher is the singleflight function that fetches key's token; old is
+// the token a background refresh replaces (nil for a call that waits).
+func (c *tokenCache) fetcher(ctx context.Context, key string, timeout time.Duration, fetch func(context.Context) (*cachedToken, error), old *cachedToken) func() (any, error) {
+	return func() (any, error) {
+		if t := c.lookup(key); t != nil && t != old && c.now().Before(t.refreshAt) {
+			return t, nil // fetched while this call looked
+		}
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+		defer cancel()
+		t, err := fetch(fctx)
+		if err != nil {
+			if old != nil {
+				old.failedAt.Store(c.now().UnixNano())
+			}
+			return nil, err
+		}
+		if old != nil && !t.expiry.After(old.expiry) {
+			// No later than the one it replaces (an exchanged token is
+			// capped at the caller's token's expiry): asking again at
+			// once would get the same.
+			t.failedAt.Store(c.now().UnixNano())
+		}
+		c.store(key, t)
+		return t, nil
 	}
 }
 
