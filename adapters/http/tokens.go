@@ -273,9 +273,27 @@ func (id *identity) token(ctx context.Context) (*grant, error) {
 		if exp := tok.Expiry(); !exp.IsZero() && !id.cache.now().Before(exp) {
 			return nil, fmt.Errorf("%s: the caller's token expired at %s; the client must get a new one", cfg, exp.UTC().Format(time.RFC3339))
 		}
-		return &grant{token: tok.Reveal(), redactor: redact.New([]string{tok.Reveal()}),
+		return &grant{token: tok.Reveal(), redactor: id.passthroughRedactor(tok),
 			delegation: adapter.Delegation{Mode: cfg.mode, Subject: p.Name}}, nil
 	}
+}
+
+// passthroughRedactor is the redactor of a caller's token, built once per
+// token (a client sends the same one on many calls) and kept in the cache
+// until the token expires.
+func (id *identity) passthroughRedactor(tok *principal.Token) *redact.Redactor {
+	key := id.key + "\x00passthrough\x00" + tok.Reveal()
+	now := id.cache.now()
+	if t := id.cache.lookup(key); t != nil && now.Before(t.expiry) {
+		return t.redactor
+	}
+	r := redact.New([]string{tok.Reveal()})
+	exp := tok.Expiry()
+	if exp.IsZero() {
+		exp = now.Add(defaultTokenLife)
+	}
+	id.cache.store(key, &cachedToken{redactor: r, expiry: exp, refreshAt: exp})
+	return r
 }
 
 func errNoCallerToken(cfg *identityConfig, p *principal.Principal) error {
