@@ -314,12 +314,25 @@ func TestTokenExchangePerSubject(t *testing.T) {
 			t.Errorf("%s: %d exchanges for 16 calls, want 1", u, n)
 		}
 	}
+	// The API saw 64 requests, 16 per caller, each with that caller's
+	// exchanged token (one token per caller) and mcpd as the actor.
+	tokens := map[string]map[string]bool{}
 	for _, s := range r.api.Seen() {
-		for _, u := range users {
-			if s.Subject != u && strings.Contains(s.Token, u) {
-				t.Errorf("odd token")
-			}
+		if s.Actor != "mcpd" || s.Scope != "orders.read" {
+			t.Errorf("the API saw sub=%s act=%s scope=%s", s.Subject, s.Actor, s.Scope)
 		}
+		if tokens[s.Subject] == nil {
+			tokens[s.Subject] = map[string]bool{}
+		}
+		tokens[s.Subject][s.Token] = true
+	}
+	for _, u := range users {
+		if len(tokens[u]) != 1 {
+			t.Errorf("%s's calls carried %d distinct tokens, want 1", u, len(tokens[u]))
+		}
+	}
+	if n := len(r.api.Seen()); n != 64 {
+		t.Errorf("the API accepted %d requests, want 64", n)
 	}
 }
 
