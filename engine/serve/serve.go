@@ -163,7 +163,9 @@ func (s *Server) newSDK(toolset string) *mcp.Server {
 			Completions: &mcp.CompletionCapabilities{},
 			Logging:     &mcp.LoggingCapabilities{},
 		},
-		CompletionHandler:  func(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) { return s.complete(ctx, req, toolset) },
+		CompletionHandler: func(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+			return s.complete(ctx, req, toolset)
+		},
 		SubscribeHandler:   func(context.Context, *mcp.SubscribeRequest) error { return nil },
 		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
 		SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) {

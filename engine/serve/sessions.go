@@ -27,8 +27,8 @@ type sessionCap struct {
 	// the server's, whichever path a session was opened on.
 	sessions func() iter.Seq[*mcp.ServerSession]
 
-	mu       sync.Mutex
-	open     map[string]*sessionUse
+	mu   sync.Mutex
+	open map[string]*sessionUse
 }
 
 type sessionUse struct {
