@@ -188,3 +188,15 @@ func (s *Server) RunStdioToolset(ctx context.Context, toolset string) error {
 	}
 	return s.runStdio(ctx, s.endpoint(toolset).srv)
 }
+
+// SDKFor returns the SDK server of the endpoint of toolset ("" for /mcp,
+// as SDK), for connecting a client in process (tests, mcpd test). The
+// toolset must be declared in the current snapshot.
+func (s *Server) SDKFor(toolset string) (*mcp.Server, error) {
+	if toolset != "" {
+		if _, ok := s.current.Load().Toolset(toolset); !ok {
+			return nil, fmt.Errorf("no toolset is named %q", toolset)
+		}
+	}
+	return s.endpoint(toolset).srv, nil
+}
