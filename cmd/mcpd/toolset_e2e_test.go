@@ -1,0 +1,159 @@
+package main
+
+import (
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+func exampleToolsets(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "examples", "toolsets", "tools.hcl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func listedTools(t *testing.T, cs *mcp.ClientSession) []string {
+	t.Helper()
+	res, err := cs.ListTools(bounded(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tl := range res.Tools {
+		names = append(names, tl.Name)
+	}
+	return names
+}
+
+// `mcpd serve --stdio --toolset support` on examples/toolsets: the client
+// sees the support toolset alone, a tool outside it is unknown (-32602),
+// and the audit line names the toolset.
+func TestServeStdioToolset(t *testing.T) {
+	dir := configDir(t, map[string]string{"tools.hcl": exampleToolsets(t)})
+	logPath := filepath.Join(t.TempDir(), "audit.log")
+	for _, version := range []string{"2025-11-25", "2026-07-28"} {
+		t.Run(version, func(t *testing.T) {
+			cmd := mcpdCommand("serve", "--stdio", "-c", dir, "--toolset", "support", "--audit-log", logPath)
+			var stderr lockedBuffer
+			cmd.Stderr = &stderr
+			client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil)
+			cs, err := client.Connect(bounded(t), &mcp.CommandTransport{Command: cmd, TerminateDuration: 20 * time.Second}, &mcp.ClientSessionOptions{ProtocolVersion: version})
+			if err != nil {
+				t.Fatalf("connect: %v\nstderr:\n%s", err, stderr.String())
+			}
+			if got, want := listedTools(t, cs), []string{"search_tickets", "search_customers", "get_ticket"}; !slices.Equal(got, want) {
+				t.Errorf("tools %v, want %v", got, want)
+			}
+			res, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "get_ticket", Arguments: map[string]any{"id": 7}})
+			if err != nil || res.IsError || !strings.Contains(textOf(res), "ticket #7") {
+				t.Errorf("get_ticket: %v %v", res, err)
+			}
+			if _, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "close_ticket", Arguments: map[string]any{"id": 7}}); rpcCode(err) != -32602 || !strings.Contains(err.Error(), `unknown tool "close_ticket"`) {
+				t.Errorf("close_ticket through the support toolset: %v, want -32602 unknown tool", err)
+			}
+			if _, err := cs.ReadResource(bounded(t), &mcp.ReadResourceParams{URI: "helpdesk://runbook"}); err == nil {
+				t.Error("the runbook is readable through the support toolset")
+			}
+			cs.Close()
+			cmd.Wait()
+		})
+	}
+	lines := readAudit(t, logPath)
+	if len(lines) != 6 {
+		t.Fatalf("%d audit lines, want 6", len(lines))
+	}
+	for _, l := range lines {
+		if l["toolset"] != "support" {
+			t.Errorf("audit line %v %v: toolset %v, want support", l["kind"], l["name"], l["toolset"])
+		}
+	}
+
+	// A misspelt --toolset stops mcpd before it serves, with a did-you-mean.
+	code, _, stderr := runBinary(t, "serve", "--stdio", "-c", dir, "--toolset", "suport")
+	if code != 1 || !strings.Contains(stderr, `Did you mean "support"?`) {
+		t.Errorf("--toolset suport: exit %d, stderr %q", code, stderr)
+	}
+	code, _, stderr = runBinary(t, "serve", "-c", dir, "--toolset", "support")
+	if code == 0 || !strings.Contains(stderr, "/mcp/support") {
+		t.Errorf("--toolset without --stdio: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// Over HTTP with an auth block: /mcp/support needs the toolset's scope
+// (403 with an insufficient_scope challenge without it), serves the
+// toolset to a caller that holds it on both eras, and /metrics counts the
+// calls per toolset.
+func TestServeHTTPToolsetScopes(t *testing.T) {
+	auth := `
+auth {
+  header = "X-Api-Key"
+  api_key "agent" {
+    value  = env("TOOLSET_AGENT_KEY")
+    scopes = ["support"]
+  }
+  api_key "bot" {
+    value  = env("TOOLSET_BOT_KEY")
+    scopes = ["triage"]
+  }
+}
+`
+	dir := configDir(t, map[string]string{"tools.hcl": exampleToolsets(t), "auth.hcl": auth})
+	cmd := mcpdCommand("serve", "--http", "127.0.0.1:0", "-c", dir)
+	cmd.Env = append(cmd.Env, "TOOLSET_AGENT_KEY=agent-key-123456", "TOOLSET_BOT_KEY=bot-key-123456")
+	endpoint := startHTTP(t, cmd)
+	base := strings.TrimSuffix(endpoint, "/mcp")
+	withKey := func(key string) *http.Client {
+		return &http.Client{Transport: keyTransport{"X-Api-Key", key, http.DefaultTransport}}
+	}
+
+	req, _ := http.NewRequest("POST", base+"/mcp/support", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := withKey("bot-key-123456").Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if wa := resp.Header.Get("WWW-Authenticate"); resp.StatusCode != 403 || !strings.Contains(wa, `error="insufficient_scope"`) || !strings.Contains(wa, `scope="support"`) {
+		t.Errorf("bot on /mcp/support: %d %q, want 403 with an insufficient_scope challenge for support", resp.StatusCode, wa)
+	}
+
+	for _, version := range []string{"2025-11-25", "2026-07-28"} {
+		client := mcp.NewClient(&mcp.Implementation{Name: "toolset-e2e", Version: "1"}, nil)
+		cs, err := client.Connect(bounded(t), &mcp.StreamableClientTransport{Endpoint: base + "/mcp/support", MaxRetries: -1, HTTPClient: withKey("agent-key-123456")}, &mcp.ClientSessionOptions{ProtocolVersion: version})
+		if err != nil {
+			t.Fatalf("%s: agent on /mcp/support: %v", version, err)
+		}
+		if got, want := listedTools(t, cs), []string{"search_tickets", "search_customers", "get_ticket"}; !slices.Equal(got, want) {
+			t.Errorf("%s: tools %v, want %v", version, got, want)
+		}
+		if res, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "search_tickets", Arguments: map[string]any{"text": "printer"}}); err != nil || res.IsError {
+			t.Errorf("%s: search_tickets: %v %v", version, res, err)
+		}
+		cs.Close()
+	}
+	// The bot uses the triage toolset, which needs no scope of its own.
+	client := mcp.NewClient(&mcp.Implementation{Name: "toolset-e2e", Version: "1"}, nil)
+	cs, err := client.Connect(bounded(t), &mcp.StreamableClientTransport{Endpoint: base + "/mcp/triage", MaxRetries: -1, HTTPClient: withKey("bot-key-123456")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := listedTools(t, cs), []string{"search_tickets", "search_customers", "get_ticket", "set_priority"}; !slices.Equal(got, want) {
+		t.Errorf("triage: tools %v, want %v", got, want)
+	}
+	cs.Close()
+
+	code, scrape := httpGet(t, base+"/metrics")
+	if code != 200 || !strings.Contains(scrape, `mcpd_toolset_calls_total{kind="tool",outcome="ok",toolset="support"} 2`) {
+		t.Errorf("/metrics: %d, no count of 2 support tool calls:\n%s", code, grepLines(scrape, "toolset"))
+	}
+}
