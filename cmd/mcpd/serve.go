@@ -68,7 +68,13 @@ func serveCmd(args []string, stderr io.Writer) error {
 		return fmt.Errorf("--ui needs the HTTP listener: the console calls /mcp; drop --stdio")
 	}
 	logger := c.logger(stderr)
-	con := newConsole(*ui, logger)
+	var current snapshot.Current
+	con := newConsole(*ui, logger, func() []string {
+		if s := current.Load(); s != nil {
+			return s.ToolsetNames()
+		}
+		return nil
+	})
 	// Every process group a shell tool started dies with mcpd, whichever
 	// way it exits (see shell.ProcessGroups): on return here, which every
 	// shutdown and the end of stdio's input reach, and in shutdownSignals
@@ -80,7 +86,6 @@ func serveCmd(args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var current snapshot.Current
 	current.Swap(l.Snapshot)
 	defer func() { current.Load().Close() }()
 	metrics, tracer, flushTraces, err := telemetrySetup(ops, logger)
