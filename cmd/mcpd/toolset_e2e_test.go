@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -155,5 +156,63 @@ auth {
 	code, scrape := httpGet(t, base+"/metrics")
 	if code != 200 || !strings.Contains(scrape, `mcpd_toolset_calls_total{kind="tool",outcome="ok",toolset="support"} 2`) {
 		t.Errorf("/metrics: %d, no count of 2 support tool calls:\n%s", code, grepLines(scrape, "toolset"))
+	}
+}
+
+// `mcpd list` names the toolsets with their paths; --toolset lists what
+// one serves, in text and JSON; a misspelt one is an error with a
+// did-you-mean; validate counts them.
+func TestListToolsets(t *testing.T) {
+	clearEnv(t)
+	dir := configDir(t, map[string]string{"tools.hcl": exampleToolsets(t)})
+	r := runCLI(t, "list", "-c", dir)
+	for _, want := range []string{
+		"toolset support  /mcp/support  (3 tools, 1 resource, 1 prompt)  scopes: support\n",
+		"toolset triage  /mcp/triage  (4 tools, 1 resource, 0 prompts)\n",
+		"tool close_ticket(",
+	} {
+		if r.code != 0 || !strings.Contains(r.stdout, want) {
+			t.Errorf("list: missing %q in:\n%s%s", want, r.stdout, r.stderr)
+		}
+	}
+	r = runCLI(t, "list", "-c", dir, "--toolset", "support")
+	if r.code != 0 || strings.Contains(r.stdout, "close_ticket") || strings.Contains(r.stdout, "set_priority") ||
+		!strings.Contains(r.stdout, "tool get_ticket(id: integer)") || strings.Contains(r.stdout, "toolset ") || strings.Contains(r.stdout, "runbook") {
+		t.Errorf("list --toolset support:\n%s%s", r.stdout, r.stderr)
+	}
+	r = runCLI(t, "list", "-c", dir, "--toolset", "triage", "--json")
+	var out struct {
+		Tools    []struct{ Name string } `json:"tools"`
+		Toolsets []any                   `json:"toolsets"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || r.code != 0 {
+		t.Fatalf("list --json --toolset triage: %v\n%s%s", err, r.stdout, r.stderr)
+	}
+	var names []string
+	for _, tl := range out.Tools {
+		names = append(names, tl.Name)
+	}
+	if want := []string{"search_tickets", "search_customers", "get_ticket", "set_priority"}; !slices.Equal(names, want) || out.Toolsets != nil {
+		t.Errorf("list --json --toolset triage: tools %v toolsets %v, want %v and no toolsets", names, out.Toolsets, want)
+	}
+	r = runCLI(t, "list", "-c", dir, "--json")
+	var all struct {
+		Toolsets []struct {
+			Name, Path string
+			Tools      []string
+			Scopes     []string
+		} `json:"toolsets"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &all); err != nil || len(all.Toolsets) != 2 || all.Toolsets[0].Path != "/mcp/support" ||
+		!slices.Equal(all.Toolsets[0].Tools, []string{"search_tickets", "search_customers", "get_ticket"}) || !slices.Equal(all.Toolsets[0].Scopes, []string{"support"}) {
+		t.Errorf("list --json toolsets: %+v (%v)", all.Toolsets, err)
+	}
+	r = runCLI(t, "list", "-c", dir, "--toolset", "tirage")
+	if r.code != 1 || !strings.Contains(r.stderr, `Did you mean "triage"?`) {
+		t.Errorf("list --toolset tirage: %+v", r)
+	}
+	r = runCLI(t, "validate", "-c", dir)
+	if r.code != 0 || !strings.Contains(r.stdout, "2 toolsets)") {
+		t.Errorf("validate: %+v", r)
 	}
 }
