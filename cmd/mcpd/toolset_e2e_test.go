@@ -216,3 +216,22 @@ func TestListToolsets(t *testing.T) {
 		t.Errorf("validate: %+v", r)
 	}
 }
+
+// client-config --toolset: the stdio command gets --toolset NAME, an HTTP
+// URL the toolset's path.
+func TestClientConfigToolset(t *testing.T) {
+	clearEnv(t)
+	dir := configDir(t, map[string]string{"tools.hcl": exampleToolsets(t)})
+	r := runCLI(t, "client-config", "--host", "cursor", "-c", dir, "--toolset", "support")
+	if r.code != 0 || !strings.Contains(r.stdout, `"--toolset",`) || !strings.Contains(r.stdout, `"support"`) {
+		t.Errorf("stdio: %+v", r)
+	}
+	r = runCLI(t, "client-config", "--host", "vscode", "--http", "https://mcp.example.com/mcp", "--toolset", "support")
+	if r.code != 0 || !strings.Contains(r.stdout, `"url": "https://mcp.example.com/mcp/support"`) {
+		t.Errorf("http: %+v", r)
+	}
+	r = runCLI(t, "client-config", "--host", "vscode", "--http", "https://mcp.example.com/other", "--toolset", "support")
+	if r.code == 0 || !strings.Contains(r.stderr, "/mcp/support") {
+		t.Errorf("http without /mcp: %+v", r)
+	}
+}
