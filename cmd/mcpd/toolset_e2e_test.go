@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -233,5 +234,50 @@ func TestClientConfigToolset(t *testing.T) {
 	r = runCLI(t, "client-config", "--host", "vscode", "--http", "https://mcp.example.com/other", "--toolset", "support")
 	if r.code == 0 || !strings.Contains(r.stderr, "/mcp/support") {
 		t.Errorf("http without /mcp: %+v", r)
+	}
+}
+
+// The console of examples/toolsets in a real browser: the toolset picker
+// lists the toolsets, picking one lists what its path serves, and a call
+// made through a toolset's path shows which toolset it came through.
+func TestConsoleToolsetInBrowser(t *testing.T) {
+	bin := chromium()
+	if bin == "" && os.Getenv("MCPD_TEST_REQUIRE_CHROMIUM") == "1" {
+		t.Fatal("no Chromium found, and MCPD_TEST_REQUIRE_CHROMIUM=1: the console's browser test must run")
+	}
+	if bin == "" {
+		t.Skip("no Chromium found (apt-get install chromium, or MCPD_TEST_CHROMIUM=/path/to/chrome)")
+	}
+	dir := configDir(t, map[string]string{"tools.hcl": exampleToolsets(t)})
+	cmd := mcpdCommand("serve", "--ui", "--http", "127.0.0.1:0", "-c", dir)
+	endpoint, _ := startHTTPLogs(t, cmd)
+	ui := strings.TrimSuffix(endpoint, "mcp") + "ui/"
+	b := browser(t, bin)
+	step(t, b, "loading the console", chromedp.Navigate(ui), chromedp.WaitVisible(chromedp.CSS(`body[data-ready="true"]`)))
+	waitFor(t, b, "the toolset picker", `!document.getElementById("toolset-pick").hidden && document.querySelectorAll("#toolset option").length === 3`)
+	tools := func() []string {
+		return eval[[]string](t, b, `[...document.querySelectorAll("#tools-list button")].map(b => b.dataset.id)`)
+	}
+	if got := tools(); len(got) != 5 {
+		t.Errorf("everything: tools %v, want the 5 tools", got)
+	}
+	eval[bool](t, b, `(() => { const s = document.getElementById("toolset"); s.value = "support"; s.dispatchEvent(new Event("change")); return true })()`)
+	waitFor(t, b, "the support toolset's tools", `document.querySelectorAll("#tools-list button").length === 3`)
+	if got, want := tools(), []string{"search_tickets", "search_customers", "get_ticket"}; !slices.Equal(got, want) {
+		t.Errorf("support: tools %v, want %v", got, want)
+	}
+
+	client := mcp.NewClient(&mcp.Implementation{Name: "console-toolset", Version: "1"}, nil)
+	cs, err := client.Connect(bounded(t), &mcp.StreamableClientTransport{Endpoint: endpoint + "/triage", MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if _, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "set_priority", Arguments: map[string]any{"id": 3, "priority": "high"}}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, b, "the call through triage", `document.querySelector('#calls tr[data-name="set_priority"]')`)
+	if who := eval[string](t, b, `document.querySelector('#calls tr[data-name="set_priority"] .who').textContent`); !strings.Contains(who, "via triage") {
+		t.Errorf("the call's row says %q, want it to name the triage toolset", who)
 	}
 }
