@@ -1,12 +1,14 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -279,5 +281,65 @@ func TestConsoleToolsetInBrowser(t *testing.T) {
 	waitFor(t, b, "the call through triage", `document.querySelector('#calls tr[data-name="set_priority"]')`)
 	if who := eval[string](t, b, `document.querySelector('#calls tr[data-name="set_priority"] .who').textContent`); !strings.Contains(who, "via triage") {
 		t.Errorf("the call's row says %q, want it to name the triage toolset", who)
+	}
+}
+
+// The real binary on stdio with --toolset, editing its config while it
+// runs: an edit that changes the toolset's tools sends one
+// tools/list_changed, one that changes only other tools sends none.
+func TestStdioToolsetHotReload(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "tools.hcl")
+	tool := func(name, desc string) string {
+		return "tool \"" + name + "\" {\n  description = \"" + desc + "\"\n  result {\n    content \"text\" {\n      text = \"ok\"\n    }\n  }\n}\n"
+	}
+	sets := "toolset \"a\" {\n  tools = [\"a_*\"]\n}\n"
+	write := func(text string) {
+		t.Helper()
+		tmp := filepath.Join(dir, ".tools.hcl.swp")
+		if err := os.WriteFile(tmp, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(tool("a_one", "A") + tool("b_one", "B") + sets)
+	cmd := mcpdCommand("serve", "--stdio", "-c", path, "--toolset", "a", "--log-level", "warn")
+	var changes atomic.Int64
+	signal := make(chan struct{}, 10)
+	client := mcp.NewClient(&mcp.Implementation{Name: "toolset-reload", Version: "1"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			changes.Add(1)
+			signal <- struct{}{}
+		},
+	})
+	ctx := bounded(t)
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	time.Sleep(100 * time.Millisecond) // the watcher starts beside the session
+
+	// Only b_one changes: not the toolset's business.
+	write(tool("a_one", "A") + tool("b_one", "B changed") + sets)
+	time.Sleep(1500 * time.Millisecond)
+	if n := changes.Load(); n != 0 {
+		t.Errorf("an edit outside the toolset sent %d notifications", n)
+	}
+	// a_two joins the toolset's pattern.
+	write(tool("a_one", "A") + tool("a_two", "A2") + tool("b_one", "B changed") + sets)
+	select {
+	case <-signal:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no tools/list_changed after a tool joined the toolset")
+	}
+	time.Sleep(300 * time.Millisecond)
+	if n := changes.Load(); n != 1 {
+		t.Errorf("%d notifications, want exactly 1", n)
+	}
+	if got := listedTools(t, cs); !slices.Equal(got, []string{"a_one", "a_two"}) {
+		t.Errorf("tools after the reload: %v", got)
 	}
 }
