@@ -56,6 +56,10 @@ type Options struct {
 	// Heartbeat is how often an idle stream gets a comment line, so that
 	// proxies keep it open and a dead client is noticed; default 15s.
 	Heartbeat time.Duration
+	// Toolsets, when not nil, names the toolsets of the config being
+	// served, for the status the page is sent (see Status.Toolsets). It is
+	// called with the status, so it must return at once.
+	Toolsets func() []string
 }
 
 // Console is the state behind the page: the latest config status, the
@@ -108,6 +112,9 @@ type Status struct {
 	// Pending says why a reload is held back while a file is being
 	// written; empty otherwise.
 	Pending string `json:"pending,omitempty"`
+	// Toolsets are the names of the running config's toolsets, for the
+	// page's toolset picker: it lists and calls through /mcp/NAME.
+	Toolsets []string `json:"toolsets"`
 }
 
 // StatusOf converts the reloader's status.
@@ -130,7 +137,16 @@ func StatusOf(st reload.Status) Status {
 }
 
 // SetReloadStatus is reload.Reloader.OnStatus: it returns at once.
-func (c *Console) SetReloadStatus(st reload.Status) { c.SetStatus(StatusOf(st)) }
+func (c *Console) SetReloadStatus(st reload.Status) {
+	s := StatusOf(st)
+	if c.opts.Toolsets != nil {
+		s.Toolsets = c.opts.Toolsets()
+	}
+	if s.Toolsets == nil {
+		s.Toolsets = []string{}
+	}
+	c.SetStatus(s)
+}
 
 // SetStatus records the config status and sends it to every page open.
 func (c *Console) SetStatus(s Status) {
@@ -159,6 +175,9 @@ type Call struct {
 	// call is not over, and the page must not show it as "ok".
 	Outcome string `json:"outcome"`
 	Error   string `json:"error,omitempty"`
+	// Toolset is the toolset the call came through; empty for /mcp
+	// serving everything.
+	Toolset string `json:"toolset,omitempty"`
 	// Other marks a call by another principal than the page's, shown
 	// without its principal, client label and error text (see record).
 	Other bool `json:"other,omitempty"`
@@ -170,7 +189,7 @@ type Call struct {
 func (c *Console) Record(ev *event.Call) {
 	call := Call{
 		Time: ev.Time, Kind: ev.Kind, Name: ev.Target, Principal: ev.Principal, Client: ev.Client, Transport: ev.Transport,
-		DurationMS: float64(ev.Duration.Microseconds()) / 1000, Outcome: ev.Outcome, Error: ev.Error,
+		DurationMS: float64(ev.Duration.Microseconds()) / 1000, Outcome: ev.Outcome, Error: ev.Error, Toolset: ev.Toolset,
 	}
 	if ev.Outcome == event.OutcomeOK && ev.InputRequired {
 		call.Outcome = OutcomeInputRequired

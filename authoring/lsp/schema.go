@@ -99,6 +99,7 @@ func rootSchema(reg *adapter.Registry) *blockSchema {
 		"prompt":            implied(&config.Prompt{}, map[string]*blockSchema{"param": implied(&config.Param{}, nil), "content": content}),
 		"auth":              implied(&config.Auth{}, map[string]*blockSchema{"api_key": implied(&config.APIKey{}, nil), "oauth": implied(&config.OAuth{}, nil)}),
 		"test":              implied(&config.Test{}, nil),
+		"toolset":           implied(&config.Toolset{}, nil),
 	})
 	for _, name := range reg.BackendBlocks() {
 		ba, _ := reg.BackendAdapter(name)
@@ -123,4 +124,5 @@ type fileContentDoc struct {
 	Prompts           []*config.Prompt           `hcl:"prompt,block"`
 	Auths             []*config.Auth             `hcl:"auth,block"`
 	Tests             []*config.Test             `hcl:"test,block"`
+	Toolsets          []*config.Toolset          `hcl:"toolset,block"`
 }

@@ -80,6 +80,8 @@ func mountMCP(mux *http.ServeMux, mcp http.Handler, current *snapshot.Current, r
 	cur := func() *auth.Config { return current.Load().Auth }
 	mw := &auth.Middleware{Current: cur, Required: required, Logger: logger}
 	mux.Handle("/mcp", mw.Wrap(mcp))
+	// Each toolset on /mcp/<toolset>, behind the same authentication.
+	mux.Handle("/mcp/", mw.Wrap(mcp))
 	prm := serve.HostGuard(httpOpts, auth.MetadataHandler(cur))
 	for _, p := range auth.MetadataPaths() {
 		mux.Handle(p, prm)

@@ -23,6 +23,7 @@ func clientConfigCmd(args []string, stdout, stderr io.Writer) error {
 	host := fs.String("host", "", "the host: "+strings.Join(hostNames, ", "))
 	httpURL := fs.String("http", "", "`URL` of a running mcpd serve --http (e.g. http://127.0.0.1:8080/mcp), instead of starting mcpd over stdio")
 	name := fs.String("name", "mcpd", "the server's name in the host's config")
+	toolset := fs.String("toolset", "", "serve the host only this toolset: --toolset NAME on stdio, /mcp/NAME over HTTP")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -45,6 +46,13 @@ func clientConfigCmd(args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("give either --http (a running server) or -c (a config to serve over stdio), not both")
 		}
 		sc.url = *httpURL
+		if *toolset != "" {
+			if !strings.HasSuffix(u.Path, "/mcp") {
+				return fmt.Errorf("--toolset with --http: the URL must end in /mcp (the toolset is served on /mcp/%s); or give the toolset's URL itself without --toolset", *toolset)
+			}
+			u.Path += "/" + url.PathEscape(*toolset)
+			sc.url = u.String()
+		}
 	} else {
 		exe, err := executable(stderr)
 		if err != nil {
@@ -64,6 +72,9 @@ func clientConfigCmd(args []string, stdout, stderr io.Writer) error {
 				fmt.Fprintf(stderr, "mcpd client-config: warning: %s does not exist (yet); the host will fail to start mcpd until it does\n", abs)
 			}
 			sc.args = append(sc.args, "-c", abs)
+		}
+		if *toolset != "" {
+			sc.args = append(sc.args, "--toolset", *toolset)
 		}
 	}
 	switch *host {

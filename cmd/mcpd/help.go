@@ -10,21 +10,23 @@ import (
 // commandHelp is what `mcpd help COMMAND` and `mcpd COMMAND -h` print above
 // the command's flags.
 var commandHelp = map[string]string{
-	"serve": `usage: mcpd serve [-c PATH]... [--stdio | --http ADDR] [flags]
+	"serve": `usage: mcpd serve [-c PATH]... [--stdio [--toolset NAME] | --http ADDR] [flags]
 
 Serves the config over MCP: Streamable HTTP on 127.0.0.1:8080/mcp by
-default, or one client on stdin/stdout with --stdio. It runs until
-interrupted and reloads when the config files change.
+default (and each toolset on /mcp/NAME), or one client on stdin/stdout
+with --stdio (one toolset with --toolset). It runs until interrupted and
+reloads when the config files change.
 `,
 	"validate": `usage: mcpd validate [-c PATH]... [--format text|json]
 
 Loads and compiles the config and prints every error and warning with
 file:line:col. Exits 1 when there are errors.
 `,
-	"list": `usage: mcpd list [-c PATH]... [--json]
+	"list": `usage: mcpd list [-c PATH]... [--json] [--toolset NAME]
 
 Lists the tools, resources, resource templates and prompts the config
-declares, as clients see them.
+declares, as clients see them, and its toolsets; with --toolset, only
+what that toolset serves.
 `,
 	"call": `usage: mcpd call [-c PATH]... TOOL [--args JSON | name=value ...] [--json] [--yes]
 

@@ -212,11 +212,12 @@ func startAdmin(addr string, mux http.Handler, logger *slog.Logger) (stop func()
 // runStdio serves stdio until the client closes stdin or a signal comes.
 // Either way every request already read is answered, within the grace
 // period, before it returns (see serve.Server.Shutdown).
-func runStdio(ctx context.Context, srv *serve.Server, logger *slog.Logger) error {
+// toolset, when not "", is the toolset the client sees (--toolset).
+func runStdio(ctx context.Context, srv *serve.Server, toolset string, logger *slog.Logger) error {
 	done := make(chan error, 1)
 	// The session's own context is not the signal's: cancelling it would
 	// end the session without the answers.
-	go func() { done <- srv.RunStdio(context.Background()) }()
+	go func() { done <- srv.RunStdioToolset(context.Background(), toolset) }()
 	select {
 	case err := <-done:
 		return err

@@ -23,6 +23,8 @@ import (
 	"github.com/mcpd/mcpd/engine/buildinfo"
 	"github.com/mcpd/mcpd/engine/config"
 	"github.com/mcpd/mcpd/engine/loader"
+	"github.com/mcpd/mcpd/engine/snapshot"
+	"github.com/mcpd/mcpd/engine/suggest"
 )
 
 // version and revision are set at build time with -ldflags
@@ -257,7 +259,7 @@ func validateCmd(args []string, stdout, stderr io.Writer) error {
 		case s != nil:
 			fmt.Fprintf(stdout, "%s: valid (%s, %s, %s, %s)\n", strings.Join(l.Files, ", "),
 				count(len(s.Tools), "tool"), count(len(s.Resources), "resource"),
-				count(len(s.Templates), "resource template"), count(len(s.Prompts), "prompt"))
+				count(len(s.Templates), "resource template"), count(len(s.Prompts), "prompt")+toolsetCount(s))
 		case !l.Diagnostics.HasErrors():
 			// Valid, but a check that needed an unset variable was skipped.
 			fmt.Fprintf(stdout, "%s: valid (except what the unset variables above decide)\n", strings.Join(l.Files, ", "))
@@ -274,6 +276,7 @@ func validateCmd(args []string, stdout, stderr io.Writer) error {
 func listCmd(args []string, stdout, stderr io.Writer) error {
 	fs, c := newFlagSet("list", stderr)
 	asJSON := fs.Bool("json", false, "print JSON: the tools, resources, templates and prompts as clients see them")
+	toolset := fs.String("toolset", "", "list only what this toolset serves (/mcp/NAME, serve --stdio --toolset NAME)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -281,8 +284,12 @@ func listCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	s := l.Snapshot
-	defer s.Close()
+	snap := l.Snapshot
+	defer snap.Close()
+	s, err := toolsetView(snap, *toolset)
+	if err != nil {
+		return err
+	}
 	if *asJSON {
 		out := map[string]any{"tools": []any{}, "resources": []any{}, "resourceTemplates": []any{}, "prompts": []any{}}
 		var tools, res, tmpl, prompts []any
@@ -302,6 +309,9 @@ func listCmd(args []string, stdout, stderr io.Writer) error {
 			if v != nil {
 				out[k] = v
 			}
+		}
+		if len(snap.Toolsets) > 0 && *toolset == "" {
+			out["toolsets"] = toolsetSummaries(snap)
 		}
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -326,7 +336,75 @@ func listCmd(args []string, stdout, stderr io.Writer) error {
 		}
 		fmt.Fprintf(stdout, "prompt %s(%s)\n", p.Def.Name, strings.Join(names, ", "))
 	}
+	if *toolset == "" {
+		for _, ts := range snap.Toolsets {
+			v := ts.All()
+			fmt.Fprintf(stdout, "toolset %s  /mcp/%s  (%s, %s, %s)", ts.Name, ts.Name, count(len(v.Tools), "tool"),
+				count(len(v.Resources)+len(v.Templates), "resource"), count(len(v.Prompts), "prompt"))
+			if len(ts.Scopes) > 0 {
+				fmt.Fprintf(stdout, "  scopes: %s", strings.Join(ts.Scopes, " "))
+			}
+			if ts.Name == snap.Server.DefaultToolset {
+				fmt.Fprint(stdout, "  (default: also /mcp)")
+			}
+			fmt.Fprintln(stdout)
+		}
+	}
 	return nil
+}
+
+// toolsetView is what the endpoint of toolset shows the local user: the
+// whole config for "", else the toolset's members. (/mcp itself serves
+// server.default_toolset when the config names one; `mcpd list` without
+// --toolset lists everything, and names the toolsets.)
+func toolsetView(s *snapshot.Snapshot, toolset string) (*snapshot.View, error) {
+	if toolset == "" {
+		return s.View(nil), nil
+	}
+	ts, ok := s.Toolset(toolset)
+	if !ok {
+		return nil, unknownToolset(s, toolset)
+	}
+	return ts.All(), nil
+}
+
+// unknownToolset is the error of a --toolset that names no toolset.
+func unknownToolset(s *snapshot.Snapshot, name string) error {
+	declared := s.ToolsetNames()
+	if len(declared) == 0 {
+		return fmt.Errorf("--toolset %q: the config declares no toolset", name)
+	}
+	return fmt.Errorf("--toolset %q: no toolset of that name.%s Declared: %s", name, suggest.DidYouMean(name, declared), strings.Join(declared, ", "))
+}
+
+// toolsetSummaries are the toolsets as `mcpd list --json` shows them.
+func toolsetSummaries(s *snapshot.Snapshot) []any {
+	var out []any
+	for _, ts := range s.Toolsets {
+		v := ts.All()
+		names := func(n int, name func(int) string) []string {
+			out := make([]string, n)
+			for i := range out {
+				out[i] = name(i)
+			}
+			return out
+		}
+		m := map[string]any{
+			"name":              ts.Name,
+			"path":              "/mcp/" + ts.Name,
+			"scopes":            append([]string{}, ts.Scopes...),
+			"tools":             names(len(v.Tools), func(i int) string { return v.Tools[i].Def.Name }),
+			"resources":         names(len(v.Resources), func(i int) string { return v.Resources[i].Def.URI }),
+			"resourceTemplates": names(len(v.Templates), func(i int) string { return v.Templates[i].Def.URITemplate }),
+			"prompts":           names(len(v.Prompts), func(i int) string { return v.Prompts[i].Def.Name }),
+			"default":           ts.Name == s.Server.DefaultToolset,
+		}
+		if ts.Description != "" {
+			m["description"] = ts.Description
+		}
+		out = append(out, m)
+	}
+	return out
 }
 
 // paramSummary renders an input schema's properties as "name: type, ...",
@@ -374,6 +452,14 @@ func firstLine(s string) string {
 // signalContext is cancelled by SIGINT or SIGTERM.
 func signalContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+// toolsetCount is ", N toolsets" for a config that declares any, else "".
+func toolsetCount(s *snapshot.Snapshot) string {
+	if len(s.Toolsets) == 0 {
+		return ""
+	}
+	return ", " + count(len(s.Toolsets), "toolset")
 }
 
 // count is "1 tool", "2 tools", "0 tools".

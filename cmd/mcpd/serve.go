@@ -34,6 +34,7 @@ func (s *stringList) Set(v string) error {
 func serveCmd(args []string, stderr io.Writer) error {
 	fs, c := newFlagSet("serve", stderr)
 	stdio := fs.Bool("stdio", false, "serve one client on stdin/stdout (for desktop hosts)")
+	toolset := fs.String("toolset", "", "with --stdio: serve only this toolset's tools, resources and prompts (over HTTP, each toolset is served on /mcp/NAME)")
 	addr := fs.String("http", "127.0.0.1:8080", "address for Streamable HTTP; the endpoint is /mcp")
 	var hosts, origins stringList
 	fs.Var(&hosts, "allowed-host", "Host header accepted besides loopback names (repeatable; * for any)")
@@ -60,11 +61,20 @@ func serveCmd(args []string, stderr io.Writer) error {
 	if err := limits.check(); err != nil {
 		return err
 	}
+	if *toolset != "" && !*stdio {
+		return fmt.Errorf("--toolset selects what stdio serves; over HTTP every toolset is served on its own path, /mcp/%s (and server.default_toolset chooses what /mcp serves)", *toolset)
+	}
 	if *ui && *stdio {
 		return fmt.Errorf("--ui needs the HTTP listener: the console calls /mcp; drop --stdio")
 	}
 	logger := c.logger(stderr)
-	con := newConsole(*ui, logger)
+	var current snapshot.Current
+	con := newConsole(*ui, logger, func() []string {
+		if s := current.Load(); s != nil {
+			return s.ToolsetNames()
+		}
+		return nil
+	})
 	// Every process group a shell tool started dies with mcpd, whichever
 	// way it exits (see shell.ProcessGroups): on return here, which every
 	// shutdown and the end of stdio's input reach, and in shutdownSignals
@@ -76,7 +86,6 @@ func serveCmd(args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var current snapshot.Current
 	current.Swap(l.Snapshot)
 	defer func() { current.Load().Close() }()
 	metrics, tracer, flushTraces, err := telemetrySetup(ops, logger)
@@ -97,6 +106,11 @@ func serveCmd(args []string, stderr io.Writer) error {
 	ctx, cancel := shutdownSignals(logger, func() { killGroups(groups, logger) })
 	defer cancel()
 	s := l.Snapshot
+	if *toolset != "" {
+		if _, ok := s.Toolset(*toolset); !ok {
+			return unknownToolset(s, *toolset)
+		}
+	}
 	logger.Info("config loaded", "files", strings.Join(l.Files, ","), "tools", len(s.Tools), "resources", len(s.Resources)+len(s.Templates), "prompts", len(s.Prompts))
 
 	reloader = &reload.Reloader{
@@ -133,8 +147,8 @@ func serveCmd(args []string, stderr io.Writer) error {
 	}()
 
 	if *stdio {
-		logger.Info("serving MCP on stdio")
-		if err := runStdio(ctx, srv, logger); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
+		logger.Info("serving MCP on stdio", "toolset", *toolset)
+		if err := runStdio(ctx, srv, *toolset, logger); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
 			return err
 		}
 		return nil

@@ -19,11 +19,14 @@ import (
 const uiPrefix = "/ui/"
 
 // newConsole returns the console for --ui, or nil.
-func newConsole(on bool, logger *slog.Logger) *console.Console {
+//
+// toolsets names the toolsets of the config being served, for the page's
+// toolset picker.
+func newConsole(on bool, logger *slog.Logger, toolsets func() []string) *console.Console {
 	if !on {
 		return nil
 	}
-	return console.New(console.Options{Logger: logger})
+	return console.New(console.Options{Logger: logger, Toolsets: toolsets})
 }
 
 // onCall is serve.Options.OnCall for con: nil without a console, so that

@@ -76,6 +76,10 @@ type Entry struct {
 	// Generation is the config generation that answered (1 for the config
 	// loaded at start, one more per successful reload).
 	Generation int `json:"config_generation"`
+	// Toolset is the toolset the call came through (/mcp/<toolset>, stdio
+	// --toolset, or /mcp serving server.default_toolset); left out when
+	// it came through an endpoint that serves everything.
+	Toolset string `json:"toolset,omitempty"`
 }
 
 // MarshalJSON writes the line's fields in a fixed order, time first.

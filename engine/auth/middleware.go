@@ -153,3 +153,15 @@ func MetadataHandler(current func() *Config) http.Handler {
 func MetadataPaths() []string {
 	return []string{"/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp"}
 }
+
+// InsufficientScope answers 403 with the WWW-Authenticate challenge of a
+// caller that lacks the scopes a part of the server needs (a toolset's),
+// as the middleware answers one that lacks the auth block's. A nil Config
+// answers a plain 403.
+func (c *Config) InsufficientScope(w http.ResponseWriter, scopes []string, msg string) {
+	if c == nil {
+		http.Error(w, msg, http.StatusForbidden)
+		return
+	}
+	c.challenge(w, http.StatusForbidden, "insufficient_scope", strings.Join(scopes, " "), msg)
+}

@@ -20,6 +20,8 @@ type Config struct {
 	ResourceTemplates []*ResourceTemplate
 	Prompts           []*Prompt
 	Backends          []*Backend
+	// Toolsets are the toolset blocks, in load order (see toolset.go).
+	Toolsets []*Toolset
 	// Files are the config files read, in load order.
 	Files []string
 	// Referenced are the files the config reads through file(),
@@ -74,6 +76,10 @@ type Server struct {
 	// caps every tool's timeout (docs/security.md, "Limits").
 	DefaultTimeout *hcl.Attribute `hcl:"default_timeout,optional"`
 	MaxTimeout     *hcl.Attribute `hcl:"max_timeout,optional"`
+
+	// DefaultToolset, when set, names the toolset that /mcp and stdio
+	// without --toolset serve; unset, they serve everything.
+	DefaultToolset *hcl.Attribute `hcl:"default_toolset,optional"`
 }
 
 // Tool is one `tool "name" { ... }` block.

@@ -65,6 +65,7 @@ type fileContent struct {
 	Prompts           []*Prompt           `hcl:"prompt,block"`
 	Auths             []*Auth             `hcl:"auth,block"`
 	Tests             []*Test             `hcl:"test,block"`
+	Toolsets          []*Toolset          `hcl:"toolset,block"`
 	Remain            hcl.Body            `hcl:",remain"`
 }
 
@@ -251,6 +252,10 @@ func decodeFile(cfg *Config, body hcl.Body, dir string, blocks Blocks) hcl.Diagn
 		p.Dir = dir
 		diags = append(diags, checkPrompt(p)...)
 		cfg.Prompts = append(cfg.Prompts, p)
+	}
+	for _, ts := range fc.Toolsets {
+		diags = append(diags, decodeToolset(ts, ectx)...)
+		cfg.Toolsets = append(cfg.Toolsets, ts)
 	}
 	return diags
 }
@@ -542,6 +547,14 @@ func checkUnique(cfg *Config) hcl.Diagnostics {
 		} else {
 			tmpl[r.Name] = r.DeclRange
 		}
+	}
+	toolsets := map[string]*Toolset{}
+	for _, ts := range cfg.Toolsets {
+		if prev, dup := toolsets[ts.Name]; dup {
+			diags = append(diags, duplicate("toolset", ts.Name, ts.DeclRange, prev.DeclRange))
+			continue
+		}
+		toolsets[ts.Name] = ts
 	}
 	backends := map[string]*Backend{}
 	for _, b := range cfg.Backends {

@@ -64,6 +64,10 @@ type Call struct {
 	// tools/call.
 	Snapshot *snapshot.Snapshot
 	Tool     *snapshot.Tool
+	// Toolset is the toolset the request came through (/mcp/<toolset>,
+	// stdio --toolset, or server.default_toolset on /mcp); "" when it
+	// came through an endpoint that serves everything.
+	Toolset string
 	// Caller is the verified caller, decoded once per request; nil for the
 	// local user.
 	Caller *principal.Principal

@@ -229,7 +229,8 @@ func (r *Reloader) Reload(ctx context.Context) error {
 		"tools", changes.Tools.String(),
 		"prompts", changes.Prompts.String(),
 		"resources", changes.Resources.String(),
-		"updated", fmt.Sprint(changes.Updated))
+		"updated", fmt.Sprint(changes.Updated),
+		"toolsets", fmt.Sprint(changes.Toolsets))
 	return nil
 }
 

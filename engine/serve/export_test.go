@@ -10,7 +10,7 @@ func Bare(opts Options) Options {
 }
 
 // Observe wraps next in the observe middleware of s.
-func (s *Server) Observe(next mcp.MethodHandler) mcp.MethodHandler { return s.observe(next) }
+func (s *Server) Observe(next mcp.MethodHandler) mcp.MethodHandler { return s.observe(next, "") }
 
 // BudgetWaiters is the number of calls waiting for output budget.
 func (s *Server) BudgetWaiters() int {

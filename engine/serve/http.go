@@ -7,9 +7,13 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
+	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpd/mcpd/engine/principal"
 )
 
 // HTTPOptions configure the Streamable HTTP endpoint.
@@ -60,34 +64,96 @@ const protocol2026 = "2026-07-28"
 // modern request announces itself with the Mcp-Method header or its
 // MCP-Protocol-Version; everything else (initialize, Mcp-Session-Id, GET,
 // DELETE) is legacy.
+//
+// Besides /mcp, the handler serves each toolset on /mcp/<toolset>, with the
+// same guard, limits and streams, and sessions of its own (see toolset.go).
+// Any path other than /mcp/<name> is served as /mcp.
 func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
-	getServer := func(*http.Request) *mcp.Server { return s.mcp }
+	f := &front{s: s, opts: opts, guard: newHostGuard(opts), limits: newRequestLimits(opts), eras: map[string]*eraHandlers{}}
+	if opts.MaxSessions > 0 {
+		f.sessions = newSessionCap(opts.MaxSessions, s.allSessions)
+	}
+	f.root = f.erasOf("")
+	return f
+}
+
+// eraHandlers are the SDK's two handlers of one endpoint.
+type eraHandlers struct {
+	legacy, modern http.Handler
+}
+
+// erasOf returns the SDK handlers of the endpoint of toolset ("" for
+// /mcp), making them on first use.
+func (f *front) erasOf(toolset string) *eraHandlers {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if h := f.eras[toolset]; h != nil {
+		return h
+	}
+	srv := f.s.endpoint(toolset).srv
+	getServer := func(*http.Request) *mcp.Server { return srv }
+	opts := f.opts
 	// guard checks Host for every request, with --allowed-host; the SDK's
 	// own check (loopback connections only) would refuse the allowed hosts
 	// a local reverse proxy forwards, so it is turned off.
-	var legacy http.Handler = mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
-		JSONResponse:               opts.JSONResponse,
-		SessionTimeout:             opts.SessionTimeout,
-		Logger:                     s.sdkLogger,
-		DisableLocalhostProtection: true,
-		MaxRequestBodyBytes:        opts.MaxBody,
-	})
-	f := &front{s: s, guard: newHostGuard(opts), limits: newRequestLimits(opts), legacy: legacy}
-	if opts.MaxSessions > 0 {
-		f.sessions = newSessionCap(opts.MaxSessions, s.mcp)
+	h := &eraHandlers{
+		legacy: mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
+			JSONResponse:               opts.JSONResponse,
+			SessionTimeout:             opts.SessionTimeout,
+			Logger:                     f.s.sdkLogger,
+			DisableLocalhostProtection: true,
+			MaxRequestBodyBytes:        opts.MaxBody,
+		}),
+		modern: mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
+			Stateless:                  true,
+			JSONResponse:               opts.JSONResponse,
+			Logger:                     f.s.sdkLogger,
+			DisableLocalhostProtection: true,
+			MaxRequestBodyBytes:        opts.MaxBody,
+			// In 2026-07-28 the POST is the whole request: a client that closes
+			// the response stream has cancelled the call, and its handler's
+			// context must end (the SDK does not tie them by default).
+			PropagateRequestCancellation: true,
+		}),
 	}
-	f.modern = mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
-		Stateless:                  true,
-		JSONResponse:               opts.JSONResponse,
-		Logger:                     s.sdkLogger,
-		DisableLocalhostProtection: true,
-		MaxRequestBodyBytes:        opts.MaxBody,
-		// In 2026-07-28 the POST is the whole request: a client that closes
-		// the response stream has cancelled the call, and its handler's
-		// context must end (the SDK does not tie them by default).
-		PropagateRequestCancellation: true,
-	})
-	return f
+	f.eras[toolset] = h
+	return h
+}
+
+// toolsetPath returns the toolset a request path names: "" for /mcp (or
+// any path that is not under /mcp/), the name for /mcp/<name>; ok is false
+// for a path under /mcp/ that names no toolset (empty, or deeper).
+func toolsetPath(path string) (name string, ok bool) {
+	rest, under := strings.CutPrefix(path, "/mcp/")
+	if !under {
+		return "", true
+	}
+	if rest == "" || strings.Contains(rest, "/") {
+		return "", false
+	}
+	return rest, true
+}
+
+// admitToolset checks that the toolset a request's path names exists and
+// that its caller holds the toolset's scopes; it answers the request when
+// not: 404 for a toolset not declared, 403 with an insufficient_scope
+// challenge for missing scopes (as the auth block's own scopes are).
+func (f *front) admitToolset(w http.ResponseWriter, r *http.Request, toolset string) bool {
+	snap := f.s.current.Load()
+	ts, all, ok := resolveToolset(snap, toolset)
+	if !ok {
+		http.Error(w, fmt.Sprintf("Not Found: no toolset is named %q", toolset), http.StatusNotFound)
+		return false
+	}
+	if all {
+		return true
+	}
+	caller := principal.FromTokenInfo(sdkauth.TokenInfoFromContext(r.Context()))
+	if !ts.Allows(caller) {
+		snap.Auth.InsufficientScope(w, ts.Scopes, fmt.Sprintf("insufficient scope: toolset %q needs the scopes %q", ts.Name, strings.Join(ts.Scopes, " ")))
+		return false
+	}
+	return true
 }
 
 // front is the /mcp endpoint in front of the SDK's two handlers: the Host
@@ -99,16 +165,31 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 // and an allocation, on every request.
 type front struct {
 	s        *Server
+	opts     HTTPOptions
 	guard    hostGuard
 	limits   *requestLimits
-	legacy   http.Handler
-	modern   http.Handler
-	sessions *sessionCap // nil: no cap
+	root     *eraHandlers // /mcp's
+	sessions *sessionCap  // nil: no cap
+
+	mu   sync.Mutex
+	eras map[string]*eraHandlers // by toolset, made on first use
 }
 
 func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !f.guard.allow(w, r) {
 		return
+	}
+	toolset, ok := toolsetPath(r.URL.Path)
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	if !f.admitToolset(w, r, toolset) {
+		return
+	}
+	eras := f.root
+	if toolset != "" {
+		eras = f.erasOf(toolset)
 	}
 	post := r.Method == http.MethodPost
 	// A stream by its headers only when the SDK holds the body to them:
@@ -176,14 +257,14 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w = f.s.deadlineStream(rw, r) // notify.go: a client must read its event stream
 	if isModern(r) {
-		f.modern.ServeHTTP(w, r)
+		eras.modern.ServeHTTP(w, r)
 		return
 	}
 	if f.sessions != nil {
-		f.sessions.serve(w, r, f.legacy)
+		f.sessions.serve(w, r, eras.legacy)
 		return
 	}
-	f.legacy.ServeHTTP(w, r)
+	eras.legacy.ServeHTTP(w, r)
 }
 
 // HostGuard applies the Host and Origin checks of the /mcp endpoint to

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"net/http"
 	"os"
@@ -79,19 +80,29 @@ func (s *Server) Stats() NotifyStats {
 }
 
 // notifier holds the pending notifications and the per-session queues.
+// There is one SDK server per endpoint (/mcp, and each toolset's; see
+// toolset.go), each with its own sessions: notifications are pending per
+// server, so that only the clients of an endpoint whose lists changed hear
+// of it.
 type notifier struct {
-	srv     *mcp.Server
 	logger  *slog.Logger
 	timeout time.Duration
+	// sessions lists the sessions of every endpoint.
+	sessions func() iter.Seq[*mcp.ServerSession]
 
 	mu      sync.Mutex
-	running bool            // the dispatch goroutine is running
-	kinds   [3]bool         // list_changed pending: tools, prompts, resources
-	uris    []string        // resources/updated pending, in order
-	uriSet  map[string]bool // the members of uris
+	running bool                          // the dispatch goroutine is running
+	pending map[*mcp.Server]*pendingNotes // per endpoint's server
 	queues  map[*mcp.ServerSession]*sessionQueue
 
 	sent, failed, coalesced, slow atomic.Uint64
+}
+
+// pendingNotes are one server's notifications not yet handed to the SDK.
+type pendingNotes struct {
+	kinds  [3]bool         // list_changed pending: tools, prompts, resources
+	uris   []string        // resources/updated pending, in order
+	uriSet map[string]bool // the members of uris
 }
 
 // sessionQueue is one session's notifications waiting to be written.
@@ -110,21 +121,27 @@ func newNotifier(logger *slog.Logger, timeout time.Duration) *notifier {
 	if timeout <= 0 {
 		timeout = DefaultSlowClientTimeout
 	}
-	return &notifier{logger: logger, timeout: timeout, uriSet: map[string]bool{}, queues: map[*mcp.ServerSession]*sessionQueue{}}
+	return &notifier{logger: logger, timeout: timeout, pending: map[*mcp.Server]*pendingNotes{}, queues: map[*mcp.ServerSession]*sessionQueue{}}
 }
 
-// schedule records list_changed kinds and updated URIs as pending and makes
-// sure the dispatch goroutine runs. It never blocks on a client.
-func (n *notifier) schedule(kinds [3]bool, uris ...string) {
+// schedule records list_changed kinds and updated URIs as pending for the
+// sessions of srv and makes sure the dispatch goroutine runs. It never
+// blocks on a client.
+func (n *notifier) schedule(srv *mcp.Server, kinds [3]bool, uris ...string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	p := n.pending[srv]
+	if p == nil {
+		p = &pendingNotes{uriSet: map[string]bool{}}
+		n.pending[srv] = p
+	}
 	for i, k := range kinds {
-		n.kinds[i] = n.kinds[i] || k
+		p.kinds[i] = p.kinds[i] || k
 	}
 	for _, u := range uris {
-		if !n.uriSet[u] {
-			n.uriSet[u] = true
-			n.uris = append(n.uris, u)
+		if !p.uriSet[u] {
+			p.uriSet[u] = true
+			p.uris = append(p.uris, u)
 		}
 	}
 	if !n.running {
@@ -139,18 +156,20 @@ func (n *notifier) schedule(kinds [3]bool, uris ...string) {
 func (n *notifier) dispatch() {
 	for {
 		n.mu.Lock()
-		kinds, uris := n.kinds, n.uris
-		n.kinds, n.uris, n.uriSet = [3]bool{}, nil, map[string]bool{}
-		if kinds == [3]bool{} && len(uris) == 0 {
+		pending := n.pending
+		n.pending = map[*mcp.Server]*pendingNotes{}
+		if len(pending) == 0 {
 			n.running = false
 			n.mu.Unlock()
 			return
 		}
 		n.mu.Unlock()
-		touchMarkers(n.srv, kinds)
-		for _, uri := range uris {
-			if err := n.srv.ResourceUpdated(context.Background(), &mcp.ResourceUpdatedNotificationParams{URI: uri}); err != nil {
-				n.logger.Warn("notifying resource update", "uri", uri, "err", err)
+		for srv, p := range pending {
+			touchMarkers(srv, p.kinds)
+			for _, uri := range p.uris {
+				if err := srv.ResourceUpdated(context.Background(), &mcp.ResourceUpdatedNotificationParams{URI: uri}); err != nil {
+					n.logger.Warn("notifying resource update", "uri", uri, "err", err)
+				}
 			}
 		}
 	}
@@ -262,7 +281,7 @@ func (n *notifier) disconnect(ss *mcp.ServerSession, id, reason string) {
 	// log line too.
 	n.slow.Add(1)
 	if ss == nil && id != "" {
-		for s := range n.srv.Sessions() {
+		for s := range n.sessions() {
 			if s.ID() == id {
 				ss = s
 				break

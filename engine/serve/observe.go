@@ -34,7 +34,7 @@ const methodListen = "subscriptions/listen"
 // Its frame is on the stack of every request's goroutine, under the whole
 // call: the work before and after the request is done in functions of
 // their own, so that it stays small.
-func (s *Server) observe(next mcp.MethodHandler) mcp.MethodHandler {
+func (s *Server) observe(next mcp.MethodHandler, toolset string) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if method == methodListen {
 			return s.listen(ctx, method, req, next)
@@ -42,7 +42,7 @@ func (s *Server) observe(next mcp.MethodHandler) mcp.MethodHandler {
 		rc := s.drain.begin(ctx)
 		defer s.drain.end(rc)
 		o := &rc.obs
-		ctx = s.observeBegin(o, rc, method, req)
+		ctx = s.observeBegin(o, rc, method, req, toolset)
 		res, err := next(ctx, method, req)
 		s.observeEnd(o, ctx, res, err)
 		return res, err
@@ -98,7 +98,7 @@ func callerFor(ctx context.Context, req mcp.Request) *principal.Principal {
 	return callerOf(req)
 }
 
-func (s *Server) observeBegin(o *observed, rc *reqCtx, method string, req mcp.Request) context.Context {
+func (s *Server) observeBegin(o *observed, rc *reqCtx, method string, req mcp.Request, toolset string) context.Context {
 	ev := &o.ev
 	ev.Method, ev.Request = method, req
 	switch r := req.(type) {
@@ -118,6 +118,7 @@ func (s *Server) observeBegin(o *observed, rc *reqCtx, method string, req mcp.Re
 	}
 	ev.Caller = callerOf(req)
 	ev.Snapshot = s.current.Load()
+	ev.Toolset = ToolsetServed(ev.Snapshot, toolset)
 	var ctx context.Context = rc
 	if s.tracer != nil {
 		// A span is named when it starts (naming it at the end would
@@ -155,6 +156,9 @@ func (s *Server) observeEnd(o *observed, ctx context.Context, res mcp.Result, er
 				o.label = toolLabel(ev)
 			}
 			s.opts.Metrics.CallDone(o.label, ev.Outcome, ev.Duration)
+		}
+		if ev.Kind != "" && ev.Toolset != "" {
+			s.opts.Metrics.ToolsetCallDone(ev.Toolset, ev.Kind, ev.Outcome)
 		}
 		s.opts.Metrics.RequestDone(ev.Method, errorType(ev.Outcome, err), ev.Duration)
 	}

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -101,6 +102,9 @@ type Server struct {
 	running   chan struct{}        // a slot per call or read running; nil: no cap
 	budget    *budget              // Options.OutputBudget; nil: no bound
 	sealer    *requeststate.Sealer // signs requestState when the config sets no key
+
+	epMu sync.Mutex           // guards eps and each endpoint's announced
+	eps  map[string]*endpoint // by toolset; "" is /mcp (see toolset.go)
 }
 
 // The SDK fans list_changed out to every legacy session and every modern
@@ -134,11 +138,22 @@ func New(current *snapshot.Current, opts Options) *Server {
 		s.running = make(chan struct{}, opts.MaxInflight)
 	}
 	s.budget = newBudget(opts.OutputBudget, opts.MaxInflight)
-	info := current.Load().Server
-	s.mcp = mcp.NewServer(&mcp.Implementation{Name: info.Name, Version: info.Version, Title: info.Title, WebsiteURL: info.WebsiteURL}, &mcp.ServerOptions{
+	s.notes = newNotifier(opts.Logger, opts.SlowClientTimeout)
+	s.notes.sessions = s.allSessions
+	s.eps = map[string]*endpoint{}
+	s.mcp = s.endpoint("").srv
+	return s
+}
+
+// newSDK returns the SDK server of one endpoint: /mcp (toolset "") or a
+// toolset's. Every endpoint answers from the same snapshot through the same
+// middleware; only what it shows differs.
+func (s *Server) newSDK(toolset string) *mcp.Server {
+	info := s.current.Load().Server
+	srv := mcp.NewServer(&mcp.Implementation{Name: info.Name, Version: info.Version, Title: info.Title, WebsiteURL: info.WebsiteURL}, &mcp.ServerOptions{
 		Instructions: info.Instructions,
 		Logger:       s.sdkLogger,
-		PageSize:     opts.PageSize,
+		PageSize:     s.opts.PageSize,
 		// Advertise list_changed from the start, even for a config with no
 		// tools yet: a reload may add some.
 		Capabilities: &mcp.ServerCapabilities{
@@ -148,7 +163,9 @@ func New(current *snapshot.Current, opts Options) *Server {
 			Completions: &mcp.CompletionCapabilities{},
 			Logging:     &mcp.LoggingCapabilities{},
 		},
-		CompletionHandler:  s.complete,
+		CompletionHandler: func(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+			return s.complete(ctx, req, toolset)
+		},
 		SubscribeHandler:   func(context.Context, *mcp.SubscribeRequest) error { return nil },
 		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
 		SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) {
@@ -156,16 +173,14 @@ func New(current *snapshot.Current, opts Options) *Server {
 		},
 	})
 	// Register the markers while no session exists: nothing is sent.
-	touchMarkers(s.mcp, [3]bool{true, true, true})
-	s.notes = newNotifier(opts.Logger, opts.SlowClientTimeout)
-	s.notes.srv = s.mcp
-	s.mcp.AddReceivingMiddleware(s.middleware)
-	s.mcp.AddSendingMiddleware(s.notes.sending)
+	touchMarkers(srv, [3]bool{true, true, true})
+	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler { return s.middleware(next, toolset) })
+	srv.AddSendingMiddleware(s.notes.sending)
 	// Added last, so outermost: it sees every request first.
-	if !opts.bare {
-		s.mcp.AddReceivingMiddleware(s.observe)
+	if !s.opts.bare {
+		srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler { return s.observe(next, toolset) })
 	}
-	return s
+	return srv
 }
 
 // SDK returns the underlying SDK server.
@@ -176,8 +191,12 @@ func (s *Server) SDK() *mcp.Server { return s.mcp }
 // modern subscriptions/listen stream that asked for it. It returns at once:
 // the notifications are written in the background, and a client that does
 // not read them holds up no one else (see notify.go).
+//
+// With toolsets, each endpoint's clients hear only of the lists it shows
+// that changed (see toolset.go): the kinds given are what changed in the
+// whole config, and what /mcp serving everything announces.
 func (s *Server) Notify(tools, prompts, resources bool) {
-	s.notes.schedule([3]bool{tools, prompts, resources})
+	s.notifyEndpoints([3]bool{tools, prompts, resources})
 }
 
 // touchMarkers re-registers the marker of each kind, which makes the SDK
@@ -199,7 +218,7 @@ func touchMarkers(srv *mcp.Server, kinds [3]bool) {
 // ResourceUpdated tells clients subscribed to uri that its contents changed.
 // Like Notify, it returns at once; ctx is not needed past the call.
 func (s *Server) ResourceUpdated(_ context.Context, uri string) {
-	s.notes.schedule([3]bool{}, uri)
+	s.resourceUpdated(uri)
 }
 
 // RunStdio serves one client on stdin/stdout until stdin closes, Shutdown
@@ -208,9 +227,11 @@ func (s *Server) ResourceUpdated(_ context.Context, uri string) {
 // AnswerWait after the drain, with an error if a call still runs then (its
 // program, say, ignores cancellation); cancelling ctx ends the session at
 // once.
-func (s *Server) RunStdio(ctx context.Context) error {
+func (s *Server) RunStdio(ctx context.Context) error { return s.RunStdioToolset(ctx, "") }
+
+func (s *Server) runStdio(ctx context.Context, srv *mcp.Server) error {
 	errc := make(chan error, 1)
-	go func() { errc <- s.mcp.Run(ctx, &drainTransport{inner: stdioTransport(), s: s}) }()
+	go func() { errc <- srv.Run(ctx, &drainTransport{inner: stdioTransport(), s: s}) }()
 	select {
 	case err := <-errc:
 		return err
@@ -229,13 +250,13 @@ func (s *Server) RunStdio(ctx context.Context) error {
 // SessionCount is the number of sessions open.
 func (s *Server) SessionCount() int {
 	n := 0
-	for range s.mcp.Sessions() {
+	for range s.allSessions() {
 		n++
 	}
 	return n
 }
 
-func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
+func (s *Server) middleware(next mcp.MethodHandler, toolset string) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		// The verified caller, if the transport authenticated one: what it
 		// may see and call is decided here and below (snapshot, adapters,
@@ -251,31 +272,31 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 				return nil, s.busy()
 			}
 			defer s.release()
-			return s.callTool(ctx, r, caller)
+			return s.callTool(ctx, r, caller, toolset)
 		}
-		return s.otherMethod(ctx, method, req, caller, next)
+		return s.otherMethod(ctx, method, req, caller, next, toolset)
 	}
 }
 
 // otherMethod is middleware for every method but tools/call.
-func (s *Server) otherMethod(ctx context.Context, method string, req mcp.Request, caller *principal.Principal, next mcp.MethodHandler) (mcp.Result, error) {
+func (s *Server) otherMethod(ctx context.Context, method string, req mcp.Request, caller *principal.Principal, next mcp.MethodHandler, toolset string) (mcp.Result, error) {
 	switch r := req.(type) {
 	case *mcp.ListToolsRequest:
-		return eraResult(r.Session)(s.listTools(r, caller))
+		return eraResult(r.Session)(s.listTools(r, caller, toolset))
 	case *mcp.ListPromptsRequest:
-		return eraResult(r.Session)(s.listPrompts(r, caller))
+		return eraResult(r.Session)(s.listPrompts(r, caller, toolset))
 	case *mcp.GetPromptRequest:
-		return s.getPrompt(ctx, r, caller)
+		return s.getPrompt(ctx, r, caller, toolset)
 	case *mcp.ListResourcesRequest:
-		return eraResult(r.Session)(s.listResources(r, caller))
+		return eraResult(r.Session)(s.listResources(r, caller, toolset))
 	case *mcp.ListResourceTemplatesRequest:
-		return eraResult(r.Session)(s.listTemplates(r, caller))
+		return eraResult(r.Session)(s.listTemplates(r, caller, toolset))
 	case *mcp.ReadResourceRequest:
 		if !s.acquire() {
 			return nil, s.busy()
 		}
 		defer s.release()
-		return eraResult(r.Session)(s.readResource(ctx, r))
+		return eraResult(r.Session)(s.readResource(ctx, r, toolset))
 	case *mcp.InitializeRequest:
 		res, err := next(ctx, method, req)
 		if ir, ok := res.(*mcp.InitializeResult); ok && err == nil {
@@ -298,13 +319,15 @@ func callerOf(req mcp.Request) *principal.Principal {
 	return principal.FromTokenInfo(extra.TokenInfo)
 }
 
-func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest, caller *principal.Principal) (mcp.Result, error) {
+func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest, caller *principal.Principal, toolset string) (mcp.Result, error) {
 	snap := s.current.Acquire()
 	defer snap.Release()
-	// A tool the caller lacks the scopes for is refused exactly as an
-	// unknown one, so that its existence does not leak.
+	// A tool the caller lacks the scopes for, or that the endpoint's
+	// toolset does not hold, is refused exactly as an unknown one, so that
+	// its existence does not leak.
+	_, ts, usable := viewFor(snap, toolset, caller)
 	t, ok := snap.ToolFor(req.Params.Name, caller)
-	if !ok {
+	if !ok || !usable || !ts.HasTool(req.Params.Name) {
 		return nil, unknownTool(req.Params.Name)
 	}
 	noteTool(ctx, t)
@@ -411,8 +434,8 @@ func (s *Server) page(cursor string, n int) (start, end int, next string, err er
 	return start, end, next, nil
 }
 
-func (s *Server) listTools(req *mcp.ListToolsRequest, caller *principal.Principal) (mcp.Result, error) {
-	snap := s.current.Load().View(caller)
+func (s *Server) listTools(req *mcp.ListToolsRequest, caller *principal.Principal, toolset string) (mcp.Result, error) {
+	snap, _, _ := viewFor(s.current.Load(), toolset, caller)
 	start, end, next, err := s.page(cursor(req.Params != nil, func() string { return req.Params.Cursor }), len(snap.Tools))
 	if err != nil {
 		return nil, err
@@ -424,8 +447,8 @@ func (s *Server) listTools(req *mcp.ListToolsRequest, caller *principal.Principa
 	return res, nil
 }
 
-func (s *Server) listPrompts(req *mcp.ListPromptsRequest, caller *principal.Principal) (mcp.Result, error) {
-	snap := s.current.Load().View(caller)
+func (s *Server) listPrompts(req *mcp.ListPromptsRequest, caller *principal.Principal, toolset string) (mcp.Result, error) {
+	snap, _, _ := viewFor(s.current.Load(), toolset, caller)
 	start, end, next, err := s.page(cursor(req.Params != nil, func() string { return req.Params.Cursor }), len(snap.Prompts))
 	if err != nil {
 		return nil, err
@@ -437,10 +460,11 @@ func (s *Server) listPrompts(req *mcp.ListPromptsRequest, caller *principal.Prin
 	return res, nil
 }
 
-func (s *Server) getPrompt(ctx context.Context, req *mcp.GetPromptRequest, caller *principal.Principal) (mcp.Result, error) {
+func (s *Server) getPrompt(ctx context.Context, req *mcp.GetPromptRequest, caller *principal.Principal, toolset string) (mcp.Result, error) {
 	snap := s.current.Load()
+	_, ts, usable := viewFor(snap, toolset, caller)
 	p, ok := snap.PromptFor(req.Params.Name, caller)
-	if !ok {
+	if !ok || !usable || !ts.HasPrompt(req.Params.Name) {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %q", req.Params.Name)}
 	}
 	res, err := p.Get(ctx, &snapshot.GetRequest{Args: req.Params.Arguments, Caller: caller,
@@ -454,8 +478,8 @@ func (s *Server) getPrompt(ctx context.Context, req *mcp.GetPromptRequest, calle
 	return markPrompt(req.Session, res), nil
 }
 
-func (s *Server) listResources(req *mcp.ListResourcesRequest, caller *principal.Principal) (mcp.Result, error) {
-	snap := s.current.Load().View(caller)
+func (s *Server) listResources(req *mcp.ListResourcesRequest, caller *principal.Principal, toolset string) (mcp.Result, error) {
+	snap, _, _ := viewFor(s.current.Load(), toolset, caller)
 	start, end, next, err := s.page(cursor(req.Params != nil, func() string { return req.Params.Cursor }), len(snap.Resources))
 	if err != nil {
 		return nil, err
@@ -467,8 +491,8 @@ func (s *Server) listResources(req *mcp.ListResourcesRequest, caller *principal.
 	return res, nil
 }
 
-func (s *Server) listTemplates(req *mcp.ListResourceTemplatesRequest, caller *principal.Principal) (mcp.Result, error) {
-	snap := s.current.Load().View(caller)
+func (s *Server) listTemplates(req *mcp.ListResourceTemplatesRequest, caller *principal.Principal, toolset string) (mcp.Result, error) {
+	snap, _, _ := viewFor(s.current.Load(), toolset, caller)
 	start, end, next, err := s.page(cursor(req.Params != nil, func() string { return req.Params.Cursor }), len(snap.Templates))
 	if err != nil {
 		return nil, err
@@ -480,10 +504,15 @@ func (s *Server) listTemplates(req *mcp.ListResourceTemplatesRequest, caller *pr
 	return res, nil
 }
 
-func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest) (mcp.Result, error) {
+func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest, toolset string) (mcp.Result, error) {
 	snap := s.current.Acquire()
 	defer snap.Release()
-	res, found, err := snap.ReadResource(ctx, &snapshot.ReadRequest{URI: req.Params.URI, Caller: principal.FromContext(ctx)})
+	caller := principal.FromContext(ctx)
+	_, ts, usable := viewFor(snap, toolset, caller)
+	if !usable {
+		return nil, mcp.ResourceNotFoundError(req.Params.URI)
+	}
+	res, found, err := snap.ReadResource(ctx, &snapshot.ReadRequest{URI: req.Params.URI, Caller: caller, Toolset: ts})
 	if !found {
 		return nil, mcp.ResourceNotFoundError(req.Params.URI)
 	}
@@ -498,13 +527,15 @@ func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest)
 	return markRead(req.Session, res), nil
 }
 
-func (s *Server) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+func (s *Server) complete(ctx context.Context, req *mcp.CompleteRequest, toolset string) (*mcp.CompleteResult, error) {
 	p := req.Params
 	if p == nil || p.Ref == nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "completion needs a ref"}
 	}
 	snap := s.current.Load()
-	if !snap.Completable(p.Ref, principal.FromContext(ctx)) {
+	caller := principal.FromContext(ctx)
+	_, ts, usable := viewFor(snap, toolset, caller)
+	if !usable || !ts.Completable(p.Ref) || !snap.Completable(p.Ref, caller) {
 		// What the caller may not see completes to nothing, as an
 		// unknown reference does.
 		return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{}}}, nil

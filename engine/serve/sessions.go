@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"iter"
 	"net/http"
 	"sync"
 	"time"
@@ -22,10 +23,12 @@ import (
 // than max have a request in flight, which MaxInflight bounds.
 type sessionCap struct {
 	max int
-	srv *mcp.Server
+	// sessions lists the open sessions, of every endpoint: the cap is
+	// the server's, whichever path a session was opened on.
+	sessions func() iter.Seq[*mcp.ServerSession]
 
-	mu       sync.Mutex
-	sessions map[string]*sessionUse
+	mu   sync.Mutex
+	open map[string]*sessionUse
 }
 
 type sessionUse struct {
@@ -33,8 +36,8 @@ type sessionUse struct {
 	busy int       // POSTs in flight
 }
 
-func newSessionCap(max int, srv *mcp.Server) *sessionCap {
-	return &sessionCap{max: max, srv: srv, sessions: map[string]*sessionUse{}}
+func newSessionCap(max int, sessions func() iter.Seq[*mcp.ServerSession]) *sessionCap {
+	return &sessionCap{max: max, sessions: sessions, open: map[string]*sessionUse{}}
 }
 
 // serve serves a legacy request with next, tracking its session.
@@ -63,7 +66,7 @@ func (c *sessionCap) serve(w http.ResponseWriter, r *http.Request, next http.Han
 func (c *sessionCap) begin(id string, post bool) *sessionUse {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	u := c.sessions[id]
+	u := c.open[id]
 	if u != nil && post {
 		u.last = time.Now()
 		u.busy++
@@ -75,7 +78,7 @@ func (c *sessionCap) end(id string, u *sessionUse, post, deleted bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if deleted {
-		delete(c.sessions, id)
+		delete(c.open, id)
 		return
 	}
 	if u != nil && post {
@@ -88,27 +91,27 @@ func (c *sessionCap) end(id string, u *sessionUse, post, deleted bool) {
 // ones.
 func (c *sessionCap) opened(id string) {
 	c.mu.Lock()
-	c.sessions[id] = &sessionUse{last: time.Now()}
-	if len(c.sessions) <= c.max {
+	c.open[id] = &sessionUse{last: time.Now()}
+	if len(c.open) <= c.max {
 		c.mu.Unlock()
 		return
 	}
 	// Forget the sessions the SDK has closed meanwhile (idle timeout,
 	// DELETE, a failed initialize) before choosing whom to close.
 	live := map[string]bool{}
-	for ss := range c.srv.Sessions() {
+	for ss := range c.sessions() {
 		live[ss.ID()] = true
 	}
-	for sid := range c.sessions {
+	for sid := range c.open {
 		if !live[sid] && sid != id {
-			delete(c.sessions, sid)
+			delete(c.open, sid)
 		}
 	}
 	var victims []string
-	for len(c.sessions) > c.max {
+	for len(c.open) > c.max {
 		victim := ""
 		var oldest time.Time
-		for sid, u := range c.sessions {
+		for sid, u := range c.open {
 			if sid != id && u.busy == 0 && (victim == "" || u.last.Before(oldest)) {
 				victim, oldest = sid, u.last
 			}
@@ -116,7 +119,7 @@ func (c *sessionCap) opened(id string) {
 		if victim == "" {
 			break
 		}
-		delete(c.sessions, victim)
+		delete(c.open, victim)
 		victims = append(victims, victim)
 	}
 	c.mu.Unlock()
@@ -128,7 +131,7 @@ func (c *sessionCap) opened(id string) {
 		closing[v] = true
 	}
 	var sessions []*mcp.ServerSession
-	for ss := range c.srv.Sessions() {
+	for ss := range c.sessions() {
 		if closing[ss.ID()] {
 			sessions = append(sessions, ss)
 		}

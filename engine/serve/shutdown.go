@@ -156,7 +156,7 @@ func (s *Server) drainRequests(ctx context.Context) error {
 // streams (GET /mcp, subscriptions/listen).
 func (s *Server) closeSessions() {
 	var wg sync.WaitGroup
-	for ss := range s.mcp.Sessions() {
+	for ss := range s.allSessions() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -50,8 +50,14 @@ func normScopes(in []string) []string {
 }
 
 func (s *Snapshot) initAccess() {
+	s.access = newAccess(&View{Tools: s.Tools, Resources: s.Resources, Templates: s.Templates, Prompts: s.Prompts})
+}
+
+// newAccess is the authorization state of the lists of all: a snapshot's,
+// or a toolset's (see toolset.go).
+func newAccess(all *View) *access {
 	a := &access{
-		all:      &View{Tools: s.Tools, Resources: s.Resources, Templates: s.Templates, Prompts: s.Prompts},
+		all:      all,
 		required: map[string]bool{},
 		views:    map[string]*View{},
 	}
@@ -60,25 +66,26 @@ func (s *Snapshot) initAccess() {
 			a.required[sc] = true
 		}
 	}
-	for _, t := range s.Tools {
+	for _, t := range all.Tools {
 		note(t.scopes)
 	}
-	for _, r := range s.Resources {
+	for _, r := range all.Resources {
 		note(r.scopes)
 	}
-	for _, t := range s.Templates {
+	for _, t := range all.Templates {
 		note(t.scopes)
 	}
-	for _, p := range s.Prompts {
+	for _, p := range all.Prompts {
 		note(p.scopes)
 	}
-	s.access = a
+	return a
 }
 
 // View returns what p may see. The local user (nil) and every caller of a
 // config that requires no scopes see everything, without a lookup.
-func (s *Snapshot) View(p *principal.Principal) *View {
-	a := s.access
+func (s *Snapshot) View(p *principal.Principal) *View { return s.access.view(p) }
+
+func (a *access) view(p *principal.Principal) *View {
 	if p == nil || len(a.required) == 0 {
 		return a.all
 	}

@@ -46,6 +46,9 @@ type GetRequest struct {
 type ReadRequest struct {
 	URI    string
 	Caller *principal.Principal
+	// Toolset, when not nil, limits the read to its resources and
+	// templates: any other URI is not found.
+	Toolset *Toolset
 }
 
 // Answers is what a call brings for the questions of its ask blocks, and

@@ -17,11 +17,36 @@ type Changes struct {
 	// Updated are resources present in both whose contents changed (as far
 	// as can be known without reading them: static text, files).
 	Updated []string
+	// Toolsets are the toolsets whose clients see a change: added,
+	// removed, or showing other items or scopes (see toolset.go); and ""
+	// when server.default_toolset changed, which /mcp serves.
+	Toolsets []string
 }
 
 // Empty reports whether a client would see no difference.
 func (c Changes) Empty() bool {
-	return c.Tools.Empty() && c.Prompts.Empty() && c.Resources.Empty() && len(c.Updated) == 0
+	return c.Tools.Empty() && c.Prompts.Empty() && c.Resources.Empty() && len(c.Updated) == 0 && len(c.Toolsets) == 0
+}
+
+// changedToolsets names the toolsets of old and new whose clients see a
+// change.
+func changedToolsets(old, new *Snapshot) []string {
+	var out []string
+	for _, ts := range new.Toolsets {
+		if o, ok := old.Toolset(ts.Name); !ok || o.Fingerprints() != ts.Fingerprints() {
+			out = append(out, ts.Name)
+		}
+	}
+	for _, ts := range old.Toolsets {
+		if _, ok := new.Toolset(ts.Name); !ok {
+			out = append(out, ts.Name)
+		}
+	}
+	if old.Server.DefaultToolset != new.Server.DefaultToolset {
+		out = append(out, "")
+	}
+	slices.Sort(out)
+	return out
 }
 
 // Compare reports what changed from old to new. A change in list order
@@ -37,6 +62,7 @@ func Compare(old, new *Snapshot) Changes {
 	newRes := append(defs(new.Resources, func(r *Resource) (string, any) { return r.Def.URI, r.Def }),
 		defs(new.Templates, func(t *Template) (string, any) { return t.Def.URITemplate, t.Def })...)
 	c.Resources = diffDefs(oldRes, newRes)
+	c.Toolsets = changedToolsets(old, new)
 	for _, r := range new.Resources {
 		if o, ok := old.resources[r.Def.URI]; ok && o.version != r.version {
 			c.Updated = append(c.Updated, r.Def.URI)

@@ -35,6 +35,9 @@ type Snapshot struct {
 	Resources []*Resource
 	Templates []*Template
 	Prompts   []*Prompt
+	// Toolsets are the compiled toolset blocks, in declaration order (see
+	// toolset.go).
+	Toolsets []*Toolset
 	// Files are the config files this snapshot was loaded from.
 	Files []string
 
@@ -43,6 +46,9 @@ type Snapshot struct {
 	prompts   map[string]*Prompt
 	backends  map[string]*liveBackend
 	access    *access // see access.go
+
+	fpOnce sync.Once // Fingerprints
+	fp     [3]string
 
 	redactor *redact.Redactor // nil: no secrets
 
@@ -62,6 +68,9 @@ type ServerInfo struct {
 	// server.request_state_key; nil: none set (the server uses a random
 	// key of its own).
 	StateSealer *requeststate.Sealer
+	// DefaultToolset is the toolset /mcp and stdio without --toolset
+	// serve (server.default_toolset); "": everything.
+	DefaultToolset string
 }
 
 type liveBackend struct {
@@ -143,6 +152,7 @@ func Build(cfg *config.Config, reg *adapter.Registry, prev *Snapshot, defaultVer
 			s.prompts[p.Def.Name] = p
 		}
 	}
+	diags = append(diags, s.compileToolsets(cfg)...)
 	if diags.HasErrors() {
 		s.closeBackends(prev)
 		return nil, diags
@@ -318,13 +328,13 @@ func (s *Snapshot) Prompt(name string) (*Prompt, bool) {
 func (s *Snapshot) ReadResource(ctx context.Context, req *ReadRequest) (res *mcp.ReadResourceResult, found bool, err error) {
 	// A resource the caller lacks the scopes for is not found, as an
 	// unknown one is (see ToolFor).
-	caller, uri := req.Caller, req.URI
-	if r, ok := s.resources[uri]; ok && caller.HasScopes(r.scopes) {
+	caller, uri, ts := req.Caller, req.URI, req.Toolset
+	if r, ok := s.resources[uri]; ok && caller.HasScopes(r.scopes) && ts.HasResource(uri) {
 		res, err = r.Read(ctx)
 		return res, true, err
 	}
 	for _, t := range s.Templates {
-		if !caller.HasScopes(t.scopes) {
+		if !caller.HasScopes(t.scopes) || !ts.HasTemplate(t.Def.URITemplate) {
 			continue
 		}
 		if args, ok, err := t.Bind(uri); ok {

@@ -40,6 +40,7 @@ type Metrics struct {
 	streams    *prometheus.GaugeVec
 	httpReqs   *prometheus.CounterVec
 	httpTime   *prometheus.HistogramVec
+	toolsets   *prometheus.CounterVec
 	toolsCache sync.Map // tool name -> *toolSeries
 	// okRequests are the requests histogram's children for success, by
 	// method label, built once: the common case hashes no labels.
@@ -113,6 +114,10 @@ func NewMetricsFor(bi buildinfo.Info) *Metrics {
 		Help:    "Time from reading an HTTP request's header to the end of its answer, by method and status code; http.server.request.duration in the OpenTelemetry conventions.",
 		Buckets: []float64{0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10},
 	}, []string{"http_request_method", "http_response_status_code"})
+	m.toolsets = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mcpd_toolset_calls_total",
+		Help: "Calls (kind: tool, resource, prompt) answered through a toolset's endpoint (/mcp/<toolset>, stdio --toolset, or /mcp serving server.default_toolset), by toolset, kind and outcome.",
+	}, []string{"toolset", "kind", "outcome"})
 	m.okRequests = map[string]prometheus.Observer{"other": m.requests.WithLabelValues("other", "")}
 	for method := range mcpMethods {
 		m.okRequests[method] = m.requests.WithLabelValues(method, "")
@@ -123,7 +128,7 @@ func NewMetricsFor(bi buildinfo.Info) *Metrics {
 		ConstLabels: prometheus.Labels{"version": bi.Version, "revision": bi.Revision, "goversion": bi.GoVersion},
 	})
 	build.Set(1)
-	m.reg.MustRegister(m.calls, m.duration, m.inFlight, m.requests, m.streams, m.httpReqs, m.httpTime, build,
+	m.reg.MustRegister(m.calls, m.duration, m.inFlight, m.requests, m.streams, m.httpReqs, m.httpTime, m.toolsets, build,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -165,6 +170,14 @@ func (m *Metrics) CallDone(tool, outcome string, took time.Duration) {
 	ts := m.tool(tool)
 	ts.outcomes[outcome].Inc()
 	ts.duration.Observe(took.Seconds())
+}
+
+// ToolsetCallDone records a call (of an event kind) answered through the
+// endpoint of toolset, a declared toolset's name.
+func (m *Metrics) ToolsetCallDone(toolset, kind, outcome string) {
+	if m != nil {
+		m.toolsets.WithLabelValues(toolset, kind, outcome).Inc()
+	}
 }
 
 // mcpMethods are the methods recorded under their own name; anything else

@@ -31,6 +31,11 @@ const MAX_CALLS = 100;
 const IMAGE_TYPES = /^image\/(png|jpeg|gif|webp|avif|bmp)$/;
 const AUDIO_TYPES = /^audio\/(wav|x-wav|mpeg|mp3|ogg|webm|flac|aac)$/;
 const MCP_URL = new URL("../mcp", document.baseURI).href;
+// mcpURL is the endpoint the page lists and calls through: /mcp, or a
+// toolset's /mcp/NAME, chosen in the toolset picker (see renderToolsets),
+// so that an operator sees exactly what that toolset's clients see.
+let mcpURL = MCP_URL;
+let toolset = "";
 const EVENTS_URL = new URL("events", document.baseURI).href;
 
 const $ = (id) => document.getElementById(id);
@@ -147,7 +152,7 @@ async function rpc(method, params = {}, extraHeaders = {}, opts = {}) {
   if (method === "tools/call" || method === "prompts/get") headers["Mcp-Name"] = headerValue(params.name);
   if (method === "resources/read") headers["Mcp-Name"] = headerValue(params.uri);
   const body = JSON.stringify({ jsonrpc: "2.0", id, method, params: { ...params, _meta: { ...META, ...(opts.meta || {}) } } });
-  const resp = await fetch(MCP_URL, { method: "POST", headers, body, credentials: "same-origin", cache: "no-store", signal: opts.signal });
+  const resp = await fetch(mcpURL, { method: "POST", headers, body, credentials: "same-origin", cache: "no-store", signal: opts.signal });
   const type = resp.headers.get("Content-Type") || "";
   let msgs = [];
   let text = "";
@@ -1175,11 +1180,35 @@ function renderStatus(s) {
       );
     }),
   );
+  const reloadForToolset = renderToolsets(s.toolsets || []);
+  if (reloadForToolset && s.generation === state.generation) loadCatalog();
   if (s.generation !== state.generation) {
     const first = state.generation === 0;
     state.generation = s.generation;
     if (!first) loadCatalog();
   }
+}
+
+// renderToolsets fills the toolset picker with the config's toolsets (it
+// is hidden when there are none), and falls back to /mcp when the toolset
+// being viewed is gone. It returns true when that changed the endpoint.
+function renderToolsets(names) {
+  const pick = $("toolset");
+  if (!pick) return false;
+  const current = names.includes(toolset) ? toolset : "";
+  fill(pick, el("option", { value: "" }, "everything · /mcp"), ...names.map((n) => el("option", { value: n }, `${n} · /mcp/${n}`)));
+  pick.value = current;
+  $("toolset-pick").hidden = names.length === 0;
+  if (current !== toolset) {
+    setToolset(current);
+    return true;
+  }
+  return false;
+}
+
+function setToolset(name) {
+  toolset = name;
+  mcpURL = name ? new URL("../mcp/" + encodeURIComponent(name), document.baseURI).href : MCP_URL;
 }
 
 function caretLine(src, col, endCol) {
@@ -1197,7 +1226,7 @@ function addCall(c, fresh) {
   const tbody = $("calls").tBodies[0];
   // Another principal's call comes without who made it (see
   // docs/security.md, "The console's call stream").
-  const who = [c.other ? "another caller" : c.principal, c.client ? null : c.transport].filter(Boolean).join(" · ");
+  const who = [c.other ? "another caller" : c.principal, c.client ? null : c.transport, c.toolset ? "via " + c.toolset : null].filter(Boolean).join(" · ");
   const open = el("button", { type: "button", class: "open", "aria-expanded": "false", title: "open: request, response, replay" }, c.kind === "tool" ? c.name : `${c.kind} ${c.name}`);
   const row = el(
     "tr",
@@ -1472,6 +1501,11 @@ async function start() {
   document.addEventListener("securitypolicyviolation", (e) => console.error("CSP violation:", e.violatedDirective, e.blockedURI));
   setupToken();
   $("filter").addEventListener("input", renderCatalog);
+  $("toolset").addEventListener("change", (e) => {
+    setToolset(e.target.value);
+    state.selected = null;
+    loadCatalog();
+  });
   setupKeys();
   follow();
   $("server-name").textContent = location.host;

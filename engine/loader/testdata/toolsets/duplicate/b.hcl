@@ -1,0 +1,3 @@
+toolset "support" {
+  tools = ["close_ticket"]
+}
