@@ -30,7 +30,7 @@ func (l *Logger) ObserveCall(c *event.Call) {
 		Transport: c.Transport, Protocol: c.Protocol, Client: c.Client,
 		Kind: c.Kind, Name: c.Target, Outcome: c.Outcome, BytesOut: c.ResultBytes, Error: c.Error,
 		Generation: c.Generation, Toolset: c.Toolset,
-		Identity:   c.Delegation.Mode, IdentitySubject: c.Delegation.Subject, Actor: c.Delegation.Actor,
+		Identity: c.Delegation.Mode, IdentitySubject: c.Delegation.Subject, Actor: c.Delegation.Actor,
 	}
 	red := c.Snapshot.Redactor()
 	switch r := c.Request.(type) {
