@@ -14,6 +14,7 @@ import (
 	"math"
 	"net"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -48,7 +49,7 @@ var databaseSchema = &adapter.Schema{Attributes: []hcl.AttributeSchema{
 	{Name: "query_timeout"},
 	{Name: "max_bytes"},
 	{Name: "seed"},
-}}
+}, Blocks: []adapter.BlockSchema{identityBlockSchema}}
 
 // BackendSchema is the database block's schema (adapter.BackendSchemaer).
 func (*Adapter) BackendSchema() *adapter.Schema { return databaseSchema }
@@ -121,6 +122,8 @@ func (*Adapter) DecodeBackend(b *adapter.BackendBlock) (adapter.BackendConfig, h
 				"A seed script fills a new, empty SQLite database (the demo, a local cache). For PostgreSQL and MySQL, create the schema with your migration tool.")
 		}
 	}
+
+	cfg.identity = decodeIdentity(dec, content.Blocks, cfg.dialect).compile(cfg.dialect)
 
 	dsnAttr := attrs["dsn"]
 	if cfg.dsnUnknown = unknownAtLoad(dsnAttr, b.Scope); cfg.dsnUnknown {
@@ -204,7 +207,7 @@ var sqlSchema = &adapter.Schema{Attributes: []hcl.AttributeSchema{
 	{Name: "timeout"},
 	{Name: "identifiers"},
 	{Name: "params"},
-}}
+}, Blocks: []adapter.BlockSchema{identityBlockSchema}}
 
 // defaultMaxRows is max_rows when the block does not set it.
 const defaultMaxRows = 1000
@@ -257,6 +260,22 @@ func (*Adapter) CompileTool(b *adapter.ToolBlock) (adapter.Handler, hcl.Diagnost
 	if attr := attrs["timeout"]; attr != nil {
 		if dur, ok := dec.Duration(attr, "", time.Nanosecond, 0); ok {
 			h.timeout = dur
+		}
+	}
+	if be != nil {
+		tid := decodeIdentity(dec, content.Blocks, be.cfg.dialect)
+		if tid != nil || be.cfg.identity != nil {
+			var db *identity
+			if be.cfg.identity != nil {
+				c := *be.cfg.identity // compile sorts its settings: work on a copy
+				db = &c
+			}
+			h.identity = mergeIdentity(db, tid)
+			if h.identity != nil {
+				c := *h.identity
+				c.settings = slices.Clone(c.settings)
+				h.identity = c.compile(be.cfg.dialect)
+			}
 		}
 	}
 	var allowed map[string][]string

@@ -35,6 +35,10 @@ type mysqlConn struct {
 	mysqlDriverConn
 	id       uint64
 	readOnly bool // of the read-only pool
+	// pendingReset clears the caller's session variables that a call set
+	// (see identity.go); "" once that call reset them itself. Only the
+	// call holding the connection touches it.
+	pendingReset string
 }
 
 // ResetSession runs before database/sql hands a pooled connection to the
@@ -51,6 +55,14 @@ func (c *mysqlConn) ResetSession(ctx context.Context) error {
 		if _, err := c.ExecContext(ctx, setReadOnly, nil); err != nil {
 			return driver.ErrBadConn
 		}
+	}
+	if c.pendingReset != "" {
+		// The call that set the caller's variables did not clear them:
+		// the next call must not run with them.
+		if _, err := c.ExecContext(ctx, c.pendingReset, nil); err != nil {
+			return driver.ErrBadConn
+		}
+		c.pendingReset = ""
 	}
 	return nil
 }

@@ -29,6 +29,9 @@ type Scope struct {
 	// use as `inputs.<name>`, each with a note on its value for messages
 	// (see engine/snapshot's ask blocks). Nil: no `inputs` variable.
 	Inputs map[string]string
+	// Callers describes who can call (see caller.go); nil when the config
+	// has no auth block.
+	Callers *Callers
 }
 
 // EvalContext is the load-time evaluation context: functions, no variables.

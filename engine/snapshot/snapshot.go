@@ -95,6 +95,7 @@ func Build(cfg *config.Config, reg *adapter.Registry, prev *Snapshot, defaultVer
 
 	secrets := recordSecrets(cfg)
 	ft := funcTables{opts: funcs.Options{UnsetEnvUnknown: cfg.UnsetEnvUnknown}, tables: map[string]map[string]function.Function{}}
+	ft.callers = callersOf(cfg.Auth, ft)
 	sl, diags := compileServerLimits(cfg.Server)
 	diags = append(diags, stateDiags...)
 	diags = append(diags, s.openBackends(cfg, reg, prev, ft)...)
@@ -183,7 +184,7 @@ func (s *Snapshot) openBackends(cfg *config.Config, reg *adapter.Registry, prev 
 		if !ok {
 			panic("unregistered backend block " + bc.Type)
 		}
-		scope := &adapter.Scope{Dir: bc.Dir, Functions: ft.get(bc.Dir)}
+		scope := &adapter.Scope{Dir: bc.Dir, Functions: ft.get(bc.Dir), Callers: ft.callers}
 		conf, d := ba.DecodeBackend(&adapter.BackendBlock{Name: bc.Name, Body: bc.Body, Range: bc.DeclRange, Scope: scope})
 		diags = append(diags, d...)
 		if d.HasErrors() || conf == nil {
@@ -234,6 +235,9 @@ func (b *backendSet) names(blockType string) []string { return b.declared[blockT
 type funcTables struct {
 	opts   funcs.Options
 	tables map[string]map[string]function.Function
+	// callers is what the auth block says about who calls, for every
+	// block's Scope (see callers.go); nil without an auth block.
+	callers *adapter.Callers
 }
 
 func (ft funcTables) get(dir string) map[string]function.Function {

@@ -76,7 +76,7 @@ type progressSpec struct {
 type ProgressFunc func(progress, total float64, message string)
 
 func compileTool(tc *config.Tool, reg *adapter.Registry, backend *backendSet, ft funcTables, sl serverLimits, confirmDestructive bool) (*Tool, hcl.Diagnostics) {
-	scope := &adapter.Scope{Dir: tc.Dir, Functions: ft.get(tc.Dir)}
+	scope := &adapter.Scope{Dir: tc.Dir, Functions: ft.get(tc.Dir), Callers: ft.callers}
 	ectx := scope.EvalContext()
 	var diags hcl.Diagnostics
 
