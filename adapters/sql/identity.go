@@ -22,8 +22,14 @@ import (
 // tools) or a sql block (for one tool) may declare
 //
 //	identity {
-//	  role { from_caller = "claims.db_role", enum = ["reader", "writer"] }
-//	  setting "tenant" { from_caller = "claims.tenant", pattern = "^[a-z0-9-]+$" }
+//	  role {
+//	    from_caller = "claims.db_role"
+//	    enum        = ["reader", "writer"]
+//	  }
+//	  setting "tenant" {
+//	    from_caller = "claims.tenant"
+//	    pattern     = "^[a-z0-9-]+$"
+//	  }
 //	}
 //
 // and every call then runs with the verified caller's values in its
