@@ -294,6 +294,9 @@ func (*Adapter) CompileTool(b *adapter.ToolBlock) (adapter.Handler, hcl.Diagnost
 	if h.readOnly && len(problems) == 0 {
 		problems = readOnlyProblems(q, h.dialect)
 	}
+	if h.identity != nil && len(problems) == 0 {
+		problems = identityProblems(q, h.dialect)
+	}
 	q.tokens = nil // only the load-time checks need them
 	for _, p := range problems {
 		rng := textRange(queryAttr.Expr, p.off, p.end)

@@ -335,3 +335,36 @@ func (s *session) attributes() []adapter.Attribute {
 	}
 	return attrs
 }
+
+// identityProblems refuses, in the query of a tool with an identity, what
+// would change that identity: a SET, RESET or DISCARD statement (SET ROLE,
+// SET @app_tenant = :x) or set_config(), which a tool that writes could
+// otherwise run with a value from the model's arguments. Like the
+// read-only checks, it is a net for mistakes: the database role is the
+// last word.
+func identityProblems(q *compiledQuery, d dialect) []queryProblem {
+	var problems []queryProblem
+	refuse := func(t token, what string) {
+		problems = append(problems, queryProblem{off: t.off, end: t.end, summary: "Identity changed by the query",
+			detail: fmt.Sprintf("%s would change the caller's identity that the identity block sets for this call (its role or settings). "+
+				"Declare the value in the identity block instead, where it comes from the verified caller.", what)})
+	}
+	toks := q.tokens
+	if i := firstWord(toks); i >= 0 {
+		switch v := strings.ToUpper(toks[i].text); v {
+		case "SET", "RESET", "DISCARD":
+			refuse(toks[i], v)
+		}
+	}
+	for i, t := range toks {
+		if (t.kind == tokWord || t.kind == tokQuoted) && strings.EqualFold(t.text, "set_config") && i+1 < len(toks) && toks[i+1].text == "(" {
+			refuse(t, t.text+"()")
+		}
+		// MySQL: SELECT @app_tenant := ... assigns in an expression.
+		if d == mysql && t.text == "@" && i+1 < len(toks) && toks[i+1].kind == tokWord && strings.HasPrefix(strings.ToLower(toks[i+1].text), "app_") &&
+			i+2 < len(toks) && toks[i+2].text == ":=" {
+			refuse(toks[i+1], "Assigning @"+toks[i+1].text)
+		}
+	}
+	return problems
+}

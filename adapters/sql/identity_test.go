@@ -293,6 +293,35 @@ func TestPostgresIdentity(t *testing.T) {
 		}
 	})
 
+	// The span shows the role taken and the settings' names, never their
+	// values.
+	t.Run("span attributes", func(t *testing.T) {
+		got := map[string]any{}
+		ctx := adapter.WithAnnotate(tenantA, func(attrs ...adapter.Attribute) {
+			for _, a := range attrs {
+				got[a.Key] = a.Value
+			}
+		})
+		if _, err := call(ctx, list); err != nil {
+			t.Fatal(err)
+		}
+		if got["mcpd.db.role"] != r.reader || got["mcpd.db.session_settings"] != "app.tenant" {
+			t.Fatalf("span attributes %v", got)
+		}
+		for k, v := range got {
+			if v == "a" {
+				t.Errorf("attribute %s holds the tenant's value", k)
+			}
+		}
+		remote := map[string]any{}
+		for _, a := range list.(adapter.Remote).RemoteAttributes() {
+			remote[a.Key] = a.Value
+		}
+		if remote["mcpd.db.identity"] != true {
+			t.Errorf("remote attributes %v", remote)
+		}
+	})
+
 	t.Run("refused", func(t *testing.T) {
 		for _, c := range []struct {
 			ctx  context.Context
@@ -659,5 +688,44 @@ sql {
 	}
 	if v := rows(t, out)[0]["t"]; v != nil {
 		t.Fatalf("@app_tenant = %v after a checkout", v)
+	}
+}
+
+// A tool with an identity may not change it in its query.
+func TestIdentityQueryChecks(t *testing.T) {
+	for _, c := range []struct {
+		driver, dsn, query, want string
+	}{
+		{"postgres", "postgres://u@127.0.0.1:1/db", "SET ROLE postgres", "SET would change the caller's identity"},
+		{"postgres", "postgres://u@127.0.0.1:1/db", "RESET ROLE", "RESET would change"},
+		{"postgres", "postgres://u@127.0.0.1:1/db", "SELECT set_config('app.tenant', :t, false)", "set_config() would change"},
+		{"postgres", "postgres://u@127.0.0.1:1/db", "SELECT 'set_config(' AS s", ""},
+		{"mysql", "u@tcp(127.0.0.1:1)/db", "SET @app_tenant = :t", "SET would change"},
+		{"mysql", "u@tcp(127.0.0.1:1)/db", "SELECT @app_tenant := :t", "Assigning @app_tenant would change"},
+		{"mysql", "u@tcp(127.0.0.1:1)/db", "SELECT * FROM t WHERE tenant = @app_tenant", ""},
+	} {
+		src := fmt.Sprintf(`database "main" {
+  driver = %q
+  dsn    = %q
+}
+sql {
+  database  = "main"
+  read_only = false
+  query     = %q
+  identity {
+    setting "tenant" { from_caller = "claims.tenant" }
+  }
+}
+`, c.driver, c.dsn, c.query)
+		_, diags := adaptertest.Compile(t, New(), "sql", adaptertest.Config{Src: src, Callers: openCallers, Params: map[string]string{"t": "string"}})
+		if c.want == "" {
+			if diags.HasErrors() {
+				t.Errorf("%s: %s", c.query, diags.Error())
+			}
+			continue
+		}
+		if ok, all := adaptertest.DiagContains(diags, c.want); !ok {
+			t.Errorf("%s: want %q, got %s", c.query, c.want, all)
+		}
 	}
 }
