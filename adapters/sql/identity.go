@@ -261,6 +261,15 @@ func (s *session) apply(ctx context.Context, q querier) error {
 		if err == nil {
 			err = rows.Close()
 		}
+	} else if conn, ok := q.(*sql.Conn); ok {
+		// MySQL: through the connection's prepared statement.
+		err = conn.Raw(func(dc any) error {
+			c, ok := dc.(*mysqlConn)
+			if !ok {
+				return fmt.Errorf("unexpected MySQL driver connection %T", dc)
+			}
+			return c.execSet(ctx, s.id.setSQL, s.values)
+		})
 	} else {
 		_, err = q.ExecContext(ctx, s.id.setSQL, s.values...)
 	}

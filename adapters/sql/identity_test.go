@@ -198,7 +198,7 @@ type pgRLS struct {
 	dsn                                 string // as app
 }
 
-func setupPGRLS(t *testing.T, db *testDB) *pgRLS {
+func setupPGRLS(t testing.TB, db *testDB) *pgRLS {
 	t.Helper()
 	p := fmt.Sprintf("mcpd_rls_%08x", rand.Uint32())
 	r := &pgRLS{schema: p, app: p + "_app", reader: p + "_reader", auditor: p + "_auditor", other: p + "_other"}
@@ -238,7 +238,7 @@ func setupPGRLS(t *testing.T, db *testDB) *pgRLS {
 
 // compile compiles a sql block on `database "main"` (as app) with the
 // database block's extra text.
-func (r *pgRLS) compile(t *testing.T, dbExtra, sqlBody string) adapter.Handler {
+func (r *pgRLS) compile(t testing.TB, dbExtra, sqlBody string) adapter.Handler {
 	t.Helper()
 	src := fmt.Sprintf("database \"main\" {\n  driver = \"postgres\"\n  dsn = %s\n%s\n}\nsql {\n  database = \"main\"\n%s\n}\n", hclString(r.dsn), dbExtra, sqlBody)
 	return adaptertest.MustCompile(t, New(), "sql", adaptertest.Config{Src: src, Callers: openCallers})
@@ -727,5 +727,55 @@ sql {
 		if ok, all := adaptertest.DiagContains(diags, c.want); !ok {
 			t.Errorf("%s: want %q, got %s", c.query, c.want, all)
 		}
+	}
+}
+
+// The cost of an identity per call: the same query with and without one
+// (PostgreSQL: SET LOCAL ROLE and set_config in the call's transaction;
+// MySQL: SET @app_... before and the reset after). Run with -count to
+// interleave the two.
+func BenchmarkIdentity(b *testing.B) {
+	for _, kind := range []string{"postgres", "mysql"} {
+		b.Run(kind, func(b *testing.B) {
+			db := openTestDB(b, kind)
+			var src, query, identity string
+			ctx := asCaller(context.Background(), "alice", map[string]any{"tenant": "a"})
+			switch kind {
+			case "postgres":
+				r := setupPGRLS(b, db)
+				src = fmt.Sprintf("database \"main\" {\n  driver = \"postgres\"\n  dsn = %s\n}\n", hclString(r.dsn))
+				query = "SELECT current_user AS who"
+				identity = fmt.Sprintf(`identity {
+    role {
+      from_caller = "claims.db_role"
+      enum        = [%q]
+    }
+    setting "tenant" { from_caller = "claims.tenant" }
+  }`, r.reader)
+				ctx = asCaller(context.Background(), "alice", map[string]any{"tenant": "a", "db_role": r.reader})
+			case "mysql":
+				src = fmt.Sprintf("database \"main\" {\n  driver = \"mysql\"\n  dsn = %s\n}\n", hclString(db.dsn))
+				query = "SELECT @app_tenant AS t"
+				identity = `identity {
+    setting "tenant" { from_caller = "claims.tenant" }
+  }`
+			}
+			for _, with := range []bool{false, true} {
+				block := fmt.Sprintf("sql {\n  database = \"main\"\n  query = %q\n", query)
+				name := "without"
+				if with {
+					block += "  " + identity + "\n"
+					name = "with"
+				}
+				h := adaptertest.MustCompile(b, New(), "sql", adaptertest.Config{Src: src + block + "}\n", Callers: openCallers})
+				b.Run(name, func(b *testing.B) {
+					for b.Loop() {
+						if _, err := adaptertest.Call(ctx, h, nil, nil); err != nil {
+							b.Fatal(err)
+						}
+					}
+				})
+			}
+		})
 	}
 }
