@@ -86,7 +86,6 @@ func (c *mysqlConn) closeIdentityStmts() {
 	}
 }
 
-
 // ResetSession runs before database/sql hands a pooled connection to the
 // next call. On the read-only pool it makes the session read-only again:
 // the previous call may have run SET SESSION TRANSACTION READ WRITE (the
