@@ -406,3 +406,67 @@ tool "show_tenant" {
 		t.Fatalf("a tenant argument: %v %v", textOf(res), err)
 	}
 }
+
+// What can be checked at load time is: identity without an auth block is
+// an error at its from_caller, with file:line:col; a claim that no API key
+// declares is a warning, for identity settings and caller-bound params
+// alike; so is a caller-bound param without an auth block.
+func TestIdentityLoadChecks(t *testing.T) {
+	clearEnv(t)
+	db := `database "app" {
+  driver = "postgres"
+  dsn    = "postgres://app@127.0.0.1:5432/app"
+  identity {
+    setting "tenant" {
+      from_caller = "claims.tenant"
+    }
+  }
+}
+`
+	tool := `tool "t" {
+  description = "Lists."
+  param "team" {
+    type        = "string"
+    from_caller = "claims.team"
+  }
+  sql {
+    database = "app"
+    query    = "SELECT :team AS team"
+  }
+}
+`
+	keys := `auth {
+  api_key "k" {
+    value      = "a-key-for-tests"
+    attributes = { tenant = "acme" }
+  }
+}
+`
+	for _, c := range []struct {
+		name, src string
+		code      int
+		want      []string
+	}{
+		{"no auth", db + tool, 1, []string{
+			"tools.hcl:6:21: error: Caller identity without authentication",
+			"tools.hcl:14:19: warning: Caller value no call can have",
+		}},
+		{"api keys without the claim", db + tool + keys, 0, []string{
+			`tools.hcl:14:19: warning: Caller value no call can have: param "team": The auth block authenticates callers with API keys only, and no key's attributes declare "team"`,
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := configDir(t, map[string]string{"tools.hcl": c.src})
+			r := runCLI(t, "validate", "-c", dir)
+			out := r.stdout + r.stderr
+			if r.code != c.code {
+				t.Errorf("exit %d, want %d:\n%s", r.code, c.code, out)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("missing %q in:\n%s", w, out)
+				}
+			}
+		})
+	}
+}
