@@ -355,6 +355,16 @@ func TestPostgresIdentity(t *testing.T) {
 		if n != 1 {
 			t.Fatalf("the insert was not committed: %d rows", n)
 		}
+		// Without RETURNING: the Exec path commits too.
+		plain := r.compile(t, identity, fmt.Sprintf(`  read_only = false
+  query = "INSERT INTO %s.orders (tenant, item) VALUES (current_setting('app.tenant'), 'new')"`, r.schema))
+		if out, err := call(tenantB, plain); err != nil || out.Vars["rows_affected"] != int64(1) {
+			t.Fatalf("insert: %v %v", out, err)
+		}
+		db.raw.QueryRow("SELECT count(*) FROM " + r.schema + ".orders WHERE item = 'new' AND tenant = 'b'").Scan(&n)
+		if n != 2 {
+			t.Fatalf("the plain insert was not committed: %d rows", n)
+		}
 		db.exec(t, "DELETE FROM "+r.schema+".orders WHERE item = 'new'")
 		// The policy's WITH CHECK holds for the caller's tenant only.
 		cross := r.compile(t, identity, fmt.Sprintf(`  read_only = false
@@ -777,5 +787,34 @@ func BenchmarkIdentity(b *testing.B) {
 				})
 			}
 		})
+	}
+}
+
+// A reload that changes only the identity opens a new pool: the live
+// backend carries the identity, so it must not be kept.
+func TestIdentityFingerprint(t *testing.T) {
+	fp := func(identity string) string {
+		t.Helper()
+		b := backendBlock(t, "driver = \"postgres\"\ndsn = \"postgres://u@127.0.0.1:1/db\"\n"+identity)
+		b.Scope.Callers = openCallers
+		cfg, diags := New().DecodeBackend(b)
+		if diags.HasErrors() {
+			t.Fatal(diags.Error())
+		}
+		return cfg.Fingerprint()
+	}
+	setting := func(path, pattern string) string {
+		return fmt.Sprintf("identity {\n  setting \"tenant\" {\n    from_caller = %q\n    pattern = %q\n  }\n}\n", path, pattern)
+	}
+	seen := map[string]string{}
+	for _, id := range []string{"", setting("claims.tenant", "^a$"), setting("claims.org", "^a$"), setting("claims.tenant", "^b$")} {
+		f := fp(id)
+		if prev, dup := seen[f]; dup {
+			t.Errorf("same fingerprint for %q and %q", prev, id)
+		}
+		seen[f] = id
+	}
+	if fp(setting("claims.tenant", "^a$")) != fp(setting("claims.tenant", "^a$")) {
+		t.Error("the fingerprint of one identity changes")
 	}
 }
