@@ -14,7 +14,6 @@ import (
 	"math"
 	"net"
 	"net/url"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -264,19 +263,7 @@ func (*Adapter) CompileTool(b *adapter.ToolBlock) (adapter.Handler, hcl.Diagnost
 	}
 	if be != nil {
 		tid := decodeIdentity(dec, content.Blocks, be.cfg.dialect)
-		if tid != nil || be.cfg.identity != nil {
-			var db *identity
-			if be.cfg.identity != nil {
-				c := *be.cfg.identity // compile sorts its settings: work on a copy
-				db = &c
-			}
-			h.identity = mergeIdentity(db, tid)
-			if h.identity != nil {
-				c := *h.identity
-				c.settings = slices.Clone(c.settings)
-				h.identity = c.compile(be.cfg.dialect)
-			}
-		}
+		h.identity = mergeIdentity(be.cfg.identity, tid).compile(be.cfg.dialect)
 	}
 	var allowed map[string][]string
 	identAttr := attrs["identifiers"]

@@ -154,24 +154,30 @@ func decodeIdentity(dec *adapter.Decoder, blocks hcl.Blocks, d dialect) *identit
 	return id
 }
 
-// merge is a database's identity with a tool's over it: the tool's role
-// replaces the database's, and its settings are added to the database's
-// (one of the same name replaces it).
+// mergeIdentity is a database's identity with a tool's over it, as a new
+// value (neither is changed): the tool's role replaces the database's, and
+// its settings are added to the database's (one of the same name replaces
+// it). Nil when both are.
 func mergeIdentity(db, tool *identity) *identity {
-	switch {
-	case tool == nil:
-		return db
-	case db == nil:
-		return tool
+	if db == nil && tool == nil {
+		return nil
 	}
-	out := &identity{role: db.role, roleStmt: db.roleStmt}
-	if tool.role != nil {
-		out.role, out.roleStmt = tool.role, tool.roleStmt
+	out := &identity{}
+	if db != nil {
+		out.role, out.roleStmt = db.role, db.roleStmt
+		out.settings = slices.Clone(db.settings)
 	}
-	out.settings = append(out.settings, tool.settings...)
-	for _, s := range db.settings {
-		if !slices.ContainsFunc(tool.settings, func(t idSetting) bool { return t.name == s.name }) {
-			out.settings = append(out.settings, s)
+	if tool != nil {
+		if tool.role != nil {
+			out.role, out.roleStmt = tool.role, tool.roleStmt
+		}
+		for _, s := range tool.settings {
+			i := slices.IndexFunc(out.settings, func(o idSetting) bool { return o.name == s.name })
+			if i >= 0 {
+				out.settings[i] = s
+			} else {
+				out.settings = append(out.settings, s)
+			}
 		}
 	}
 	return out

@@ -818,3 +818,51 @@ func TestIdentityFingerprint(t *testing.T) {
 		t.Error("the fingerprint of one identity changes")
 	}
 }
+
+// A tool's identity block over its database's.
+func TestIdentityMerge(t *testing.T) {
+	src := `database "main" {
+  driver = "postgres"
+  dsn    = "postgres://u@127.0.0.1:1/db"
+  identity {
+    role {
+      from_caller = "claims.db_role"
+      enum        = ["reader"]
+    }
+    setting "tenant" { from_caller = "claims.tenant" }
+    setting "region" { from_caller = "claims.region" }
+  }
+}
+sql {
+  database = "main"
+  query    = "SELECT 1"
+  identity {
+    role {
+      from_caller = "claims.admin_role"
+      enum        = ["admin"]
+    }
+    setting "region" { from_caller = "claims.home" }
+    setting "user" { from_caller = "name" }
+  }
+}
+`
+	h := adaptertest.MustCompile(t, New(), "sql", adaptertest.Config{Src: src, Callers: openCallers})
+	id := h.(*handler).identity
+	var got []string
+	for _, s := range id.settings {
+		got = append(got, s.name+"="+s.value.Path)
+	}
+	if fmt.Sprint(got) != "[region=claims.home tenant=claims.tenant user=name]" {
+		t.Errorf("settings %v", got)
+	}
+	if id.role.Path != "claims.admin_role" || id.roleStmt["admin"] != `SET LOCAL ROLE "admin"` || id.roleStmt["reader"] != "" {
+		t.Errorf("role %s %v", id.role.Path, id.roleStmt)
+	}
+	if id.setSQL != "SELECT set_config('app.region', $1, true), set_config('app.tenant', $2, true), set_config('app.user', $3, true)" {
+		t.Errorf("setSQL %s", id.setSQL)
+	}
+	// The database's identity is unchanged, for its other tools.
+	if db := h.(*handler).be.cfg.identity; len(db.settings) != 2 || db.settings[0].value.Path != "claims.region" || db.role.Path != "claims.db_role" {
+		t.Errorf("the database's identity changed: %+v", db)
+	}
+}
