@@ -2,11 +2,15 @@ package main
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	cryptorand "crypto/rand"
 	"database/sql"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -14,7 +18,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/jwt"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -468,5 +475,109 @@ func TestIdentityLoadChecks(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// With OAuth, the values come from the verified token's claims: nested
+// ones, numbers, and a role from the allow-list; a token whose role claim
+// is outside it is refused.
+func TestPostgresIdentityOAuth(t *testing.T) {
+	dsn := os.Getenv("MCPD_TEST_POSTGRES_DSN")
+	if dsn == "" {
+		t.Skip("MCPD_TEST_POSTGRES_DSN not set")
+	}
+	admin, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { admin.Close() })
+	role := fmt.Sprintf("mcpd_oauth_%08x", rand.Uint32())
+	if _, err := admin.Exec("CREATE ROLE " + role + " NOLOGIN"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { admin.Exec("DROP ROLE IF EXISTS " + role) })
+
+	key, err := ecdsa.GenerateKey(elliptic.P256(), cryptorand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jwks := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		json.NewEncoder(w).Encode(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &key.PublicKey, KeyID: "k1", Algorithm: "ES256", Use: "sig"}}})
+	}))
+	t.Cleanup(jwks.Close)
+	const resource = "http://127.0.0.1/mcp"
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: key}, (&jose.SignerOptions{}).WithType("JWT").WithHeader("kid", "k1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mint := func(sub string, extra map[string]any) string {
+		now := time.Now()
+		tok, err := jwt.Signed(signer).Claims(jwt.Claims{Issuer: jwks.URL, Subject: sub, Audience: jwt.Audience{resource},
+			Expiry: jwt.NewNumericDate(now.Add(time.Hour)), IssuedAt: jwt.NewNumericDate(now)}).Claims(extra).Serialize()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
+	config := fmt.Sprintf(`
+auth {
+  resource = %q
+  oauth {
+    issuer   = %q
+    jwks_url = %q
+  }
+}
+
+database "app" {
+  driver = "postgres"
+  dsn    = %q
+  identity {
+    role {
+      from_caller = "claims.db_role"
+      enum        = [%q]
+    }
+    setting "tenant" {
+      from_caller = "claims.org.tenant"
+      pattern     = "^[a-z]+$"
+    }
+    setting "level" {
+      from_caller = "claims.level"
+      pattern     = "^[0-9]+$"
+    }
+    setting "user" {
+      from_caller = "name"
+    }
+  }
+}
+
+tool "whoami" {
+  description = "The database role and settings of the call."
+  sql {
+    database = "app"
+    query    = "SELECT current_user AS who, current_setting('app.tenant', true) AS tenant, current_setting('app.level', true) AS level, current_setting('app.user', true) AS usr"
+  }
+}
+`, resource, jwks.URL, jwks.URL, dsn, role)
+	cmd := mcpdCommand("serve", "--http", "127.0.0.1:0", "-c", configDir(t, map[string]string{"tools.hcl": config}))
+	endpoint := startHTTP(t, cmd)
+	ctx := bounded(t)
+	bearer := func(tok string) *mcp.ClientSession {
+		cs, err := connectWith(t, endpoint, &http.Client{Transport: keyTransport{"Authorization", "Bearer " + tok, http.DefaultTransport}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cs
+	}
+	good := bearer(mint("alice", map[string]any{"db_role": role, "org": map[string]any{"tenant": "acme"}, "level": 3}))
+	rows, toolErr, err := callRows(ctx, good, "whoami", nil)
+	if err != nil || toolErr != "" || len(rows) != 1 {
+		t.Fatalf("whoami: %v %q %v", rows, toolErr, err)
+	}
+	if r := rows[0]; r["who"] != role || r["tenant"] != "acme" || r["level"] != "3" || r["usr"] != "alice" {
+		t.Fatalf("whoami: %v", r)
+	}
+	bad := bearer(mint("mallory", map[string]any{"db_role": "postgres", "org": map[string]any{"tenant": "acme"}, "level": 3}))
+	if _, toolErr, err := callRows(ctx, bad, "whoami", nil); err != nil || !strings.Contains(toolErr, "claim db_role is not one of the allowed values") {
+		t.Fatalf("a role outside the allow-list: %q %v", toolErr, err)
 	}
 }
