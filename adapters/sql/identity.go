@@ -112,7 +112,7 @@ func decodeIdentity(dec *adapter.Decoder, blocks hcl.Blocks, d dialect) *identit
 	if rb := dec.SingleBlock(content.Blocks, "role"); rb != nil {
 		if d != postgres {
 			dec.Errorf(rb.DefRange, "Role switch on MySQL",
-				"A role switch is supported on PostgreSQL (SET LOCAL ROLE, undone with the transaction). On MySQL/MariaDB, pass the caller's identity as a setting and filter on it (a view over @app_<name>), or give each role its own database block and DSN user.")
+				"A role switch is supported on PostgreSQL (SET LOCAL ROLE, undone with the transaction). On MySQL/MariaDB, pass the caller's identity as a setting and filter on it (in the query, or in a view through a function that returns @app_<name>), or give each role its own database block and DSN user.")
 		} else if cv, ok := dec.DecodeCallerValue(rb.Body, "identity role"); ok {
 			roles := cv.Enum()
 			if len(roles) == 0 {

@@ -434,8 +434,8 @@ func TestPostgresIdentity(t *testing.T) {
 				ctx = tenantB
 			}
 			sleep := 0.0
-			if i%10 == 5 {
-				sleep = 5 // times out: cancelled mid-statement
+			if i%20 == 5 {
+				sleep = 30 // times out: cancelled mid-statement
 			}
 			out, err := adaptertest.Call(ctx, h.with, map[string]string{"sleep": "number"}, map[string]any{"sleep": sleep})
 			if sleep == 0 && err != nil {
@@ -473,7 +473,7 @@ func (r *pgRLS) sharedPool(t *testing.T, dbBlock, identityBody string) shared {
 		fmt.Sprintf(`sql {
   database = "main"
   query = "SELECT current_user AS who, current_setting('app.tenant', true) AS tenant, pg_sleep(:sleep) AS s"
-  timeout = "300ms"
+  timeout = "1500ms"
   identity {
     %s
   }
@@ -560,7 +560,7 @@ func TestMySQLIdentity(t *testing.T) {
 			h := compileShared(t, dbBlock(1), fmt.Sprintf(`sql {
   database = "main"
   %s
-  timeout  = "300ms"
+  timeout  = "1500ms"
   query    = "SELECT tenant, item, SLEEP(:sleep) AS s FROM %s WHERE tenant = @app_tenant ORDER BY id"
   %s
 }`, ro, tbl, identity), map[string]string{"sleep": "number"}, fmt.Sprintf(`sql {
@@ -575,8 +575,8 @@ func TestMySQLIdentity(t *testing.T) {
 					ctx, want = tenantB, 2
 				}
 				sleep := 0
-				if i%10 == 5 {
-					sleep = 5
+				if i%20 == 5 {
+					sleep = 30
 				}
 				out, err := adaptertest.Call(ctx, h.with, map[string]string{"sleep": "number"}, map[string]any{"sleep": sleep})
 				switch {
