@@ -19,7 +19,7 @@ import (
 )
 
 // openCallers: an auth block whose callers may carry any claim (OAuth).
-var openCallers = &adapter.Callers{OpenClaims: true}
+var openCallers = &adapter.AuthInfo{OAuth: true, OpenClaims: true}
 
 // asCaller is ctx carrying a verified caller with claims.
 func asCaller(ctx context.Context, name string, claims map[string]any) context.Context {
@@ -49,11 +49,11 @@ sql {
 	tenant := `identity {
   setting "tenant" { from_caller = "claims.tenant" }
 }`
-	keys := &adapter.Callers{Claims: map[string]bool{"tenant": true, "org": true, "org.id": true}}
+	keys := &adapter.AuthInfo{APIKeys: true, Claims: map[string]bool{"tenant": true, "org": true, "org.id": true}}
 	cases := []struct {
 		name      string
 		src       string
-		callers   *adapter.Callers
+		callers   *adapter.AuthInfo
 		err, warn string // "" for none
 	}{
 		{"postgres database", fmt.Sprintf(pg, tenant, ""), openCallers, "", ""},
@@ -108,7 +108,7 @@ sql {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, diags := adaptertest.Compile(t, New(), "sql", adaptertest.Config{Src: c.src, Callers: c.callers, Dir: t.TempDir()})
+			_, diags := adaptertest.Compile(t, New(), "sql", adaptertest.Config{Src: c.src, Auth: c.callers, Dir: t.TempDir()})
 			if c.err == "" && diags.HasErrors() {
 				t.Fatalf("unexpected errors: %s", diags.Error())
 			}
@@ -153,7 +153,7 @@ sql {
   query    = "SELECT 1"
 }
 `
-	h := adaptertest.MustCompile(t, New(), "sql", adaptertest.Config{Src: src, Callers: openCallers})
+	h := adaptertest.MustCompile(t, New(), "sql", adaptertest.Config{Src: src, Auth: openCallers})
 	id := h.(*handler).identity
 	cases := []struct {
 		claims map[string]any
@@ -241,7 +241,7 @@ func setupPGRLS(t testing.TB, db *testDB) *pgRLS {
 func (r *pgRLS) compile(t testing.TB, dbExtra, sqlBody string) adapter.Handler {
 	t.Helper()
 	src := fmt.Sprintf("database \"main\" {\n  driver = \"postgres\"\n  dsn = %s\n%s\n}\nsql {\n  database = \"main\"\n%s\n}\n", hclString(r.dsn), dbExtra, sqlBody)
-	return adaptertest.MustCompile(t, New(), "sql", adaptertest.Config{Src: src, Callers: openCallers})
+	return adaptertest.MustCompile(t, New(), "sql", adaptertest.Config{Src: src, Auth: openCallers})
 }
 
 // tenantsOf is the tenants of a result's rows.
@@ -495,7 +495,7 @@ func compileShared(t *testing.T, dbBlock, withBlock string, withParams map[strin
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
-	scope := &adapter.Scope{Dir: ".", Functions: funcsTable(), Callers: openCallers}
+	scope := &adapter.Scope{Dir: ".", Functions: funcsTable(), Auth: openCallers}
 	var be adapter.Backend
 	var sqls []*hcl.Block
 	for _, b := range content.Blocks {
@@ -520,7 +520,7 @@ func compileShared(t *testing.T, dbBlock, withBlock string, withParams map[strin
 			params = withParams
 		}
 		h, d := New().CompileTool(&adapter.ToolBlock{Tool: "t", Type: "sql", Body: b.Body, Range: b.DefRange,
-			Scope:   &adapter.Scope{Dir: ".", Functions: funcsTable(), Params: params, Callers: openCallers},
+			Scope:   &adapter.Scope{Dir: ".", Functions: funcsTable(), Params: params, Auth: openCallers},
 			Backend: func(string, string) (adapter.Backend, bool) { return be, true }})
 		if d.HasErrors() {
 			t.Fatal(d.Error())
@@ -605,7 +605,7 @@ func TestMySQLIdentity(t *testing.T) {
 	}
 
 	t.Run("concurrent tenants", func(t *testing.T) {
-		h := adaptertest.MustCompile(t, New(), "sql", adaptertest.Config{Callers: openCallers, Src: dbBlock(4) + fmt.Sprintf(`sql {
+		h := adaptertest.MustCompile(t, New(), "sql", adaptertest.Config{Auth: openCallers, Src: dbBlock(4) + fmt.Sprintf(`sql {
   database = "main"
   query    = "SELECT tenant, item FROM %s WHERE tenant = @app_tenant ORDER BY id"
   %s
@@ -647,7 +647,7 @@ func TestMySQLIdentity(t *testing.T) {
 	})
 
 	t.Run("refused", func(t *testing.T) {
-		h := adaptertest.MustCompile(t, New(), "sql", adaptertest.Config{Callers: openCallers, Src: dbBlock(1) + fmt.Sprintf(`sql {
+		h := adaptertest.MustCompile(t, New(), "sql", adaptertest.Config{Auth: openCallers, Src: dbBlock(1) + fmt.Sprintf(`sql {
   database = "main"
   query    = "SELECT @app_tenant AS t"
   %s
@@ -670,7 +670,7 @@ func TestMySQLIdentity(t *testing.T) {
 // reached) clears them when it is next checked out.
 func TestMySQLPendingReset(t *testing.T) {
 	db := openTestDB(t, "mysql")
-	h := adaptertest.MustCompile(t, New(), "sql", adaptertest.Config{Callers: openCallers, Src: fmt.Sprintf(`database "main" {
+	h := adaptertest.MustCompile(t, New(), "sql", adaptertest.Config{Auth: openCallers, Src: fmt.Sprintf(`database "main" {
   driver = "mysql"
   dsn = %s
   max_open_conns = 1
@@ -727,7 +727,7 @@ sql {
   }
 }
 `, c.driver, c.dsn, c.query)
-		_, diags := adaptertest.Compile(t, New(), "sql", adaptertest.Config{Src: src, Callers: openCallers, Params: map[string]string{"t": "string"}})
+		_, diags := adaptertest.Compile(t, New(), "sql", adaptertest.Config{Src: src, Auth: openCallers, Params: map[string]string{"t": "string"}})
 		if c.want == "" {
 			if diags.HasErrors() {
 				t.Errorf("%s: %s", c.query, diags.Error())
@@ -777,7 +777,7 @@ func BenchmarkIdentity(b *testing.B) {
 					block += "  " + identity + "\n"
 					name = "with"
 				}
-				h := adaptertest.MustCompile(b, New(), "sql", adaptertest.Config{Src: src + block + "}\n", Callers: openCallers})
+				h := adaptertest.MustCompile(b, New(), "sql", adaptertest.Config{Src: src + block + "}\n", Auth: openCallers})
 				b.Run(name, func(b *testing.B) {
 					for b.Loop() {
 						if _, err := adaptertest.Call(ctx, h, nil, nil); err != nil {
@@ -796,7 +796,7 @@ func TestIdentityFingerprint(t *testing.T) {
 	fp := func(identity string) string {
 		t.Helper()
 		b := backendBlock(t, "driver = \"postgres\"\ndsn = \"postgres://u@127.0.0.1:1/db\"\n"+identity)
-		b.Scope.Callers = openCallers
+		b.Scope.Auth = openCallers
 		cfg, diags := New().DecodeBackend(b)
 		if diags.HasErrors() {
 			t.Fatal(diags.Error())
@@ -846,7 +846,7 @@ sql {
   }
 }
 `
-	h := adaptertest.MustCompile(t, New(), "sql", adaptertest.Config{Src: src, Callers: openCallers})
+	h := adaptertest.MustCompile(t, New(), "sql", adaptertest.Config{Src: src, Auth: openCallers})
 	id := h.(*handler).identity
 	var got []string
 	for _, s := range id.settings {

@@ -22,22 +22,9 @@ import (
 // every call, like an argument: a scalar, no NUL, at most max_length
 // characters, matching pattern or one of enum.
 
-// Callers is what the config says about who can call: the engine sets it on
-// every Scope. Nil means the config has no auth block: no call ever has a
-// principal (stdio is the local user, HTTP without auth is anonymous), so
-// anything declared per caller could never apply.
-type Callers struct {
-	// OpenClaims: some caller's claims are not known at load time (OAuth
-	// tokens carry whatever their issuer puts in them).
-	OpenClaims bool
-	// Claims are the claim paths ("tenant", "org.id") that the API keys'
-	// attributes declare, with every prefix of a nested path.
-	Claims map[string]bool
-}
-
 // Unproducible explains why no caller can ever have path, or returns "" when
 // some caller may. Only claims can be missing: every principal has a name.
-func (c *Callers) Unproducible(path string) string {
+func (c *AuthInfo) Unproducible(path string) string {
 	claim, ok := strings.CutPrefix(path, "claims.")
 	if c == nil || c.OpenClaims || !ok || c.Claims[claim] {
 		return ""
@@ -138,12 +125,12 @@ func (d *Decoder) DecodeCallerValue(body hcl.Body, what string) (*CallerValue, b
 // without an auth block no call has a principal (an error); with API keys
 // only, a claim none of them declares is never there (a warning).
 func (d *Decoder) CheckCallers(rng hcl.Range, what, path string) bool {
-	if d.Scope.Callers == nil {
+	if d.Scope.Auth == nil {
 		d.Errorf(rng, "Caller identity without authentication",
 			"%s is read from the authenticated caller, but the config has no auth block: stdio is the local user and HTTP without auth is anonymous, so no call would have a caller and every call would be refused. Add an auth block (api_key or oauth), or remove this.", what)
 		return false
 	}
-	if why := d.Scope.Callers.Unproducible(path); why != "" {
+	if why := d.Scope.Auth.Unproducible(path); why != "" {
 		d.Warnf(rng, "Claim no caller has", "%s: %s", what, why)
 	}
 	return true

@@ -12,9 +12,9 @@ import (
 )
 
 func TestCallersUnproducible(t *testing.T) {
-	keys := &Callers{Claims: map[string]bool{"tenant": true, "org": true, "org.id": true}}
+	keys := &AuthInfo{Claims: map[string]bool{"tenant": true, "org": true, "org.id": true}}
 	for _, c := range []struct {
-		callers *Callers
+		callers *AuthInfo
 		path    string
 		never   bool
 	}{
@@ -23,7 +23,7 @@ func TestCallersUnproducible(t *testing.T) {
 		{keys, "name", false},
 		{keys, "claims.region", true},
 		{keys, "claims.org.name", true},
-		{&Callers{OpenClaims: true}, "claims.region", false},
+		{&AuthInfo{OpenClaims: true}, "claims.region", false},
 		{nil, "claims.region", false}, // no auth block: CheckCallers' error, not this
 	} {
 		if why := c.callers.Unproducible(c.path); (why != "") != c.never {
@@ -32,19 +32,19 @@ func TestCallersUnproducible(t *testing.T) {
 	}
 }
 
-func decodeCallerValue(t *testing.T, src string, callers *Callers) (*CallerValue, hcl.Diagnostics) {
+func decodeCallerValue(t *testing.T, src string, callers *AuthInfo) (*CallerValue, hcl.Diagnostics) {
 	t.Helper()
 	f, diags := hclsyntax.ParseConfig([]byte(src), "test.hcl", hcl.InitialPos)
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
-	d := NewDecoder(&Scope{Dir: ".", Callers: callers})
+	d := NewDecoder(&Scope{Dir: ".", Auth: callers})
 	cv, _ := d.DecodeCallerValue(f.Body, "setting \"x\"")
 	return cv, d.Diags
 }
 
 func TestCallerValue(t *testing.T) {
-	open := &Callers{OpenClaims: true}
+	open := &AuthInfo{OpenClaims: true}
 	cv, diags := decodeCallerValue(t, "from_caller = \"claims.v\"\nenum = [\"3\", \"true\", \"acme\", \"1.5\"]\n", open)
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())

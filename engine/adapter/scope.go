@@ -29,9 +29,35 @@ type Scope struct {
 	// use as `inputs.<name>`, each with a note on its value for messages
 	// (see engine/snapshot's ask blocks). Nil: no `inputs` variable.
 	Inputs map[string]string
-	// Callers describes who can call (see caller.go); nil when the config
-	// has no auth block.
-	Callers *Callers
+	// Auth is what the server's auth block can verify of a caller, so
+	// that a block which needs the caller's identity (an OAuth token to
+	// exchange or forward, claims to bind) is refused at load when no
+	// caller could ever have it. Nil: the config has no auth block, and
+	// every call is the anonymous local user.
+	Auth *AuthInfo
+}
+
+// AuthInfo describes the callers a config's auth block can verify.
+type AuthInfo struct {
+	// APIKeys: callers may present one of the block's API keys (a
+	// principal with the key's attributes as claims, and no token that
+	// may leave mcpd).
+	APIKeys bool
+	// OAuth: callers may present OAuth access tokens (JWTs or
+	// introspected), whose claims and token the principal carries.
+	OAuth bool
+	// Audience is the audience callers' OAuth tokens are verified for
+	// (this server's resource, or oauth.audience); "" when unknown.
+	Audience string
+	// Range is the auth block's, for messages that point at it.
+	Range hcl.Range
+	// Claims are the claim paths ("tenant", "org.id") that the API keys'
+	// attributes declare, with every prefix of a nested path.
+	Claims map[string]bool
+	// OpenClaims: some caller's claims are not known at load time (OAuth
+	// tokens carry whatever their issuer puts in them, or an API key's
+	// attributes could not be read now). See Unproducible.
+	OpenClaims bool
 }
 
 // EvalContext is the load-time evaluation context: functions, no variables.

@@ -11,32 +11,6 @@ import (
 	"github.com/mcpd/mcpd/engine/schema"
 )
 
-// callersOf describes who can call a server with the auth block a (nil:
-// none), for the load-time checks of what adapters read from the caller:
-// with API keys only, the claims are the keys' attributes, known now; with
-// OAuth (or attributes that cannot be read now), any claim may come.
-// Errors in the block are auth.Compile's to report.
-func callersOf(a *config.Auth, ft funcTables) *adapter.Callers {
-	if a == nil {
-		return nil
-	}
-	c := &adapter.Callers{Claims: map[string]bool{}, OpenClaims: a.OAuth != nil}
-	ectx := &hcl.EvalContext{Functions: ft.get(a.Dir)}
-	for _, k := range a.APIKeys {
-		if k.Attributes == nil {
-			continue
-		}
-		v, d := k.Attributes.Expr.Value(ectx)
-		if d.HasErrors() || !v.IsWhollyKnown() {
-			c.OpenClaims = true
-			continue
-		}
-		v, _ = v.UnmarkDeep()
-		addClaimPaths(c.Claims, "", v)
-	}
-	return c
-}
-
 // addClaimPaths adds the paths of v's attributes, nested ones dotted.
 func addClaimPaths(out map[string]bool, prefix string, v cty.Value) {
 	if v.IsNull() || !(v.Type().IsObjectType() || v.Type().IsMapType()) {
@@ -54,7 +28,7 @@ func addClaimPaths(out map[string]bool, prefix string, v cty.Value) {
 // satisfy: without an auth block no call has a caller, and with API keys
 // only a claim that no key declares is never there. (Warnings, not errors:
 // tests and embedders may hand the engine principals of their own.)
-func checkCallerParams(params []*config.Param, bound []*schema.CallerParam, callers *adapter.Callers) hcl.Diagnostics {
+func checkCallerParams(params []*config.Param, bound []*schema.CallerParam, callers *adapter.AuthInfo) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	for _, cp := range bound {
 		var rng hcl.Range

@@ -116,7 +116,7 @@ func compileSource(owner, name string, text, blob, file *hcl.Attribute, ab *conf
 }
 
 func compileResource(rc *config.Resource, reg *adapter.Registry, backend *backendSet, ft funcTables, sl serverLimits) (*Resource, hcl.Diagnostics) {
-	scope := &adapter.Scope{Dir: rc.Dir, Functions: ft.get(rc.Dir), Params: map[string]string{}, Callers: ft.callers}
+	scope := &adapter.Scope{Dir: rc.Dir, Functions: ft.get(rc.Dir), Params: map[string]string{}, Auth: ft.auth}
 	owner := fmt.Sprintf("resource %q", rc.Name)
 	src, diags := compileSource(owner, rc.Name, rc.Text, rc.Blob, rc.File, rc.Adapter, scope, reg, backend, sl, rc.DeclRange)
 	mt := rc.MIMEType
@@ -150,7 +150,7 @@ func compileTemplate(rc *config.ResourceTemplate, reg *adapter.Registry, backend
 	for _, p := range params {
 		types[p.Name] = p.Type
 	}
-	scope := &adapter.Scope{Dir: rc.Dir, Functions: ft.get(rc.Dir), Params: types, Callers: ft.callers}
+	scope := &adapter.Scope{Dir: rc.Dir, Functions: ft.get(rc.Dir), Params: types, Auth: ft.auth}
 	src, d := compileSource(owner, rc.Name, rc.Text, rc.Blob, nil, rc.Adapter, scope, reg, backend, sl, rc.DeclRange)
 	diags = append(diags, d...)
 	t := &Template{

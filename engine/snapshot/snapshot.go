@@ -16,6 +16,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/function"
 
 	"github.com/mcpd/mcpd/engine/adapter"
@@ -95,7 +96,7 @@ func Build(cfg *config.Config, reg *adapter.Registry, prev *Snapshot, defaultVer
 
 	secrets := recordSecrets(cfg)
 	ft := funcTables{opts: funcs.Options{UnsetEnvUnknown: cfg.UnsetEnvUnknown}, tables: map[string]map[string]function.Function{}}
-	ft.callers = callersOf(cfg.Auth, ft)
+	ft.auth = authInfo(cfg.Auth, ft)
 	sl, diags := compileServerLimits(cfg.Server)
 	diags = append(diags, stateDiags...)
 	diags = append(diags, s.openBackends(cfg, reg, prev, ft)...)
@@ -184,7 +185,7 @@ func (s *Snapshot) openBackends(cfg *config.Config, reg *adapter.Registry, prev 
 		if !ok {
 			panic("unregistered backend block " + bc.Type)
 		}
-		scope := &adapter.Scope{Dir: bc.Dir, Functions: ft.get(bc.Dir), Callers: ft.callers}
+		scope := &adapter.Scope{Dir: bc.Dir, Functions: ft.get(bc.Dir), Auth: ft.auth}
 		conf, d := ba.DecodeBackend(&adapter.BackendBlock{Name: bc.Name, Body: bc.Body, Range: bc.DeclRange, Scope: scope})
 		diags = append(diags, d...)
 		if d.HasErrors() || conf == nil {
@@ -235,9 +236,53 @@ func (b *backendSet) names(blockType string) []string { return b.declared[blockT
 type funcTables struct {
 	opts   funcs.Options
 	tables map[string]map[string]function.Function
-	// callers is what the auth block says about who calls, for every
-	// block's Scope (see callers.go); nil without an auth block.
-	callers *adapter.Callers
+	// auth is what the config's auth block verifies of callers, handed
+	// to every adapter.Scope with the functions.
+	auth *adapter.AuthInfo
+}
+
+// authInfo is what adapters are told of the auth block a (nil: none).
+// ft's functions evaluate its audience and the API keys' attributes; a
+// value that does not evaluate is left out (auth.Compile reports it), and
+// attributes that cannot be read make the claims open: with API keys only,
+// the claims are the keys' attributes, known now; with OAuth, any claim
+// may come.
+func authInfo(a *config.Auth, ft funcTables) *adapter.AuthInfo {
+	if a == nil {
+		return nil
+	}
+	info := &adapter.AuthInfo{APIKeys: len(a.APIKeys) > 0, OAuth: a.OAuth != nil, Range: a.DeclRange}
+	ectx := &hcl.EvalContext{Functions: ft.get(a.Dir)}
+	str := func(attr *hcl.Attribute) string {
+		if attr == nil {
+			return ""
+		}
+		v, d := attr.Expr.Value(ectx)
+		if d.HasErrors() || !v.IsWhollyKnown() || v.IsNull() || v.Type() != cty.String {
+			return ""
+		}
+		return v.AsString()
+	}
+	info.Audience = str(a.Resource)
+	if a.OAuth != nil {
+		if aud := str(a.OAuth.Audience); aud != "" {
+			info.Audience = aud
+		}
+	}
+	info.Claims, info.OpenClaims = map[string]bool{}, a.OAuth != nil
+	for _, k := range a.APIKeys {
+		if k.Attributes == nil {
+			continue
+		}
+		v, d := k.Attributes.Expr.Value(ectx)
+		if d.HasErrors() || !v.IsWhollyKnown() {
+			info.OpenClaims = true
+			continue
+		}
+		v, _ = v.UnmarkDeep()
+		addClaimPaths(info.Claims, "", v)
+	}
+	return info
 }
 
 func (ft funcTables) get(dir string) map[string]function.Function {

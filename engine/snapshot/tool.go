@@ -76,7 +76,7 @@ type progressSpec struct {
 type ProgressFunc func(progress, total float64, message string)
 
 func compileTool(tc *config.Tool, reg *adapter.Registry, backend *backendSet, ft funcTables, sl serverLimits, confirmDestructive bool) (*Tool, hcl.Diagnostics) {
-	scope := &adapter.Scope{Dir: tc.Dir, Functions: ft.get(tc.Dir), Callers: ft.callers}
+	scope := &adapter.Scope{Dir: tc.Dir, Functions: ft.get(tc.Dir), Auth: ft.auth}
 	ectx := scope.EvalContext()
 	var diags hcl.Diagnostics
 
@@ -122,7 +122,7 @@ func compileTool(tc *config.Tool, reg *adapter.Registry, backend *backendSet, ft
 		var d hcl.Diagnostics
 		t.callerParams, d = schema.CallerParams(tc.Params, ectx)
 		diags = append(diags, d...)
-		diags = append(diags, checkCallerParams(tc.Params, t.callerParams, ft.callers)...)
+		diags = append(diags, checkCallerParams(tc.Params, t.callerParams, ft.auth)...)
 	}
 	{
 		var d hcl.Diagnostics

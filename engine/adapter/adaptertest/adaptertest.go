@@ -21,9 +21,7 @@ type Config struct {
 	Src    string            // HCL source: backend blocks and exactly one block of the adapter's type
 	Dir    string            // directory file() resolves against; "" for the test's cwd
 	Params map[string]string // declared params: name → JSON type
-	// Callers is what the config's auth block says about callers (nil:
-	// no auth block), for blocks that read values from the caller.
-	Callers *adapter.Callers
+	Auth   *adapter.AuthInfo // what the server's auth verifies (nil: no auth block)
 }
 
 // Compile decodes the backend blocks (if the adapter owns any) and the
@@ -39,7 +37,7 @@ func Compile(t testing.TB, a adapter.Adapter, block string, c Config) (adapter.H
 	if dir == "" {
 		dir = "."
 	}
-	scope := &adapter.Scope{Dir: dir, Functions: funcs.Table(dir), Params: c.Params, Callers: c.Callers}
+	scope := &adapter.Scope{Dir: dir, Functions: funcs.Table(dir), Params: c.Params, Auth: c.Auth}
 	if scope.Params == nil {
 		scope.Params = map[string]string{}
 	}
@@ -60,7 +58,7 @@ func Compile(t testing.TB, a adapter.Adapter, block string, c Config) (adapter.H
 			toolBlock = b
 			continue
 		}
-		cfg, d := ba.DecodeBackend(&adapter.BackendBlock{Name: b.Labels[0], Body: b.Body, Range: b.DefRange, Scope: &adapter.Scope{Dir: dir, Functions: scope.Functions, Callers: c.Callers}})
+		cfg, d := ba.DecodeBackend(&adapter.BackendBlock{Name: b.Labels[0], Body: b.Body, Range: b.DefRange, Scope: &adapter.Scope{Dir: dir, Functions: scope.Functions, Auth: c.Auth}})
 		all = append(all, d...)
 		if d.HasErrors() {
 			continue
