@@ -48,7 +48,7 @@ var databaseSchema = &adapter.Schema{Attributes: []hcl.AttributeSchema{
 	{Name: "query_timeout"},
 	{Name: "max_bytes"},
 	{Name: "seed"},
-}}
+}, Blocks: []adapter.BlockSchema{identityBlockSchema}}
 
 // BackendSchema is the database block's schema (adapter.BackendSchemaer).
 func (*Adapter) BackendSchema() *adapter.Schema { return databaseSchema }
@@ -121,6 +121,8 @@ func (*Adapter) DecodeBackend(b *adapter.BackendBlock) (adapter.BackendConfig, h
 				"A seed script fills a new, empty SQLite database (the demo, a local cache). For PostgreSQL and MySQL, create the schema with your migration tool.")
 		}
 	}
+
+	cfg.identity = decodeIdentity(dec, content.Blocks, cfg.dialect).compile(cfg.dialect)
 
 	dsnAttr := attrs["dsn"]
 	if cfg.dsnUnknown = unknownAtLoad(dsnAttr, b.Scope); cfg.dsnUnknown {
@@ -204,7 +206,7 @@ var sqlSchema = &adapter.Schema{Attributes: []hcl.AttributeSchema{
 	{Name: "timeout"},
 	{Name: "identifiers"},
 	{Name: "params"},
-}}
+}, Blocks: []adapter.BlockSchema{identityBlockSchema}}
 
 // defaultMaxRows is max_rows when the block does not set it.
 const defaultMaxRows = 1000
@@ -259,6 +261,10 @@ func (*Adapter) CompileTool(b *adapter.ToolBlock) (adapter.Handler, hcl.Diagnost
 			h.timeout = dur
 		}
 	}
+	if be != nil {
+		tid := decodeIdentity(dec, content.Blocks, be.cfg.dialect)
+		h.identity = mergeIdentity(be.cfg.identity, tid).compile(be.cfg.dialect)
+	}
 	var allowed map[string][]string
 	identAttr := attrs["identifiers"]
 	if identAttr != nil {
@@ -274,6 +280,9 @@ func (*Adapter) CompileTool(b *adapter.ToolBlock) (adapter.Handler, hcl.Diagnost
 	q, problems := parseQuery(text, h.dialect)
 	if h.readOnly && len(problems) == 0 {
 		problems = readOnlyProblems(q, h.dialect)
+	}
+	if h.identity != nil && len(problems) == 0 {
+		problems = identityProblems(q, h.dialect)
 	}
 	q.tokens = nil // only the load-time checks need them
 	for _, p := range problems {

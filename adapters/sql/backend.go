@@ -59,6 +59,9 @@ type dbConfig struct {
 	// remote are the span attributes of the database, from the DSN
 	// (db.system.name, db.namespace, server.address, server.port).
 	remote []adapter.Attribute
+	// identity is what every call sets in the session from its caller
+	// (identity.go); nil: nothing.
+	identity *identity
 	// dsnUnknown: the dsn reads an unset environment variable, which a load
 	// for validation allows (and reports). Such a backend declares the
 	// database, so that its tools are still checked, but has no pool.
@@ -71,6 +74,16 @@ func (c *dbConfig) Fingerprint() string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00%s\x00%d\x00%d\x00%s\x00%s\x00%s\x00%s\x00%d", c.dialect, c.dsn, c.maxOpen, c.maxIdle,
 		c.maxLifetime, c.maxIdleTime, c.queryTimeout, c.seed, c.maxBytes)
+	// The identity lives in the backend's settings, which a reload that
+	// keeps the pool keeps too: a changed identity must open a new one.
+	if id := c.identity; id != nil {
+		if id.role != nil {
+			fmt.Fprintf(h, "\x00role\x00%s", id.role)
+		}
+		for _, s := range id.settings {
+			fmt.Fprintf(h, "\x00setting\x00%s\x00%s", s.name, s.value)
+		}
+	}
 	return hex.EncodeToString(h.Sum(nil))
 }
 

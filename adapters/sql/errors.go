@@ -32,6 +32,7 @@ func (h *handler) explain(parent, ctx context.Context, err error) error {
 	var msg string
 	var unavailable *unavailableError
 	var seed *seedError
+	var ident *identityError
 	switch {
 	case parent.Err() != nil:
 		msg = "the call was cancelled before the query finished"
@@ -42,6 +43,8 @@ func (h *handler) explain(parent, ctx context.Context, err error) error {
 		}
 	case ctx.Err() != nil:
 		msg = fmt.Sprintf("the query did not finish within its %s timeout and was cancelled", h.timeout)
+	case errors.As(err, &ident):
+		msg = fmt.Sprintf("database %q could not run the call as its caller (%s): %s", cfg.name, ident.what, driverMessage(ident.err))
 	case errors.As(err, &seed):
 		msg = fmt.Sprintf("database %q could not be seeded: the seed script failed: %s", cfg.name, driverMessage(seed.err))
 	case writeRefused(err):

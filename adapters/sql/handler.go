@@ -39,6 +39,9 @@ type handler struct {
 	timeout    time.Duration
 	dialect    dialect
 	text       string // the query as written, for spans (db.query.text)
+	// identity is what each call sets in its session from the caller: the
+	// database's identity block with the tool's over it; nil: nothing.
+	identity *identity
 }
 
 // bind is the param bound to one driver placeholder.
@@ -95,13 +98,24 @@ func (h *handler) Call(parent context.Context, req *adapter.Request) (*adapter.O
 		}
 		args[i] = bindValue(g, "")
 	}
+	var sess *session
+	if h.identity != nil {
+		// Read before a connection is taken: a caller without the values
+		// costs the database nothing.
+		if sess, err = h.identity.read(parent, h.be.cfg.name); err != nil {
+			return nil, err
+		}
+		if adapter.Annotating(parent) {
+			adapter.Annotate(parent, sess.attributes()...)
+		}
+	}
 	ctx, cancel := context.WithTimeout(parent, h.timeout)
 	defer cancel()
 	var out *adapter.Output
 	if w := h.be.workers; w != nil {
-		w.do(func() { out, err = h.run(ctx, query, args) })
+		w.do(func() { out, err = h.run(ctx, query, args, sess) })
 	} else {
-		out, err = h.run(ctx, query, args)
+		out, err = h.run(ctx, query, args, sess)
 	}
 	if err != nil {
 		return nil, h.explain(parent, ctx, err)
@@ -137,7 +151,7 @@ func (h *handler) sql(args map[string]any) (string, error) {
 	return h.query.sql(h.dialect, func(name string) string { return chosen[name] }), nil
 }
 
-func (h *handler) run(ctx context.Context, query string, args []any) (*adapter.Output, error) {
+func (h *handler) run(ctx context.Context, query string, args []any, sess *session) (*adapter.Output, error) {
 	conn, err := h.be.conn(ctx, h.readOnly)
 	if err != nil {
 		return nil, err
@@ -173,15 +187,32 @@ func (h *handler) run(ctx context.Context, query string, args []any) (*adapter.O
 		}
 	}
 	var q querier = conn
-	if h.readOnly && h.be.ro == nil {
+	var tx *sql.Tx
+	if h.dialect == postgres && (h.readOnly || sess != nil) {
 		// PostgreSQL refuses every write, DDL included, in a read-only
-		// transaction; nothing is committed, so it is rolled back.
-		tx, err := conn.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-		if err != nil {
+		// transaction; nothing is committed, so it is rolled back. The
+		// caller's role and settings are LOCAL to the transaction, so a
+		// tool that writes with an identity runs in one too, committed
+		// once its statement succeeded.
+		if tx, err = conn.BeginTx(ctx, &sql.TxOptions{ReadOnly: h.readOnly}); err != nil {
 			return nil, err
+		}
+		if sess != nil {
+			// Runs after the rollback below: a connection whose
+			// transaction did not end is closed, not pooled.
+			defer pgIdle(conn)
 		}
 		defer tx.Rollback()
 		q = tx
+	}
+	if sess != nil {
+		if h.dialect == mysql {
+			sess.mysqlArm(conn)
+			defer sess.mysqlReset(ctx, conn)
+		}
+		if err := sess.apply(ctx, q); err != nil {
+			return nil, err
+		}
 	}
 	// A read-only statement on PostgreSQL always goes through Query: pgx
 	// sends a statement without arguments by the simple protocol, which
@@ -193,6 +224,9 @@ func (h *handler) run(ctx context.Context, query string, args []any) (*adapter.O
 		if err != nil {
 			return nil, err
 		}
+		if err := h.commit(tx); err != nil {
+			return nil, err
+		}
 		return h.written(res), nil
 	}
 	rows, err := q.QueryContext(qctx, query, args...)
@@ -200,7 +234,26 @@ func (h *handler) run(ctx context.Context, query string, args []any) (*adapter.O
 		return nil, err
 	}
 	defer rows.Close()
-	return h.collect(rows, stop)
+	out, err := h.collect(rows, stop)
+	if err != nil {
+		return nil, err
+	}
+	if tx != nil && !h.readOnly {
+		rows.Close()
+		if err := h.commit(tx); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// commit commits the transaction of a tool that writes (one with an
+// identity on PostgreSQL); a read-only tool's is rolled back.
+func (h *handler) commit(tx *sql.Tx) error {
+	if tx == nil || h.readOnly {
+		return nil
+	}
+	return tx.Commit()
 }
 
 // collect reads at most max_rows rows, and one more to know whether the

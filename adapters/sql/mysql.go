@@ -35,6 +35,55 @@ type mysqlConn struct {
 	mysqlDriverConn
 	id       uint64
 	readOnly bool // of the read-only pool
+	// pendingReset clears the caller's session variables that a call set
+	// (see identity.go); "" once that call reset them itself. Only the
+	// call holding the connection touches it.
+	pendingReset string
+	// identityStmts are the statements that set callers' variables,
+	// prepared once per connection (execSet): with client-side
+	// interpolation off, each call would otherwise prepare, run and close
+	// the statement, three round trips instead of one.
+	identityStmts map[string]driver.Stmt
+}
+
+// maxIdentityStmts bounds identityStmts: there is one text per identity
+// block (and tool that adds to it), so it is rarely reached; when it is,
+// the cache starts over.
+const maxIdentityStmts = 16
+
+// execSet runs query (a SET of the caller's variables) with args through
+// a statement prepared once on this connection. (The server frees a
+// connection's statements when it closes.)
+func (c *mysqlConn) execSet(ctx context.Context, query string, args []any) error {
+	st, ok := c.identityStmts[query]
+	if !ok {
+		var err error
+		if st, err = c.PrepareContext(ctx, query); err != nil {
+			return err
+		}
+		if c.identityStmts == nil || len(c.identityStmts) >= maxIdentityStmts {
+			c.closeIdentityStmts()
+			c.identityStmts = map[string]driver.Stmt{}
+		}
+		c.identityStmts[query] = st
+	}
+	named := make([]driver.NamedValue, len(args))
+	for i, a := range args {
+		named[i] = driver.NamedValue{Ordinal: i + 1, Value: a}
+	}
+	_, err := st.(driver.StmtExecContext).ExecContext(ctx, named)
+	if err != nil {
+		delete(c.identityStmts, query)
+		st.Close()
+	}
+	return err
+}
+
+func (c *mysqlConn) closeIdentityStmts() {
+	for q, st := range c.identityStmts {
+		st.Close()
+		delete(c.identityStmts, q)
+	}
 }
 
 // ResetSession runs before database/sql hands a pooled connection to the
@@ -51,6 +100,14 @@ func (c *mysqlConn) ResetSession(ctx context.Context) error {
 		if _, err := c.ExecContext(ctx, setReadOnly, nil); err != nil {
 			return driver.ErrBadConn
 		}
+	}
+	if c.pendingReset != "" {
+		// The call that set the caller's variables did not clear them:
+		// the next call must not run with them.
+		if _, err := c.ExecContext(ctx, c.pendingReset, nil); err != nil {
+			return driver.ErrBadConn
+		}
+		c.pendingReset = ""
 	}
 	return nil
 }

@@ -329,6 +329,12 @@ func (s *scanner) colon() {
 		s.i += 2
 		return
 	}
+	if s.at(i+1) == '=' {
+		// MySQL's assignment in an expression (@v := x), for the checks.
+		s.q.tokens = append(s.q.tokens, token{kind: tokPunct, text: ":=", off: i, end: i + 2})
+		s.i += 2
+		return
+	}
 	if !isNameStart(s.at(i + 1)) {
 		s.i++
 		return

@@ -27,7 +27,7 @@ type tokKind uint8
 const (
 	tokWord   tokKind = iota + 1 // a keyword or unquoted identifier
 	tokQuoted                    // a quoted identifier, text unquoted
-	tokPunct                     // one of ( ) = . , @ ;
+	tokPunct                     // one of ( ) = . , @ ; and :=
 )
 
 // token is one token of a query, at byte offsets of the source.

@@ -26,6 +26,11 @@ func (h *handler) RemoteAttributes() []adapter.Attribute {
 	if h.text != "" {
 		attrs = append(attrs, adapter.Attribute{Key: "db.query.text", Value: h.text})
 	}
+	if h.identity != nil {
+		// Each call adds the role it took (mcpd.db.role); the settings'
+		// names are known now, their values never recorded.
+		attrs = append(attrs, adapter.Attribute{Key: "mcpd.db.identity", Value: true})
+	}
 	return attrs
 }
 

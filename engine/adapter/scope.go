@@ -51,6 +51,13 @@ type AuthInfo struct {
 	Audience string
 	// Range is the auth block's, for messages that point at it.
 	Range hcl.Range
+	// Claims are the claim paths ("tenant", "org.id") that the API keys'
+	// attributes declare, with every prefix of a nested path.
+	Claims map[string]bool
+	// OpenClaims: some caller's claims are not known at load time (OAuth
+	// tokens carry whatever their issuer puts in them, or an API key's
+	// attributes could not be read now). See Unproducible.
+	OpenClaims bool
 }
 
 // EvalContext is the load-time evaluation context: functions, no variables.

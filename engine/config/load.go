@@ -15,6 +15,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/mcpd/mcpd/engine/funcs"
+	"github.com/mcpd/mcpd/engine/principal"
 )
 
 // Blocks names the adapter-owned block types the loader accepts: the blocks
@@ -361,21 +362,7 @@ func checkFromCaller(p *Param) hcl.Diagnostics {
 
 // ValidCallerPath reports whether path is a from_caller path: "name" or
 // "claims." followed by one or more non-empty dotted segments.
-func ValidCallerPath(path string) bool {
-	if path == "name" {
-		return true
-	}
-	rest, ok := strings.CutPrefix(path, "claims.")
-	if !ok {
-		return false
-	}
-	for _, seg := range strings.Split(rest, ".") {
-		if seg == "" {
-			return false
-		}
-	}
-	return true
-}
+func ValidCallerPath(path string) bool { return principal.ValidPath(path) }
 
 // checkTemplateParams checks the param blocks of a resource_template: as a
 // tool's, except that a URI variable is text, which can become a string, a

@@ -211,6 +211,26 @@ func (p *Principal) Lookup(path string) (any, bool) {
 	return nil, false
 }
 
+// ValidPath reports whether path is one Lookup can read for a caller:
+// "name", or "claims." followed by one or more non-empty dotted segments.
+// It is the path language of from_caller and of every other value read
+// from the caller.
+func ValidPath(path string) bool {
+	if path == "name" {
+		return true
+	}
+	rest, ok := strings.CutPrefix(path, "claims.")
+	if !ok {
+		return false
+	}
+	for _, seg := range strings.Split(rest, ".") {
+		if seg == "" {
+			return false
+		}
+	}
+	return true
+}
+
 type ctxKey struct{}
 
 // NewContext returns ctx carrying p, for code below the MCP layer

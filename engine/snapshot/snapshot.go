@@ -252,18 +252,22 @@ type funcTables struct {
 }
 
 // authInfo is what adapters are told of the auth block a (nil: none).
-// ft's functions evaluate its audience; a value that does not evaluate is
-// left empty (auth.Compile reports it).
+// ft's functions evaluate its audience and the API keys' attributes; a
+// value that does not evaluate is left out (auth.Compile reports it), and
+// attributes that cannot be read make the claims open: with API keys only,
+// the claims are the keys' attributes, known now; with OAuth, any claim
+// may come.
 func authInfo(a *config.Auth, ft funcTables) *adapter.AuthInfo {
 	if a == nil {
 		return nil
 	}
 	info := &adapter.AuthInfo{APIKeys: len(a.APIKeys) > 0, OAuth: a.OAuth != nil, Range: a.DeclRange}
+	ectx := &hcl.EvalContext{Functions: ft.get(a.Dir)}
 	str := func(attr *hcl.Attribute) string {
 		if attr == nil {
 			return ""
 		}
-		v, d := attr.Expr.Value(&hcl.EvalContext{Functions: ft.get(a.Dir)})
+		v, d := attr.Expr.Value(ectx)
 		if d.HasErrors() || !v.IsWhollyKnown() || v.IsNull() || v.Type() != cty.String {
 			return ""
 		}
@@ -274,6 +278,19 @@ func authInfo(a *config.Auth, ft funcTables) *adapter.AuthInfo {
 		if aud := str(a.OAuth.Audience); aud != "" {
 			info.Audience = aud
 		}
+	}
+	info.Claims, info.OpenClaims = map[string]bool{}, a.OAuth != nil
+	for _, k := range a.APIKeys {
+		if k.Attributes == nil {
+			continue
+		}
+		v, d := k.Attributes.Expr.Value(ectx)
+		if d.HasErrors() || !v.IsWhollyKnown() {
+			info.OpenClaims = true
+			continue
+		}
+		v, _ = v.UnmarkDeep()
+		addClaimPaths(info.Claims, "", v)
 	}
 	return info
 }

@@ -122,6 +122,7 @@ func compileTool(tc *config.Tool, reg *adapter.Registry, backend *backendSet, ft
 		var d hcl.Diagnostics
 		t.callerParams, d = schema.CallerParams(tc.Params, ectx)
 		diags = append(diags, d...)
+		diags = append(diags, checkCallerParams(tc.Params, t.callerParams, ft.auth)...)
 	}
 	{
 		var d hcl.Diagnostics
