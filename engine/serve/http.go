@@ -48,6 +48,11 @@ type HTTPOptions struct {
 	// nothing for this long is cut off. Streams and long calls that keep
 	// writing are not cut. 0: no bound.
 	WriteTimeout time.Duration
+	// NoFastPath turns off the stateless fast path (fastpath.go): every
+	// 2026-07-28 request is then served by the SDK's handler, as before.
+	// The answers are the same either way; this is for comparing the two
+	// and for ruling the fast path out.
+	NoFastPath bool
 }
 
 // protocol2026 is the first protocol version served statelessly.
@@ -87,6 +92,9 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 		// context must end (the SDK does not tie them by default).
 		PropagateRequestCancellation: true,
 	})
+	if !opts.NoFastPath {
+		f.fast = newFastPath(s, opts)
+	}
 	return f
 }
 
@@ -104,6 +112,7 @@ type front struct {
 	legacy   http.Handler
 	modern   http.Handler
 	sessions *sessionCap // nil: no cap
+	fast     *fastPath   // nil: HTTPOptions.NoFastPath
 }
 
 func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -176,6 +185,9 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w = f.s.deadlineStream(rw, r) // notify.go: a client must read its event stream
 	if isModern(r) {
+		if f.fast != nil && f.fast.serve(w, r) {
+			return
+		}
 		f.modern.ServeHTTP(w, r)
 		return
 	}

@@ -101,6 +101,7 @@ type Server struct {
 	running   chan struct{}        // a slot per call or read running; nil: no cap
 	budget    *budget              // Options.OutputBudget; nil: no bound
 	sealer    *requeststate.Sealer // signs requestState when the config sets no key
+	impl      *mcp.Implementation  // the SDK server's, which 2026-07-28 results carry in _meta
 }
 
 // The SDK fans list_changed out to every legacy session and every modern
@@ -135,7 +136,8 @@ func New(current *snapshot.Current, opts Options) *Server {
 	}
 	s.budget = newBudget(opts.OutputBudget, opts.MaxInflight)
 	info := current.Load().Server
-	s.mcp = mcp.NewServer(&mcp.Implementation{Name: info.Name, Version: info.Version, Title: info.Title, WebsiteURL: info.WebsiteURL}, &mcp.ServerOptions{
+	s.impl = &mcp.Implementation{Name: info.Name, Version: info.Version, Title: info.Title, WebsiteURL: info.WebsiteURL}
+	s.mcp = mcp.NewServer(s.impl, &mcp.ServerOptions{
 		Instructions: info.Instructions,
 		Logger:       s.sdkLogger,
 		PageSize:     opts.PageSize,
@@ -363,6 +365,11 @@ func (s *Server) progress(ctx context.Context, req *mcp.CallToolRequest) snapsho
 // 2025-11-25 session, _meta logLevel on a 2026-07-28 request), and all of
 // them when it set none.
 func (s *Server) toolLog(ctx context.Context, req *mcp.CallToolRequest) snapshot.LogFunc {
+	if req.Session == nil {
+		// The stateless fast path (fastpath.go) takes no request that set
+		// a log level: the SDK would drop every record.
+		return dropLog
+	}
 	name := req.Params.Name
 	return func(level, msg string) {
 		err := req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: mcp.LoggingLevel(level), Logger: name, Data: msg})
@@ -371,6 +378,8 @@ func (s *Server) toolLog(ctx context.Context, req *mcp.CallToolRequest) snapshot
 		}
 	}
 }
+
+func dropLog(level, msg string) {}
 
 func (s *Server) cacheable() mcp.Cacheable {
 	return mcp.Cacheable{TTLMs: int(s.opts.ListTTL / time.Millisecond), CacheScope: "public"}
