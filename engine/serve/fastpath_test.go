@@ -1,6 +1,7 @@
 package serve_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -79,6 +80,11 @@ type wireRequest struct {
 
 func (w wireRequest) build() *http.Request {
 	r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(w.body))
+	// A request neither path answers (a call that parks) ends here, for
+	// both alike, rather than hanging the test.
+	ctx, cancel := context.WithTimeout(r.Context(), 20*time.Second)
+	_ = cancel // ends with the timeout
+	r = r.WithContext(ctx)
 	r.Host = "127.0.0.1:8080"
 	r.Header = w.header.Clone()
 	if w.length != 0 {
@@ -407,3 +413,30 @@ func TestFastPathTakes(t *testing.T) {
 	}
 }
 
+// FuzzFastPath sends a fuzzed body, Mcp-Name and Accept through both
+// paths of one server and compares the answers, as
+// TestFastPathDifferential does. The seeds are the differential corpus.
+func FuzzFastPath(f *testing.F) {
+	for _, w := range hostile("zeta_greet") {
+		f.Add(w.body, w.header.Get("Mcp-Name"), w.header.Get("Accept"), w.header.Get("Mcp-Method"))
+	}
+	f.Add(callBody("1", "zeta_greet", `{"name":"fuzz"}`), "zeta_greet", "application/json, text/event-stream", "tools/call")
+	f.Add(callBody("1", "mid_check", `{"n":-1}`), "mid_check", "application/json, text/event-stream", "tools/call")
+	e := newEnv(f)
+	e.fake.releaseAll()
+	pairs := []*diffPair{newDiffPair(f, e.cur, false), newDiffPair(f, e.cur, true)}
+	f.Fuzz(func(t *testing.T, body, name, accept, method string) {
+		// The methods the fast path serves: the others never reach it
+		// (and a subscriptions/listen would park until its client left).
+		if method != "tools/list" {
+			method = "tools/call"
+		}
+		h := modernHeader(method, name)
+		if accept != "" {
+			h.Set("Accept", accept)
+		}
+		for _, p := range pairs {
+			p.compare(t, wireRequest{name: "fuzz", header: h, body: body})
+		}
+	})
+}
