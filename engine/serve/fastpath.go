@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -72,10 +73,13 @@ func newFastPath(s *Server, opts HTTPOptions) *fastPath {
 	if maxBody <= 0 {
 		maxBody = mcp.DefaultMaxRequestBodyBytes
 	}
-	var next mcp.MethodHandler = func(context.Context, string, mcp.Request) (mcp.Result, error) {
-		// mcpd's middleware answers every method the fast path takes
-		// without calling on; were that to change, this error would show
-		// in the differential test.
+	var next mcp.MethodHandler = func(_ context.Context, method string, _ mcp.Request) (mcp.Result, error) {
+		if method == "server/discover" {
+			return s.discover(), nil
+		}
+		// mcpd's middleware answers every other method the fast path
+		// takes without calling on; were that to change, this error would
+		// show in the differential test.
 		return nil, errors.New("mcpd: fast path method not answered by the middleware")
 	}
 	h := s.middleware(next)
@@ -104,7 +108,7 @@ type fastRequest struct {
 func (fp *fastPath) serve(w http.ResponseWriter, r *http.Request) bool {
 	h := r.Header
 	method := h.Get("Mcp-Method")
-	if method != "tools/call" && method != "tools/list" {
+	if method != "tools/call" && method != "tools/list" && method != "server/discover" {
 		return false
 	}
 	if r.Method != http.MethodPost || h.Get("Mcp-Protocol-Version") != protocol2026 ||
@@ -250,6 +254,15 @@ func (fp *fastPath) decode(fr *fastRequest, body []byte, r *http.Request) (mcp.R
 			return nil, false
 		}
 		req = lr
+	case "server/discover":
+		if fr.seen&(seenName|seenArgs|seenCursor) != 0 {
+			return nil, false
+		}
+		dr := &mcp.ServerRequest[*mcp.DiscoverParams]{Params: &mcp.DiscoverParams{Meta: fr.meta}, Extra: extra}
+		if (fr.caps && dr.ClientCapabilities() == nil) || (fr.info && dr.ClientInfo() == nil) {
+			return nil, false
+		}
+		req = dr
 	default:
 		return nil, false
 	}
@@ -297,7 +310,7 @@ func (fr *fastRequest) readParams(sc *schema.Scanner) bool {
 	if sc.Peek() != '{' {
 		return false
 	}
-	call := fr.method == "tools/call"
+	call, list := fr.method == "tools/call", fr.method == "tools/list"
 	return sc.Object(func(key []byte) bool {
 		switch string(key) {
 		case "_meta":
@@ -317,7 +330,7 @@ func (fr *fastRequest) readParams(sc *schema.Scanner) bool {
 			fr.args = v
 			return once(fr, seenArgs) && ok
 		case "cursor":
-			if call {
+			if !list {
 				return false
 			}
 			v, ok := sc.String()
@@ -394,12 +407,28 @@ func hasNumber(v any) bool {
 	return false
 }
 
+// discover is the SDK's answer to server/discover (Server.discover) for
+// a stateless request: the server's versions (a stateless transport
+// serves them all), its capabilities and instructions as given to the
+// SDK, and the cache fields as SetCacheable sets them.
+func (s *Server) discover() *mcp.DiscoverResult {
+	return &mcp.DiscoverResult{
+		Cacheable:         mcp.Cacheable{TTLMs: int(s.opts.ListTTL / time.Millisecond), CacheScope: "public"},
+		SupportedVersions: mcp.SupportedProtocolVersions(),
+		Capabilities:      s.caps,
+		Instructions:      s.instructions,
+	}
+}
+
 // finishResult does to a 2026-07-28 result what the SDK's
 // ServerSession.handle does after the middleware: resultType "complete" on
 // the results that have one (mcpd's middleware gives those of tools/call
 // it already), and the server's info in _meta.
 func finishResult(res mcp.Result, impl *mcp.Implementation) {
-	if r, ok := res.(*mcp.ListToolsResult); ok {
+	switch r := res.(type) {
+	case *mcp.ListToolsResult:
+		r.ResultType = "complete"
+	case *mcp.DiscoverResult:
 		r.ResultType = "complete"
 	}
 	m := res.GetMeta()

@@ -326,7 +326,13 @@ func hostile(tool string) []wireRequest {
 	list(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + meta26 + `,"name":"x"}}`)
 	add("list named", modernHeader("tools/list", tool), `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{`+meta26+`}}`)
 	add("list as call", modernHeader("tools/list", ""), ok)
-	add("discover", modernHeader("server/discover", ""), `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{`+meta26+`}}`)
+	disc := func(name, body string) { add("discover "+name, modernHeader("server/discover", ""), body) }
+	disc("plain", `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{`+meta26+`}}`)
+	disc("no params", `{"jsonrpc":"2.0","id":1,"method":"server/discover"}`)
+	disc("empty params", `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{}}`)
+	disc("cursor", `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{`+meta26+`,"cursor":"x"}}`)
+	disc("client info", `{"jsonrpc":"2.0","id":"d","method":"server/discover","params":{`+strings.Replace(meta26, `"clientCapabilities":{}`, `"clientCapabilities":{"roots":{}},"io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"}`, 1)+`}}`)
+	disc("old meta", `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{`+strings.Replace(meta26, "2026-07-28", "2025-11-25", 1)+`}}`)
 	add("ping", modernHeader("ping", ""), `{"jsonrpc":"2.0","id":1,"method":"ping","params":{`+meta26+`}}`)
 	add("notification", modernHeader("notifications/initialized", ""), `{"jsonrpc":"2.0","method":"notifications/initialized","params":{`+meta26+`}}`)
 	return out
@@ -376,7 +382,7 @@ func TestFastPathDifferential(t *testing.T) {
 					}
 				}
 				p.mu.Lock()
-				if p.served["tools/call"] == 0 || p.served["tools/list"] == 0 {
+				if p.served["tools/call"] == 0 || p.served["tools/list"] == 0 || p.served["server/discover"] == 0 {
 					t.Errorf("the fast path served %v: the corpus does not reach it", p.served)
 				}
 				p.mu.Unlock()
@@ -428,7 +434,7 @@ func FuzzFastPath(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body, name, accept, method string) {
 		// The methods the fast path serves: the others never reach it
 		// (and a subscriptions/listen would park until its client left).
-		if method != "tools/list" {
+		if method != "tools/list" && method != "server/discover" {
 			method = "tools/call"
 		}
 		h := modernHeader(method, name)

@@ -102,6 +102,9 @@ type Server struct {
 	budget    *budget              // Options.OutputBudget; nil: no bound
 	sealer    *requeststate.Sealer // signs requestState when the config sets no key
 	impl      *mcp.Implementation  // the SDK server's, which 2026-07-28 results carry in _meta
+	// What the SDK server was given, for the fast path's server/discover.
+	caps         *mcp.ServerCapabilities
+	instructions string
 }
 
 // The SDK fans list_changed out to every legacy session and every modern
@@ -136,20 +139,22 @@ func New(current *snapshot.Current, opts Options) *Server {
 	}
 	s.budget = newBudget(opts.OutputBudget, opts.MaxInflight)
 	info := current.Load().Server
+	// Advertise list_changed from the start, even for a config with no
+	// tools yet: a reload may add some.
+	s.caps = &mcp.ServerCapabilities{
+		Tools:       &mcp.ToolCapabilities{ListChanged: true},
+		Prompts:     &mcp.PromptCapabilities{ListChanged: true},
+		Resources:   &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true},
+		Completions: &mcp.CompletionCapabilities{},
+		Logging:     &mcp.LoggingCapabilities{},
+	}
+	s.instructions = info.Instructions
 	s.impl = &mcp.Implementation{Name: info.Name, Version: info.Version, Title: info.Title, WebsiteURL: info.WebsiteURL}
 	s.mcp = mcp.NewServer(s.impl, &mcp.ServerOptions{
 		Instructions: info.Instructions,
 		Logger:       s.sdkLogger,
 		PageSize:     opts.PageSize,
-		// Advertise list_changed from the start, even for a config with no
-		// tools yet: a reload may add some.
-		Capabilities: &mcp.ServerCapabilities{
-			Tools:       &mcp.ToolCapabilities{ListChanged: true},
-			Prompts:     &mcp.PromptCapabilities{ListChanged: true},
-			Resources:   &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true},
-			Completions: &mcp.CompletionCapabilities{},
-			Logging:     &mcp.LoggingCapabilities{},
-		},
+		Capabilities: s.caps,
 		CompletionHandler:  s.complete,
 		SubscribeHandler:   func(context.Context, *mcp.SubscribeRequest) error { return nil },
 		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
