@@ -151,10 +151,10 @@ func New(current *snapshot.Current, opts Options) *Server {
 	s.instructions = info.Instructions
 	s.impl = &mcp.Implementation{Name: info.Name, Version: info.Version, Title: info.Title, WebsiteURL: info.WebsiteURL}
 	s.mcp = mcp.NewServer(s.impl, &mcp.ServerOptions{
-		Instructions: info.Instructions,
-		Logger:       s.sdkLogger,
-		PageSize:     opts.PageSize,
-		Capabilities: s.caps,
+		Instructions:       info.Instructions,
+		Logger:             s.sdkLogger,
+		PageSize:           opts.PageSize,
+		Capabilities:       s.caps,
 		CompletionHandler:  s.complete,
 		SubscribeHandler:   func(context.Context, *mcp.SubscribeRequest) error { return nil },
 		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
