@@ -91,16 +91,17 @@ func newFastPath(s *Server, opts HTTPOptions) *fastPath {
 
 // fastRequest is what the fast path decodes of a request.
 type fastRequest struct {
-	method    string
-	id        []byte // the id as the SDK echoes it
-	name      string // tools/call
-	args      json.RawMessage
-	cursor    string // tools/list
-	meta      mcp.Meta
-	caps      bool // clientCapabilities is more than {}
-	info      bool // clientInfo is present
-	seen      uint32
-	versionOK bool
+	method     string
+	id         []byte // the id as the SDK echoes it
+	name       string // tools/call, prompts/get; the URI of resources/read
+	args       json.RawMessage
+	promptArgs map[string]string
+	cursor     string // tools/list
+	meta       mcp.Meta
+	caps       bool // clientCapabilities is more than {}
+	info       bool // clientInfo is present
+	seen       uint32
+	versionOK  bool
 }
 
 // serve serves r and reports true, or reports false having changed nothing
@@ -108,7 +109,9 @@ type fastRequest struct {
 func (fp *fastPath) serve(w http.ResponseWriter, r *http.Request) bool {
 	h := r.Header
 	method := h.Get("Mcp-Method")
-	if method != "tools/call" && method != "tools/list" && method != "server/discover" {
+	switch method {
+	case "tools/call", "tools/list", "server/discover", "prompts/get", "resources/read":
+	default:
 		return false
 	}
 	if r.Method != http.MethodPost || h.Get("Mcp-Protocol-Version") != protocol2026 ||
@@ -254,6 +257,23 @@ func (fp *fastPath) decode(fr *fastRequest, body []byte, r *http.Request) (mcp.R
 			return nil, false
 		}
 		req = lr
+	case "prompts/get", "resources/read":
+		if fr.seen&seenName == 0 || fr.name == "" || r.Header.Get("Mcp-Name") != fr.name {
+			return nil, false
+		}
+		if fr.method == "prompts/get" {
+			gr := &mcp.GetPromptRequest{Params: &mcp.GetPromptParams{Meta: fr.meta, Name: fr.name, Arguments: fr.promptArgs}, Extra: extra}
+			if (fr.caps && gr.ClientCapabilities() == nil) || (fr.info && gr.ClientInfo() == nil) {
+				return nil, false
+			}
+			req = gr
+			break
+		}
+		rr := &mcp.ReadResourceRequest{Params: &mcp.ReadResourceParams{Meta: fr.meta, URI: fr.name}, Extra: extra}
+		if (fr.caps && rr.ClientCapabilities() == nil) || (fr.info && rr.ClientInfo() == nil) {
+			return nil, false
+		}
+		req = rr
 	case "server/discover":
 		if fr.seen&(seenName|seenArgs|seenCursor) != 0 {
 			return nil, false
@@ -311,18 +331,22 @@ func (fr *fastRequest) readParams(sc *schema.Scanner) bool {
 		return false
 	}
 	call, list := fr.method == "tools/call", fr.method == "tools/list"
+	prompt, read := fr.method == "prompts/get", fr.method == "resources/read"
 	return sc.Object(func(key []byte) bool {
 		switch string(key) {
 		case "_meta":
 			return once(fr, seenMeta) && fr.readMeta(sc)
-		case "name":
-			if !call {
+		case "name", "uri":
+			if (string(key) == "name") != (call || prompt) || (string(key) == "uri") != read {
 				return false
 			}
 			v, ok := sc.String()
 			fr.name = string(v)
 			return once(fr, seenName) && ok
 		case "arguments":
+			if prompt {
+				return once(fr, seenArgs) && fr.readPromptArgs(sc)
+			}
 			if !call || sc.Peek() != '{' {
 				return false
 			}
@@ -338,6 +362,26 @@ func (fr *fastRequest) readParams(sc *schema.Scanner) bool {
 			return once(fr, seenCursor) && ok
 		}
 		return false
+	})
+}
+
+// readPromptArgs reads the arguments of prompts/get, which the SDK decodes
+// into a map[string]string: an object of strings, here without escapes.
+func (fr *fastRequest) readPromptArgs(sc *schema.Scanner) bool {
+	if sc.Peek() != '{' {
+		return false
+	}
+	fr.promptArgs = map[string]string{}
+	return sc.Object(func(key []byte) bool {
+		v, ok := sc.String()
+		if !ok {
+			return false
+		}
+		if _, dup := fr.promptArgs[string(key)]; dup {
+			return false
+		}
+		fr.promptArgs[string(key)] = string(v)
+		return true
 	})
 }
 

@@ -160,6 +160,20 @@ func callBody(id, name, args string) string {
 	return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{` + params + `}}`
 }
 
+func readRequest(name, id, uri string) wireRequest {
+	return wireRequest{name: name, header: modernHeader("resources/read", uri),
+		body: `{"jsonrpc":"2.0","id":` + id + `,"method":"resources/read","params":{` + meta26 + `,"uri":` + strconv.Quote(uri) + `}}`}
+}
+
+func promptRequest(name, id, prompt, args string) wireRequest {
+	params := meta26 + `,"name":` + strconv.Quote(prompt)
+	if args != "" {
+		params += `,"arguments":` + args
+	}
+	return wireRequest{name: name, header: modernHeader("prompts/get", prompt),
+		body: `{"jsonrpc":"2.0","id":` + id + `,"method":"prompts/get","params":{` + params + `}}`}
+}
+
 // argsFor makes arguments for a tool from its schema: each property with a
 // value of its type (an enum's first value), all of them, and none.
 func argsFor(t *snapshot.Tool) []string {
@@ -375,6 +389,32 @@ func TestFastPathDifferential(t *testing.T) {
 							header: modernHeader("tools/call", name), body: callBody(strconv.Itoa(i*10+j), name, args)})
 					}
 				}
+				snap := cur.Load()
+				for i, r := range snap.Resources {
+					p.compare(t, readRequest(fmt.Sprintf("read %s json=%v", r.Def.URI, jsonResponse), strconv.Itoa(i), r.Def.URI))
+				}
+				for i, tmpl := range snap.Templates {
+					uri := regexp.MustCompile(`\{[^}]*\}`).ReplaceAllString(tmpl.Def.URITemplate, "42")
+					p.compare(t, readRequest(fmt.Sprintf("read %s json=%v", uri, jsonResponse), strconv.Itoa(i), uri))
+					bad := regexp.MustCompile(`\{[^}]*\}`).ReplaceAllString(tmpl.Def.URITemplate, "a%2Fb..")
+					p.compare(t, readRequest(fmt.Sprintf("read %s json=%v", bad, jsonResponse), strconv.Itoa(i), bad))
+				}
+				p.compare(t, readRequest("read unknown", "7", "test://no/such/resource"))
+				for i, pr := range snap.Prompts {
+					name := pr.Def.Name
+					if skipTool(name) {
+						continue
+					}
+					all := map[string]string{}
+					for _, a := range pr.Def.Arguments {
+						all[a.Name] = "value <&> of " + a.Name
+					}
+					b, _ := json.Marshal(all)
+					for j, args := range []string{"", "{}", string(b), `{"zz":"1"}`, `{"n":1}`} {
+						p.compare(t, promptRequest(fmt.Sprintf("prompt %s json=%v args %s", name, jsonResponse, args), strconv.Itoa(i*10+j), name, args))
+					}
+				}
+				p.compare(t, promptRequest("prompt unknown", "8", "no_such_prompt", ""))
 				if len(tools) > 0 {
 					for _, w := range hostile(tools[0].Def.Name) {
 						w.name = fmt.Sprintf("%s json=%v", w.name, jsonResponse)
@@ -382,7 +422,8 @@ func TestFastPathDifferential(t *testing.T) {
 					}
 				}
 				p.mu.Lock()
-				if p.served["tools/call"] == 0 || p.served["tools/list"] == 0 || p.served["server/discover"] == 0 {
+				if p.served["tools/call"] == 0 || p.served["tools/list"] == 0 || p.served["server/discover"] == 0 ||
+					(len(snap.Resources) > 0 && p.served["resources/read"] == 0) || (len(snap.Prompts) > 0 && p.served["prompts/get"] == 0) {
 					t.Errorf("the fast path served %v: the corpus does not reach it", p.served)
 				}
 				p.mu.Unlock()
@@ -428,13 +469,18 @@ func FuzzFastPath(f *testing.F) {
 	}
 	f.Add(callBody("1", "zeta_greet", `{"name":"fuzz"}`), "zeta_greet", "application/json, text/event-stream", "tools/call")
 	f.Add(callBody("1", "mid_check", `{"n":-1}`), "mid_check", "application/json, text/event-stream", "tools/call")
+	for _, w := range []wireRequest{promptRequest("", "1", "trip", `{"city":"Oslo"}`), readRequest("", "2", "docs://readme")} {
+		f.Add(w.body, w.header.Get("Mcp-Name"), w.header.Get("Accept"), w.header.Get("Mcp-Method"))
+	}
 	e := newEnv(f)
 	e.fake.releaseAll()
 	pairs := []*diffPair{newDiffPair(f, e.cur, false), newDiffPair(f, e.cur, true)}
 	f.Fuzz(func(t *testing.T, body, name, accept, method string) {
 		// The methods the fast path serves: the others never reach it
 		// (and a subscriptions/listen would park until its client left).
-		if method != "tools/list" && method != "server/discover" {
+		switch method {
+		case "tools/list", "server/discover", "prompts/get", "resources/read":
+		default:
 			method = "tools/call"
 		}
 		h := modernHeader(method, name)
