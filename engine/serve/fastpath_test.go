@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
@@ -13,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
 
 	"github.com/mcpd/mcpd/adapters/builtin"
 	"github.com/mcpd/mcpd/engine/adapter"
@@ -491,4 +495,47 @@ func FuzzFastPath(f *testing.F) {
 			p.compare(t, wireRequest{name: "fuzz", header: h, body: body})
 		}
 	})
+}
+
+// TestFastPathDifferentialAuth is the differential test behind bearer
+// authentication, as mcpd serve runs it: the principal of each token sees
+// and calls what its scopes allow, its claims bind parameters, and the
+// audit's principal is the same on both paths.
+func TestFastPathDifferentialAuth(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "tools.hcl"), []byte(authzConfig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cur := loadDirs(t, authzRegistry(), dir)
+	for _, jsonResponse := range []bool{false, true} {
+		p := newDiffPair(t, cur, jsonResponse)
+		p.fast = auth.RequireBearerToken(verifyToken, nil)(p.fast)
+		p.sdk = auth.RequireBearerToken(verifyToken, nil)(p.sdk)
+		for _, token := range []string{"tok-admin", "tok-acme", "tok-glob", "tok-none", "tok-bad", "tok-unknown", ""} {
+			var reqs []wireRequest
+			for i, tool := range cur.Load().Tools {
+				if strings.HasPrefix(tool.Def.Name, "per_") || tool.Def.Name == "sleepy" {
+					// Rate limits are state the first path's call
+					// changes for the second; sleepy only sleeps.
+					continue
+				}
+				for j, args := range argsFor(tool) {
+					reqs = append(reqs, wireRequest{name: fmt.Sprintf("%s %s args %s", token, tool.Def.Name, args),
+						header: modernHeader("tools/call", tool.Def.Name), body: callBody(strconv.Itoa(i*10+j), tool.Def.Name, args)})
+				}
+			}
+			reqs = append(reqs, wireRequest{name: token + " list", header: modernHeader("tools/list", ""),
+				body: `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + meta26 + `}}`})
+			for _, w := range reqs {
+				if token != "" {
+					w.header.Set("Authorization", "Bearer "+token)
+				}
+				w.name = fmt.Sprintf("%s json=%v", w.name, jsonResponse)
+				p.compare(t, w)
+			}
+		}
+		if p.served["tools/call"] == 0 || p.served["tools/list"] == 0 {
+			t.Errorf("the fast path served %v", p.served)
+		}
+	}
 }
