@@ -29,14 +29,17 @@ import (
 // encodes the result into an event. Most of the CPU of a cheap call is that
 // machinery, not the call.
 //
-// fastPath serves the requests it is sure of itself: it decodes the body
+// fastPath serves the tools/call, tools/list, server/discover, prompts/get
+// and resources/read requests it is sure of itself: it decodes the body
 // once, with the strict Scanner of engine/schema, checks what the SDK
 // checks, builds the same mcp.Request the SDK would build (with no session:
 // a request without a session is a fast path request, which is 2026-07-28
 // by construction; see isModernSession), runs the same middleware chain
 // (observe and mcpd's middleware, so the same snapshot call, limits, budget,
 // audit, metrics, spans and console events), finishes the result as the
-// SDK's ServerSession.handle does (resultType, _meta serverInfo) and writes
+// SDK's ServerSession.handle does (resultType, _meta serverInfo; the answer
+// to server/discover, which the SDK computes, is rebuilt from what the SDK
+// server was given: Server.discover) and writes
 // it as the SDK's streamable transport does (an SSE event, or JSON with
 // JSONResponse; a protocol error as JSON with the status SEP-2575 gives it).
 //
