@@ -3,6 +3,7 @@ package sqladapter
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -179,4 +180,87 @@ func BenchmarkRowText(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkSQLitePointQueryConn and BenchmarkSQLitePointQueryRaw measure
+// issue #21's question: would reading a read-only query's rows through the
+// driver connection itself (sql.Conn.Raw, driver.QueryerContext and
+// driver.Rows.Next into []driver.Value) remove real per-query work from
+// database/sql (its Rows, the goroutine that watches the context, Scan's
+// conversions)? Both take a connection from the pool per call, as the
+// adapter does; the difference between them is what Raw would save.
+func BenchmarkSQLitePointQueryConn(b *testing.B) {
+	db, query := pointDB(b)
+	ctx := context.Background()
+	dest := make([]any, 6)
+	ptrs := make([]any, 6)
+	for i := range dest {
+		ptrs[i] = &dest[i]
+	}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		qctx, cancel := context.WithTimeout(ctx, defaultQueryTimeout)
+		conn, err := db.Conn(qctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		rows, err := conn.QueryContext(qctx, query, int64(i*7%benchRows+1))
+		if err != nil {
+			b.Fatal(err)
+		}
+		n := 0
+		for rows.Next() {
+			if err := rows.Scan(ptrs...); err != nil {
+				b.Fatal(err)
+			}
+			n++
+		}
+		if err := rows.Close(); err != nil || n != 1 {
+			b.Fatal(err, n)
+		}
+		conn.Close()
+		cancel()
+	}
+}
+
+func BenchmarkSQLitePointQueryRaw(b *testing.B) {
+	db, query := pointDB(b)
+	ctx := context.Background()
+	dest := make([]driver.Value, 6)
+	args := make([]driver.NamedValue, 1)
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		qctx, cancel := context.WithTimeout(ctx, defaultQueryTimeout)
+		conn, err := db.Conn(qctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		n := 0
+		err = conn.Raw(func(dc any) error {
+			args[0] = driver.NamedValue{Ordinal: 1, Value: int64(i*7%benchRows + 1)}
+			rows, err := dc.(driver.QueryerContext).QueryContext(qctx, query, args)
+			if err != nil {
+				return err
+			}
+			for rows.Next(dest) == nil {
+				n++
+			}
+			return rows.Close()
+		})
+		if err != nil || n != 1 {
+			b.Fatal(err, n)
+		}
+		conn.Close()
+		cancel()
+	}
+}
+
+func pointDB(b *testing.B) (*sql.DB, string) {
+	path := benchDB(b)
+	db, err := sql.Open("sqlite", sqliteDSN("file:"+path, true))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close() })
+	return db, "SELECT id, title, author, year, price, added FROM books WHERE id = ?"
 }

@@ -419,22 +419,24 @@ func TestWriteTimeout(t *testing.T) {
 }
 
 // At info level, a 2026 request writes no log line (the SDK's per-session
-// lines are debug).
+// lines are debug; the stateless fast path, which makes no session, writes
+// none at any level).
 func TestRequestLogging(t *testing.T) {
 	for _, tc := range []struct {
-		level slog.Level
-		some  bool
-	}{{slog.LevelInfo, false}, {slog.LevelDebug, true}} {
+		level  slog.Level
+		noFast bool
+		some   bool
+	}{{slog.LevelInfo, false, false}, {slog.LevelInfo, true, false}, {slog.LevelDebug, true, true}, {slog.LevelDebug, false, false}} {
 		var buf syncBuffer
 		e := newEnv(t)
 		e.srv = serve.New(e.cur, serve.Options{Logger: slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: tc.level}))})
-		ts := e.httpServer(t, serve.HTTPOptions{JSONResponse: true})
+		ts := e.httpServer(t, serve.HTTPOptions{JSONResponse: true, NoFastPath: tc.noFast})
 		resp, body := rawRequest(t, strings.TrimPrefix(ts.URL, "http://"), modernCallHead+"Mcp-Name: fast\r\n", modernCall("fast"))
 		if resp.StatusCode != 200 {
 			t.Fatalf("status %d: %s", resp.StatusCode, body)
 		}
 		if got := buf.String(); (got != "") != tc.some {
-			t.Errorf("level %v: log %q", tc.level, got)
+			t.Errorf("level %v, no fast path %v: log %q", tc.level, tc.noFast, got)
 		}
 	}
 }

@@ -1,6 +1,10 @@
 package serve
 
-import "github.com/modelcontextprotocol/go-sdk/mcp"
+import (
+	"net/http"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
 
 // Bare returns opts for a server without the observe middleware: the code
 // before metrics, tracing and draining, as a benchmark's baseline.
@@ -20,4 +24,12 @@ func (s *Server) BudgetWaiters() int {
 	s.budget.mu.Lock()
 	defer s.budget.mu.Unlock()
 	return s.budget.waiters.Len()
+}
+
+// OnFastPath makes h, a handler of HTTPHandler, call f with the method of
+// every request its stateless fast path serves on /mcp.
+func OnFastPath(h http.Handler, f func(method string)) {
+	if fp := h.(*front).root.fast; fp != nil {
+		fp.served = f
+	}
 }

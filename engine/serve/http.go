@@ -52,6 +52,11 @@ type HTTPOptions struct {
 	// nothing for this long is cut off. Streams and long calls that keep
 	// writing are not cut. 0: no bound.
 	WriteTimeout time.Duration
+	// NoFastPath turns off the stateless fast path (fastpath.go): every
+	// 2026-07-28 request is then served by the SDK's handler, as before.
+	// The answers are the same either way; this is for comparing the two
+	// and for ruling the fast path out.
+	NoFastPath bool
 }
 
 // protocol2026 is the first protocol version served statelessly.
@@ -77,9 +82,11 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 	return f
 }
 
-// eraHandlers are the SDK's two handlers of one endpoint.
+// eraHandlers are the SDK's two handlers of one endpoint, and the fast
+// path in front of the modern one (fastpath.go).
 type eraHandlers struct {
 	legacy, modern http.Handler
+	fast           *fastPath // nil: HTTPOptions.NoFastPath
 }
 
 // erasOf returns the SDK handlers of the endpoint of toolset ("" for
@@ -115,6 +122,9 @@ func (f *front) erasOf(toolset string) *eraHandlers {
 			// context must end (the SDK does not tie them by default).
 			PropagateRequestCancellation: true,
 		}),
+	}
+	if !opts.NoFastPath {
+		h.fast = newFastPath(f.s, opts, f.s.endpoint(toolset))
 	}
 	f.eras[toolset] = h
 	return h
@@ -257,6 +267,9 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w = f.s.deadlineStream(rw, r) // notify.go: a client must read its event stream
 	if isModern(r) {
+		if eras.fast != nil && eras.fast.serve(w, r) {
+			return
+		}
 		eras.modern.ServeHTTP(w, r)
 		return
 	}

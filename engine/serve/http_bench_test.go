@@ -45,7 +45,9 @@ tool "static" {
 // deadlines, flush deferral, metrics), in a 2025-11-25 session ("legacy") and
 // as a stateless 2026-07-28 request ("modern"). "sdk" is the bare SDK
 // serving the same tool with the same handler options, as bench/baseline
-// does: the allocs/op between them is what mcpd adds per call. The client
+// does: the allocs/op between them is what mcpd adds per call.
+// "mcpd/modern-sdk" is mcpd with --no-fast-path: the modern request through
+// the SDK's handler rather than mcpd's stateless fast path (fastpath.go). The client
 // is a few lines over one keep-alive connection; its allocations are the
 // same in every case.
 func BenchmarkHTTPCall(b *testing.B) {
@@ -65,13 +67,18 @@ func BenchmarkHTTPCall(b *testing.B) {
 		SessionTimeout: 10 * time.Minute, MaxSessions: 1000, MaxInflight: 64, MaxBody: 4 << 20,
 		MaxInflightBytes: 64 << 20, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second,
 	}
-	mcpdHandler := func() http.Handler {
-		m := telemetry.NewMetrics("bench")
-		srv := serve.New(cur, serve.Options{Logger: quiet, Metrics: m, MaxInflight: 64, OutputBudget: 256 << 20})
-		mux := http.NewServeMux()
-		mux.Handle("/mcp", srv.HTTPHandler(opts))
-		return m.HTTPMiddleware(mux)
+	mcpdWith := func(opts serve.HTTPOptions) func() http.Handler {
+		return func() http.Handler {
+			m := telemetry.NewMetrics("bench")
+			srv := serve.New(cur, serve.Options{Logger: quiet, Metrics: m, MaxInflight: 64, OutputBudget: 256 << 20})
+			mux := http.NewServeMux()
+			mux.Handle("/mcp", srv.HTTPHandler(opts))
+			return m.HTTPMiddleware(mux)
+		}
 	}
+	mcpdHandler := mcpdWith(opts)
+	noFast := opts
+	noFast.NoFastPath = true
 	for _, bc := range []struct {
 		name    string
 		handler func() http.Handler
@@ -81,6 +88,8 @@ func BenchmarkHTTPCall(b *testing.B) {
 		{"mcpd/legacy", mcpdHandler, false},
 		{"sdk/modern", sdkHandler, true},
 		{"mcpd/modern", mcpdHandler, true},
+		// --no-fast-path: the SDK serves the 2026-07-28 request.
+		{"mcpd/modern-sdk", mcpdWith(noFast), true},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			ts := httptest.NewServer(bc.handler())

@@ -212,6 +212,9 @@ func (s *Server) detail(ev *event.Call, tr *mcp.CallToolResult) {
 			d.Protocol = ip.ProtocolVersion
 			modern = ip.ProtocolVersion >= protocol2026
 		}
+	} else if ok {
+		// The stateless fast path: 2026-07-28, as its header said.
+		d.Protocol, modern = protocol2026, true
 	}
 	d.Client = clientLabel(req)
 	if s.opts.Generation != nil {
@@ -297,6 +300,8 @@ func (s *Server) startSpan(ctx context.Context, o *observed, req mcp.Request) (c
 		if ip := ss.InitializeParams(); ip != nil && ip.ProtocolVersion != "" {
 			attrs = append(attrs, attribute.String("mcp.protocol.version", ip.ProtocolVersion))
 		}
+	} else if ok {
+		attrs = append(attrs, attribute.String("mcp.protocol.version", protocol2026)) // the fast path
 	}
 	return s.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
 }

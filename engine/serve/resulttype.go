@@ -26,8 +26,13 @@ func template[T any](js string) T {
 	return v
 }
 
-// isModern reports whether the session speaks the 2026 protocol.
+// isModernSession reports whether the session speaks the 2026 protocol. A
+// request without a session comes from the stateless fast path
+// (fastpath.go), which serves 2026-07-28 requests alone.
 func isModernSession(s *mcp.ServerSession) bool {
+	if s == nil {
+		return true
+	}
 	p := s.InitializeParams()
 	return p != nil && p.ProtocolVersion >= protocol2026
 }

@@ -105,6 +105,9 @@ type Server struct {
 
 	epMu sync.Mutex           // guards eps and each endpoint's announced
 	eps  map[string]*endpoint // by toolset; "" is /mcp (see toolset.go)
+	// caps are the capabilities every endpoint's SDK server is given, kept
+	// for the fast path's server/discover.
+	caps *mcp.ServerCapabilities
 }
 
 // The SDK fans list_changed out to every legacy session and every modern
@@ -140,29 +143,32 @@ func New(current *snapshot.Current, opts Options) *Server {
 	s.budget = newBudget(opts.OutputBudget, opts.MaxInflight)
 	s.notes = newNotifier(opts.Logger, opts.SlowClientTimeout)
 	s.notes.sessions = s.allSessions
+	// Advertise list_changed from the start, even for a config with no
+	// tools yet: a reload may add some.
+	s.caps = &mcp.ServerCapabilities{
+		Tools:       &mcp.ToolCapabilities{ListChanged: true},
+		Prompts:     &mcp.PromptCapabilities{ListChanged: true},
+		Resources:   &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true},
+		Completions: &mcp.CompletionCapabilities{},
+		Logging:     &mcp.LoggingCapabilities{},
+	}
 	s.eps = map[string]*endpoint{}
 	s.mcp = s.endpoint("").srv
 	return s
 }
 
 // newSDK returns the SDK server of one endpoint: /mcp (toolset "") or a
-// toolset's. Every endpoint answers from the same snapshot through the same
-// middleware; only what it shows differs.
-func (s *Server) newSDK(toolset string) *mcp.Server {
+// toolset's, with the implementation and instructions it was given (which
+// the fast path's answers carry). Every endpoint answers from the same
+// snapshot through the same middleware; only what it shows differs.
+func (s *Server) newSDK(toolset string) (*mcp.Server, *mcp.Implementation, string) {
 	info := s.current.Load().Server
-	srv := mcp.NewServer(&mcp.Implementation{Name: info.Name, Version: info.Version, Title: info.Title, WebsiteURL: info.WebsiteURL}, &mcp.ServerOptions{
+	impl := &mcp.Implementation{Name: info.Name, Version: info.Version, Title: info.Title, WebsiteURL: info.WebsiteURL}
+	srv := mcp.NewServer(impl, &mcp.ServerOptions{
 		Instructions: info.Instructions,
 		Logger:       s.sdkLogger,
 		PageSize:     s.opts.PageSize,
-		// Advertise list_changed from the start, even for a config with no
-		// tools yet: a reload may add some.
-		Capabilities: &mcp.ServerCapabilities{
-			Tools:       &mcp.ToolCapabilities{ListChanged: true},
-			Prompts:     &mcp.PromptCapabilities{ListChanged: true},
-			Resources:   &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true},
-			Completions: &mcp.CompletionCapabilities{},
-			Logging:     &mcp.LoggingCapabilities{},
-		},
+		Capabilities: s.caps,
 		CompletionHandler: func(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
 			return s.complete(ctx, req, toolset)
 		},
@@ -180,7 +186,7 @@ func (s *Server) newSDK(toolset string) *mcp.Server {
 	if !s.opts.bare {
 		srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler { return s.observe(next, toolset) })
 	}
-	return srv
+	return srv, impl, info.Instructions
 }
 
 // SDK returns the underlying SDK server.
@@ -386,6 +392,11 @@ func (s *Server) progress(ctx context.Context, req *mcp.CallToolRequest) snapsho
 // 2025-11-25 session, _meta logLevel on a 2026-07-28 request), and all of
 // them when it set none.
 func (s *Server) toolLog(ctx context.Context, req *mcp.CallToolRequest) snapshot.LogFunc {
+	if req.Session == nil {
+		// The stateless fast path (fastpath.go) takes no request that set
+		// a log level: the SDK would drop every record.
+		return dropLog
+	}
 	name := req.Params.Name
 	return func(level, msg string) {
 		err := req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: mcp.LoggingLevel(level), Logger: name, Data: msg})
@@ -394,6 +405,8 @@ func (s *Server) toolLog(ctx context.Context, req *mcp.CallToolRequest) snapshot
 		}
 	}
 }
+
+func dropLog(level, msg string) {}
 
 func (s *Server) cacheable() mcp.Cacheable {
 	return mcp.Cacheable{TTLMs: int(s.opts.ListTTL / time.Millisecond), CacheScope: "public"}

@@ -39,6 +39,10 @@ import (
 type endpoint struct {
 	toolset string // "" for /mcp
 	srv     *mcp.Server
+	// impl and instructions are what srv was given, which the fast path's
+	// answers carry as the SDK's would.
+	impl         *mcp.Implementation
+	instructions string
 	// announced are the fingerprints of the lists the endpoint's clients
 	// last heard of (guarded by Server.epMu).
 	announced [3]string
@@ -56,7 +60,8 @@ func (s *Server) endpoint(toolset string) *endpoint {
 	// The fingerprints are taken under epMu, as Notify's are: a reload
 	// swapping now is either seen here or compared against this by
 	// Notify.
-	ep := &endpoint{toolset: toolset, srv: s.newSDK(toolset)}
+	ep := &endpoint{toolset: toolset}
+	ep.srv, ep.impl, ep.instructions = s.newSDK(toolset)
 	ep.announced, _ = endpointFingerprints(s.current.Load(), toolset)
 	s.eps[toolset] = ep
 	return ep
