@@ -27,9 +27,16 @@ func (s *Server) BudgetWaiters() int {
 }
 
 // OnFastPath makes h, a handler of HTTPHandler, call f with the method of
-// every request its stateless fast path serves on /mcp.
+// every request its stateless fast path serves, on /mcp and on the
+// toolsets' paths.
 func OnFastPath(h http.Handler, f func(method string)) {
-	if fp := h.(*front).root.fast; fp != nil {
-		fp.served = f
+	fr := h.(*front)
+	fr.mu.Lock()
+	defer fr.mu.Unlock()
+	fr.onFast = f
+	for _, eras := range fr.eras {
+		if eras.fast != nil {
+			eras.fast.served = f
+		}
 	}
 }

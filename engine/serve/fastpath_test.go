@@ -79,11 +79,16 @@ type wireRequest struct {
 	name   string
 	header http.Header
 	body   string
-	length int64 // -1: unknown (chunked)
+	length int64  // -1: unknown (chunked)
+	path   string // "": /mcp
 }
 
 func (w wireRequest) build() *http.Request {
-	r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(w.body))
+	path := w.path
+	if path == "" {
+		path = "/mcp"
+	}
+	r := httptest.NewRequest(http.MethodPost, path, strings.NewReader(w.body))
 	// A request neither path answers (a call that parks) ends here, for
 	// both alike, rather than hanging the test.
 	ctx, cancel := context.WithTimeout(r.Context(), 20*time.Second)
@@ -433,6 +438,44 @@ func TestFastPathDifferential(t *testing.T) {
 				p.mu.Unlock()
 			}
 		})
+	}
+}
+
+// TestFastPathDifferentialToolsets sends the same corpus to a toolset's
+// path: what is in the toolset, what is outside it (answered as unknown),
+// its list and its discover, each as the SDK endpoint of that toolset
+// answers.
+func TestFastPathDifferentialToolsets(t *testing.T) {
+	reg := adapter.NewRegistry()
+	builtin.Register(reg)
+	cur := loadDirs(t, reg, "../../examples/toolsets")
+	snap := cur.Load()
+	for _, jsonResponse := range []bool{false, true} {
+		p := newDiffPair(t, cur, jsonResponse)
+		for _, path := range []string{"/mcp/support", "/mcp/triage", "/mcp"} {
+			send := func(name string, w wireRequest) {
+				w.name, w.path = fmt.Sprintf("%s %s json=%v", path, name, jsonResponse), path
+				p.compare(t, w)
+			}
+			for i, tool := range snap.Tools {
+				for j, args := range argsFor(tool) {
+					send("call "+tool.Def.Name+" "+args, wireRequest{header: modernHeader("tools/call", tool.Def.Name), body: callBody(strconv.Itoa(i*10+j), tool.Def.Name, args)})
+				}
+			}
+			for i, r := range snap.Resources {
+				send("read "+r.Def.URI, readRequest("", strconv.Itoa(i), r.Def.URI))
+			}
+			for i, pr := range snap.Prompts {
+				send("prompt "+pr.Def.Name, promptRequest("", strconv.Itoa(i), pr.Def.Name, "{}"))
+			}
+			send("list", wireRequest{header: modernHeader("tools/list", ""), body: `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + meta26 + `}}`})
+			send("discover", wireRequest{header: modernHeader("server/discover", ""), body: `{"jsonrpc":"2.0","id":2,"method":"server/discover","params":{` + meta26 + `}}`})
+		}
+		p.mu.Lock()
+		if p.served["tools/call"] == 0 || p.served["tools/list"] == 0 || p.served["server/discover"] == 0 {
+			t.Errorf("the fast path served %v: the corpus does not reach it", p.served)
+		}
+		p.mu.Unlock()
 	}
 }
 

@@ -125,6 +125,7 @@ func (f *front) erasOf(toolset string) *eraHandlers {
 	}
 	if !opts.NoFastPath {
 		h.fast = newFastPath(f.s, opts, f.s.endpoint(toolset))
+		h.fast.served = f.onFast
 	}
 	f.eras[toolset] = h
 	return h
@@ -181,8 +182,9 @@ type front struct {
 	root     *eraHandlers // /mcp's
 	sessions *sessionCap  // nil: no cap
 
-	mu   sync.Mutex
-	eras map[string]*eraHandlers // by toolset, made on first use
+	mu     sync.Mutex
+	eras   map[string]*eraHandlers // by toolset, made on first use
+	onFast func(method string)     // tests: see fastPath.served
 }
 
 func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
