@@ -55,6 +55,7 @@ type upstream struct {
 
 	// The latest listings (expose.go), and who to tell when they change.
 	listing  listing
+	listMu   sync.Mutex // serializes relists, so that the latest wins
 	watchers map[int]func()
 	nextW    int
 
@@ -80,9 +81,9 @@ func (c *serverConfig) Open() (adapter.Backend, error) {
 	}
 	u.client = mcp.NewClient(&mcp.Implementation{Name: "mcpd", Version: buildinfo.Read("", "").Version}, &mcp.ClientOptions{
 		ProgressNotificationHandler: u.onProgress,
-		ToolListChangedHandler:      func(context.Context, *mcp.ToolListChangedRequest) { u.relist("tools") },
-		PromptListChangedHandler:    func(context.Context, *mcp.PromptListChangedRequest) { u.relist("prompts") },
-		ResourceListChangedHandler:  func(context.Context, *mcp.ResourceListChangedRequest) { u.relist("resources") },
+		ToolListChangedHandler:      func(context.Context, *mcp.ToolListChangedRequest) { go u.relist("tools") },
+		PromptListChangedHandler:    func(context.Context, *mcp.PromptListChangedRequest) { go u.relist("prompts") },
+		ResourceListChangedHandler:  func(context.Context, *mcp.ResourceListChangedRequest) { go u.relist("resources") },
 		ElicitationHandler:          u.onElicit,
 		// Roots and sampling are not offered: an upstream that asks for
 		// them is told the client does not support them.
@@ -182,6 +183,14 @@ func (u *upstream) setSession(cs *mcp.ClientSession, err error) {
 	if cs != nil && u.cs == nil && u.lastErr != nil && u.state == "down" {
 		u.restarts++
 	}
+	wasUp := u.state == "up"
+	defer func() {
+		// A block that hides its tools while the upstream is down changes
+		// what it contributes with the state.
+		if e := u.cfg.expose; e != nil && e.hideWhenDown && wasUp != (u.state == "up") {
+			go u.notify()
+		}
+	}()
 	u.cs, u.lastErr = cs, err
 	switch {
 	case u.state == "closed":

@@ -297,3 +297,189 @@ func TestGatewayEverything(t *testing.T) {
 
 var _ = sync.Mutex{}
 var _ = context.Background
+
+// upstreamTool is a declarative tool of the mcpd that plays the upstream.
+func upstreamTool(name string) string {
+	return fmt.Sprintf(`
+tool %q {
+  description = "Upstream tool %s."
+  param "x" {
+    type = "string"
+  }
+  result {
+    structured = "{tool: '%s', x: args.x}"
+  }
+}
+`, name, name, name)
+}
+
+// listChanges counts notifications/tools/list_changed and keeps when the
+// first arrived.
+type listChanges struct {
+	mu    sync.Mutex
+	n     int
+	times []time.Time
+}
+
+func (l *listChanges) handler(context.Context, *mcp.ToolListChangedRequest) {
+	l.mu.Lock()
+	l.n++
+	l.times = append(l.times, time.Now())
+	l.mu.Unlock()
+}
+
+func (l *listChanges) count() (int, time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.n == 0 {
+		return 0, time.Time{}
+	}
+	return l.n, l.times[l.n-1]
+}
+
+func toolNames(t *testing.T, cs *mcp.ClientSession) map[string]bool {
+	t.Helper()
+	res, err := cs.ListTools(bounded(t), nil)
+	if err != nil {
+		t.Fatalf("tools/list: %v", err)
+	}
+	names := map[string]bool{}
+	for _, tl := range res.Tools {
+		names[tl.Name] = true
+	}
+	return names
+}
+
+// pollUntil polls cond for up to 30 seconds.
+func pollUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// mcpd in front of mcpd, the upstream spoken to in each protocol era:
+// tools exposed in bulk (prefix, exclude), a call through both, and an
+// upstream whose tool list changes. The upstream's list_changed reaches
+// the gateway's clients once each, on stdio, the legacy GET stream and
+// subscriptions/listen; the time from the upstream's notification (seen
+// by a client of the upstream) to the gateway's is logged.
+func TestGatewayMCPDUpstreamListChanged(t *testing.T) {
+	for _, era := range []string{"2025-11-25", "2026-07-28"} {
+		t.Run(era, func(t *testing.T) {
+			upDir := configDir(t, map[string]string{"tools.hcl": upstreamTool("alpha") + upstreamTool("beta") + upstreamTool("secret")})
+			upURL := startHTTP(t, mcpdCommand("serve", "--http", "127.0.0.1:0", "-c", upDir))
+			gwDir := configDir(t, map[string]string{"tools.hcl": fmt.Sprintf(`
+mcp_server "up" {
+  url              = %q
+  protocol_version = %q
+  expose {
+    prefix  = "up_"
+    exclude = ["secret"]
+    descriptions = { alpha = "The author's alpha." }
+  }
+}
+
+tool "local" {
+  description = "A tool of the gateway's own."
+  result {
+    content "text" {
+      text = "local"
+    }
+  }
+}
+`, upURL, era)})
+			gwURL := startHTTP(t, mcpdCommand("serve", "--http", "127.0.0.1:0", "-c", gwDir))
+
+			// Clients of the gateway: stdio (a second gateway process on the
+			// same config), HTTP legacy (GET stream), HTTP modern (listen).
+			type gwClient struct {
+				name    string
+				cs      *mcp.ClientSession
+				changes *listChanges
+			}
+			var clients []gwClient
+			connect := func(name string, tr mcp.Transport, version string) {
+				lc := &listChanges{}
+				c := mcp.NewClient(&mcp.Implementation{Name: name, Version: "1"}, &mcp.ClientOptions{ToolListChangedHandler: lc.handler})
+				var opts *mcp.ClientSessionOptions
+				if version != "" {
+					opts = &mcp.ClientSessionOptions{ProtocolVersion: version}
+				}
+				cs, err := c.Connect(bounded(t), tr, opts)
+				if err != nil {
+					t.Fatalf("%s: connect: %v", name, err)
+				}
+				t.Cleanup(func() { cs.Close() })
+				clients = append(clients, gwClient{name, cs, lc})
+			}
+			connect("stdio", &mcp.CommandTransport{Command: mcpdCommand("serve", "--stdio", "-c", gwDir)}, "")
+			connect("http-legacy", &mcp.StreamableClientTransport{Endpoint: gwURL}, "2025-11-25")
+			connect("http-modern", &mcp.StreamableClientTransport{Endpoint: gwURL}, "2026-07-28")
+
+			// Before the first listing the expose block contributes
+			// nothing; the listing arrives in the background.
+			for _, c := range clients {
+				pollUntil(t, c.name+" sees up_alpha", func() bool { return toolNames(t, c.cs)["up_alpha"] })
+				names := toolNames(t, c.cs)
+				if !names["local"] || !names["up_beta"] || names["up_secret"] || names["secret"] {
+					t.Fatalf("%s: tools %v", c.name, names)
+				}
+			}
+			res, err := clients[0].cs.ListTools(bounded(t), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, tl := range res.Tools {
+				if tl.Name == "up_alpha" && tl.Description != "The author's alpha." {
+					t.Errorf("up_alpha's description: %q", tl.Description)
+				}
+			}
+			for _, c := range clients {
+				r, err := c.cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "up_beta", Arguments: map[string]any{"x": "hello"}})
+				if err != nil {
+					t.Fatalf("%s: call: %v", c.name, err)
+				}
+				if m, _ := r.StructuredContent.(map[string]any); r.IsError || m["tool"] != "beta" || m["x"] != "hello" {
+					t.Errorf("%s: up_beta: %v %q", c.name, r.StructuredContent, textOf(r))
+				}
+			}
+
+			// A direct client of the upstream times its notification.
+			direct := &listChanges{}
+			dc := mcp.NewClient(&mcp.Implementation{Name: "direct", Version: "1"}, &mcp.ClientOptions{ToolListChangedHandler: direct.handler})
+			dcs, err := dc.Connect(bounded(t), &mcp.StreamableClientTransport{Endpoint: upURL}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer dcs.Close()
+			time.Sleep(300 * time.Millisecond) // the streams are open
+
+			before := make([]int, len(clients))
+			for i, c := range clients {
+				before[i], _ = c.changes.count()
+			}
+			if err := os.WriteFile(filepath.Join(upDir, "more.hcl"), []byte(upstreamTool("gamma")), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range clients {
+				pollUntil(t, c.name+" sees up_gamma", func() bool { return toolNames(t, c.cs)["up_gamma"] })
+			}
+			time.Sleep(time.Second) // a second notification would have come by now
+			_, upAt := direct.count()
+			for i, c := range clients {
+				n, at := c.changes.count()
+				if n-before[i] != 1 {
+					t.Errorf("%s: %d list_changed notifications, want exactly 1", c.name, n-before[i])
+				}
+				if !upAt.IsZero() && !at.IsZero() {
+					t.Logf("%s: list_changed %s after the upstream's", c.name, at.Sub(upAt).Round(time.Millisecond))
+				}
+			}
+		})
+	}
+}

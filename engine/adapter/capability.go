@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Capabilities. The engine and cmd/mcpd never ask an adapter for its name
@@ -93,4 +94,47 @@ type Mocker interface {
 	// keeping what the adapter keeps of the original address (the base
 	// path) and the rest of the block as it is. b.Body is not modified.
 	MockBackend(b *BackendBlock, serverURL string) (hcl.Body, error)
+}
+
+// A ToolContributor is a BackendConfig whose backend declares tools of its
+// own at run time, such as an MCP server's tools/list (adapters/mcp's
+// expose block). Every snapshot build asks it what the live backend
+// contributes now, and serves those tools beside the config's: a tool the
+// config declares wins over a contributed one of the same name. Together
+// with Watcher this is how tools discovered at run time reach clients:
+// the backend signals a change, the server rebuilds its snapshot through
+// the reload path, and the snapshot diff sends one list_changed.
+type ToolContributor interface {
+	// ContributedTools returns the tools b (the live backend opened from
+	// this config's settings, or kept from an earlier config with the same
+	// fingerprint) contributes. It must not block: it reads what the
+	// backend last learned, and returns none before it learned anything.
+	ContributedTools(b Backend) []ContributedTool
+}
+
+// ContributedTool is one tool a backend contributes.
+type ContributedTool struct {
+	Name, Title, Description string
+	// InputSchema and OutputSchema (nil: none) are JSON Schema objects as
+	// decoded from JSON.
+	InputSchema, OutputSchema map[string]any
+	// Annotations are the tool's hints as the backend gives them (nil:
+	// none).
+	Annotations *mcp.ToolAnnotations
+	// Scopes are required to list and call the tool.
+	Scopes []string
+	// Handler runs a call; its Request.Args are the arguments validated
+	// against InputSchema.
+	Handler Handler
+}
+
+// A Watcher is a Backend whose contributions (ToolContributor) change at
+// run time. The server watches the backends of the snapshot it serves:
+// Watch registers changed, which the backend calls (from any goroutine,
+// without holding its locks) when what it contributes may have changed,
+// and returns the function that unregisters it. A backend may begin its
+// work (connect, list) on the first Watch: commands that only load a
+// config (validate, lint) never call it.
+type Watcher interface {
+	Watch(changed func()) (stop func())
 }

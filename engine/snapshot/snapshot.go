@@ -42,6 +42,9 @@ type Snapshot struct {
 	prompts   map[string]*Prompt
 	backends  map[string]*liveBackend
 	access    *access // see access.go
+	// contributors are the backend configs that contribute tools at run
+	// time (contributed.go).
+	contributors []contributor
 
 	redactor *redact.Redactor // nil: no secrets
 
@@ -114,6 +117,22 @@ func Build(cfg *config.Config, reg *adapter.Registry, prev *Snapshot, defaultVer
 			s.Tools = append(s.Tools, t)
 			s.tools[t.Def.Name] = t
 		}
+	}
+	for _, ct := range s.contributedTools() {
+		if _, declared := s.tools[ct.Name]; declared {
+			continue // the config's own tool of that name wins
+		}
+		t := compileContributed(ct, sl)
+		if t == nil {
+			continue
+		}
+		if prev != nil {
+			if old, ok := prev.tools[t.Def.Name]; ok {
+				carryLimits(t.limits, old.limits)
+			}
+		}
+		s.Tools = append(s.Tools, t)
+		s.tools[t.Def.Name] = t
 	}
 	for _, rc := range cfg.Resources {
 		r, d := compileResource(rc, reg, backend, ft, sl)
@@ -191,6 +210,9 @@ func (s *Snapshot) openBackends(cfg *config.Config, reg *adapter.Registry, prev 
 		}
 		key := bc.Type + " " + bc.Name
 		fp := conf.Fingerprint()
+		if tc, ok := conf.(adapter.ToolContributor); ok {
+			s.contributors = append(s.contributors, contributor{key: key, conf: tc})
+		}
 		if prev != nil {
 			if old, ok := prev.backends[key]; ok && old.fingerprint == fp {
 				s.backends[key] = old
