@@ -236,7 +236,8 @@ func (u *upstream) connect() (cs *mcp.ClientSession, stop func(), err error) {
 		}
 		return nil, nil, fmt.Errorf("handshake: %w", err)
 	}
-	return cs, func() { _ = cs.Close(); stop() }, nil
+	stopProcess := stop
+	return cs, func() { _ = cs.Close(); stopProcess() }, nil
 }
 
 // session returns the connected session, starting the upstream if it was

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -483,3 +484,99 @@ tool "local" {
 		})
 	}
 }
+
+// childrenOf returns the PIDs whose parent is pid.
+func childrenOf(pid int) []int {
+	var out []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		s := string(data)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		var state string
+		var ppid, self int
+		fmt.Sscanf(e.Name(), "%d", &self)
+		if _, err := fmt.Sscanf(s[i+2:], "%s %d", &state, &ppid); err == nil && ppid == pid && state != "Z" {
+			out = append(out, self)
+		}
+	}
+	return out
+}
+
+// A stdio upstream is supervised: killed, it is started again (calls in
+// between fail as tool errors, never as protocol errors), and removing its
+// block from the config stops it.
+func TestGatewayUpstreamRestartAndRemoval(t *testing.T) {
+	node, script := everything(t)
+	cfg := fmt.Sprintf(`
+mcp_server "everything" {
+  command = [%q, %q, "stdio"]
+  start   = "load"
+}
+
+tool "echo" {
+  description = "Echo a message."
+  param "message" {
+    type = "string"
+  }
+  mcp {
+    server = "everything"
+  }
+}
+`, node, script)
+	dir := configDir(t, map[string]string{"tools.hcl": cfg})
+	cmd := mcpdCommand("serve", "--stdio", "-c", dir)
+	logs := &lockedBuffer{}
+	cmd.Stderr = logs
+	client := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil)
+	cs, err := client.Connect(bounded(t), &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	echo := func() *mcp.CallToolResult {
+		t.Helper()
+		res, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "x"}})
+		if err != nil {
+			t.Fatalf("echo: a protocol error: %v", err)
+		}
+		return res
+	}
+	if res := echo(); res.IsError {
+		t.Fatalf("echo: %q\n%s", textOf(res), logs.String())
+	}
+	var first []int
+	pollUntil(t, "the upstream's process", func() bool { first = childrenOf(cmd.Process.Pid); return len(first) == 1 })
+	if err := syscallKill(first[0]); err != nil {
+		t.Fatal(err)
+	}
+	// Right after the kill a call fails cleanly or, once restarted,
+	// succeeds; it never hangs past connect_timeout.
+	res := echo()
+	t.Logf("right after the kill: isError=%v %q", res.IsError, textOf(res))
+	defer func() {
+		if t.Failed() {
+			t.Logf("mcpd log:\n%s", logs.String())
+		}
+	}()
+	pollUntil(t, "the upstream restarted", func() bool {
+		kids := childrenOf(cmd.Process.Pid)
+		return len(kids) == 1 && kids[0] != first[0] && !echo().IsError
+	})
+	if !strings.Contains(logs.String(), "upstream connection ended; reconnecting") {
+		t.Errorf("the log does not say the upstream is being restarted:\n%s", logs.String())
+	}
+	// Reload without the block: the upstream stops.
+	if err := os.WriteFile(filepath.Join(dir, "tools.hcl"), []byte(upstreamTool("alone")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pollUntil(t, "the upstream stopped after its block was removed", func() bool { return len(childrenOf(cmd.Process.Pid)) == 0 })
+}
+
+func syscallKill(pid int) error { return syscall.Kill(pid, syscall.SIGKILL) }
