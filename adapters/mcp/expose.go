@@ -2,6 +2,7 @@ package mcpadapter
 
 import (
 	"context"
+	"iter"
 	"encoding/json"
 	"path"
 	"reflect"
@@ -36,7 +37,7 @@ import (
 // (with its own mcp block, params, limits, confirm...) wins over the
 // exposed one: that is the per-tool override.
 
-var ctyString = cty.String
+
 
 var exposeSchema = &adapter.Schema{
 	Attributes: []hcl.AttributeSchema{
@@ -47,6 +48,8 @@ var exposeSchema = &adapter.Schema{
 		{Name: "rename"},
 		{Name: "descriptions"},
 		{Name: "when_down"},
+		{Name: "resources"},
+		{Name: "prompts"},
 	},
 }
 
@@ -58,6 +61,9 @@ type exposeConfig struct {
 	rename           map[string]string
 	descriptions     map[string]string
 	hideWhenDown     bool
+	// resources and prompts: the upstream's resources (and templates) and
+	// prompts are exposed too; prompts get the prefix, URIs are kept.
+	resources, prompts bool
 }
 
 func decodeExpose(d *adapter.Decoder, b *hcl.Block) *exposeConfig {
@@ -103,6 +109,12 @@ func decodeExpose(d *adapter.Decoder, b *hcl.Block) *exposeConfig {
 				d.Errorf(a.Expr.Range(), "Invalid tool name", "rename %q = %q: a tool name is 1 to 128 of A-Z, a-z, 0-9, _, . and -.", up, name)
 			}
 		}
+	}
+	if a := attrs["resources"]; a != nil {
+		e.resources, _ = d.Bool(a, "resources")
+	}
+	if a := attrs["prompts"]; a != nil {
+		e.prompts, _ = d.Bool(a, "prompts")
 	}
 	if a := attrs["descriptions"]; a != nil {
 		e.descriptions, _ = stringMap(d, a, "descriptions")
@@ -208,8 +220,86 @@ func jsonObject(v any) map[string]any {
 
 // listing is what the upstream listed last.
 type listing struct {
-	tools  []*mcp.Tool
-	listed bool // a listing succeeded at least once
+	tools     []*mcp.Tool
+	resources []*mcp.Resource
+	templates []*mcp.ResourceTemplate
+	prompts   []*mcp.Prompt
+}
+
+// ContributedResources exposes the live upstream's resources and
+// templates, with their URIs as they are (adapter.ResourceContributor).
+func (c *serverConfig) ContributedResources(b adapter.Backend) ([]adapter.ContributedResource, []adapter.ContributedTemplate) {
+	u, ok := b.(*upstream)
+	if !ok || c.expose == nil || !c.expose.resources {
+		return nil, nil
+	}
+	u.mu.Lock()
+	resources, templates, down := u.listing.resources, u.listing.templates, u.state != "up"
+	u.mu.Unlock()
+	if down && c.expose.hideWhenDown {
+		return nil, nil
+	}
+	var rs []adapter.ContributedResource
+	for _, r := range resources {
+		rs = append(rs, adapter.ContributedResource{Def: r, Scopes: c.expose.scopes, Read: u.readResource})
+	}
+	var ts []adapter.ContributedTemplate
+	for _, t := range templates {
+		ts = append(ts, adapter.ContributedTemplate{Def: t, Scopes: c.expose.scopes, Read: u.readResource})
+	}
+	return rs, ts
+}
+
+// ContributedPrompts exposes the live upstream's prompts, named with the
+// prefix (adapter.PromptContributor).
+func (c *serverConfig) ContributedPrompts(b adapter.Backend) []adapter.ContributedPrompt {
+	u, ok := b.(*upstream)
+	if !ok || c.expose == nil || !c.expose.prompts {
+		return nil
+	}
+	u.mu.Lock()
+	prompts, down := u.listing.prompts, u.state != "up"
+	u.mu.Unlock()
+	if down && c.expose.hideWhenDown {
+		return nil
+	}
+	var out []adapter.ContributedPrompt
+	for _, p := range prompts {
+		def := *p
+		def.Name = c.expose.prefix + p.Name
+		upName := p.Name
+		out = append(out, adapter.ContributedPrompt{Def: &def, Scopes: c.expose.scopes,
+			Get: func(ctx context.Context, args map[string]string) (*mcp.GetPromptResult, error) {
+				return u.getPrompt(ctx, upName, args)
+			}})
+	}
+	return out
+}
+
+// readResource reads one resource of the upstream.
+func (u *upstream) readResource(ctx context.Context, uri string) (*mcp.ReadResourceResult, error) {
+	cs, err := u.session(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+	if err != nil {
+		return nil, u.callError(ctx, cs, uri, err)
+	}
+	return res, nil
+}
+
+// getPrompt gets one prompt of the upstream.
+func (u *upstream) getPrompt(ctx context.Context, name string, args map[string]string) (*mcp.GetPromptResult, error) {
+	cs, err := u.session(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: name, Arguments: args})
+	if err != nil {
+		return nil, u.callError(ctx, cs, name, err)
+	}
+	return res, nil
 }
 
 // Watch registers changed, called when the upstream's listing changes or,
@@ -245,39 +335,65 @@ func (u *upstream) notify() {
 	}
 }
 
-// relist lists the upstream's tools again (on connecting, and on its
-// list_changed notifications) and tells the watchers when the listing
-// differs from the last one. what is the notification's kind ("" on
-// connect).
+// relist lists the upstream's tools (resources, prompts) again, on
+// connecting and on its list_changed notifications, and tells the
+// watchers when a listing differs from the last one. what is the kind the
+// notification was about: "tools", "resources", "prompts", or "" for all.
 func (u *upstream) relist(what string) {
-	if u.cfg.expose == nil || (what != "" && what != "tools") {
+	e := u.cfg.expose
+	if e == nil {
 		return
 	}
 	u.listMu.Lock()
 	defer u.listMu.Unlock()
 	u.mu.Lock()
-	cs := u.cs
+	cs, l := u.cs, u.listing
 	u.mu.Unlock()
 	if cs == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(u.ctx, u.cfg.connectTimeout)
 	defer cancel()
-	var tools []*mcp.Tool
-	for t, err := range cs.Tools(ctx, nil) {
-		if err != nil {
-			u.log.Warn("listing the upstream's tools failed; keeping the last listing", "err", u.redact(err.Error()))
-			return
-		}
-		tools = append(tools, t)
+	caps := &mcp.ServerCapabilities{}
+	if r := cs.InitializeResult(); r != nil && r.Capabilities != nil {
+		caps = r.Capabilities
 	}
-	sort.Slice(tools, func(i, j int) bool { return tools[i].Name < tools[j].Name })
+	next := l
+	var err error
+	if (what == "" || what == "tools") && caps.Tools != nil {
+		next.tools, err = collect(cs.Tools(ctx, nil))
+		sort.Slice(next.tools, func(i, j int) bool { return next.tools[i].Name < next.tools[j].Name })
+	}
+	if err == nil && e.resources && (what == "" || what == "resources") && caps.Resources != nil {
+		if next.resources, err = collect(cs.Resources(ctx, nil)); err == nil {
+			next.templates, err = collect(cs.ResourceTemplates(ctx, nil))
+		}
+	}
+	if err == nil && e.prompts && (what == "" || what == "prompts") && caps.Prompts != nil {
+		next.prompts, err = collect(cs.Prompts(ctx, nil))
+	}
+	if err != nil {
+		u.log.Warn("listing the upstream failed; keeping the last listing", "err", u.redact(err.Error()))
+		return
+	}
 	u.mu.Lock()
-	same := u.listing.listed && reflect.DeepEqual(u.listing.tools, tools)
-	u.listing = listing{tools: tools, listed: true}
+	same := u.listed && reflect.DeepEqual(u.listing, next)
+	u.listing, u.listed = next, true
 	u.mu.Unlock()
 	if !same {
-		u.log.Info("upstream tools listed", "tools", len(tools))
+		u.log.Info("upstream listed", "tools", len(next.tools), "resources", len(next.resources), "templates", len(next.templates), "prompts", len(next.prompts))
 		u.notify()
 	}
 }
+
+func collect[T any](seq iter.Seq2[T, error]) ([]T, error) {
+	var out []T
+	for x, err := range seq {
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, x)
+	}
+	return out, nil
+}
+var ctyString = cty.String

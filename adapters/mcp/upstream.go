@@ -55,6 +55,7 @@ type upstream struct {
 
 	// The latest listings (expose.go), and who to tell when they change.
 	listing  listing
+	listed   bool       // a listing succeeded at least once
 	listMu   sync.Mutex // serializes relists, so that the latest wins
 	watchers map[int]func()
 	nextW    int

@@ -580,3 +580,84 @@ tool "echo" {
 }
 
 func syscallKill(pid int) error { return syscall.Kill(pid, syscall.SIGKILL) }
+
+// server-everything exposed in bulk over stdio: its tools with a prefix
+// and an exclude list, its resources, templates and prompts; reads and
+// prompt gets pass through.
+func TestGatewayEverythingBulk(t *testing.T) {
+	node, script := everything(t)
+	dir := configDir(t, map[string]string{"tools.hcl": fmt.Sprintf(`
+mcp_server "everything" {
+  command = [%q, %q, "stdio"]
+  expose {
+    prefix    = "ev_"
+    exclude   = ["*elicitation*", "*sampling*", "toggle-*"]
+    resources = true
+    prompts   = true
+  }
+}
+`, node, script)})
+	client := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil)
+	cmd := mcpdCommand("serve", "--stdio", "-c", dir)
+	logs := &lockedBuffer{}
+	cmd.Stderr = logs
+	cs, err := client.Connect(bounded(t), &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	defer func() {
+		if t.Failed() {
+			t.Logf("mcpd log:\n%s", logs.String())
+		}
+	}()
+	pollUntil(t, "the upstream's tools", func() bool { return toolNames(t, cs)["ev_echo"] })
+	names := toolNames(t, cs)
+	if !names["ev_get-sum"] || names["ev_toggle-simulated-logging"] || names["echo"] {
+		t.Errorf("tools: %v", names)
+	}
+	res, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "ev_get-sum", Arguments: map[string]any{"a": 1, "b": 2}})
+	if err != nil || res.IsError || !strings.Contains(textOf(res), "3") {
+		t.Errorf("ev_get-sum: %v %q", err, textOf(res))
+	}
+	// The schema is the upstream's: get-sum wants numbers.
+	res, err = cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "ev_get-sum", Arguments: map[string]any{"a": "one", "b": 2}})
+	if err != nil || !res.IsError {
+		t.Errorf("ev_get-sum with a string: %v %v %q", err, res.IsError, textOf(res))
+	}
+
+	rs, err := cs.ListResources(bounded(t), nil)
+	if err != nil || len(rs.Resources) == 0 {
+		t.Fatalf("resources/list: %v (%d)", err, len(rs.Resources))
+	}
+	rr, err := cs.ReadResource(bounded(t), &mcp.ReadResourceParams{URI: rs.Resources[0].URI})
+	if err != nil || len(rr.Contents) == 0 {
+		t.Errorf("read %s: %v", rs.Resources[0].URI, err)
+	}
+	tpls, err := cs.ListResourceTemplates(bounded(t), nil)
+	if err != nil || len(tpls.ResourceTemplates) == 0 {
+		t.Fatalf("resources/templates/list: %v", err)
+	}
+	rr, err = cs.ReadResource(bounded(t), &mcp.ReadResourceParams{URI: "demo://resource/dynamic/text/7"})
+	if err != nil || len(rr.Contents) == 0 || !strings.Contains(rr.Contents[0].Text, "Resource 7") {
+		t.Errorf("read a template instance: %v %+v", err, rr)
+	}
+	ps, err := cs.ListPrompts(bounded(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, p := range ps.Prompts {
+		found = found || p.Name == "ev_args-prompt"
+	}
+	if !found {
+		t.Fatalf("prompts: no ev_args-prompt in %d", len(ps.Prompts))
+	}
+	pr, err := cs.GetPrompt(bounded(t), &mcp.GetPromptParams{Name: "ev_args-prompt", Arguments: map[string]string{"city": "Paris"}})
+	if err != nil || len(pr.Messages) == 0 {
+		t.Fatalf("prompts/get: %v", err)
+	}
+	if tc, ok := pr.Messages[0].Content.(*mcp.TextContent); !ok || !strings.Contains(tc.Text, "Paris") {
+		t.Errorf("prompt text: %+v", pr.Messages[0].Content)
+	}
+}

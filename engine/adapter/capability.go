@@ -138,3 +138,40 @@ type ContributedTool struct {
 type Watcher interface {
 	Watch(changed func()) (stop func())
 }
+
+// A ResourceContributor is a BackendConfig whose backend declares
+// resources and resource templates at run time (an MCP server's
+// resources/list), served like ToolContributor's tools: the config's own
+// resources win over contributed ones with the same URI (or template).
+type ResourceContributor interface {
+	ContributedResources(b Backend) ([]ContributedResource, []ContributedTemplate)
+}
+
+// ContributedResource is one static resource a backend contributes.
+type ContributedResource struct {
+	Def    *mcp.Resource
+	Scopes []string
+	// Read reads it (uri is Def.URI) under the server's default timeout.
+	Read func(ctx context.Context, uri string) (*mcp.ReadResourceResult, error)
+}
+
+// ContributedTemplate is one resource template a backend contributes.
+type ContributedTemplate struct {
+	Def    *mcp.ResourceTemplate
+	Scopes []string
+	// Read reads one instance of the template.
+	Read func(ctx context.Context, uri string) (*mcp.ReadResourceResult, error)
+}
+
+// A PromptContributor is a BackendConfig whose backend declares prompts at
+// run time (an MCP server's prompts/list); the config's own prompts win.
+type PromptContributor interface {
+	ContributedPrompts(b Backend) []ContributedPrompt
+}
+
+// ContributedPrompt is one prompt a backend contributes.
+type ContributedPrompt struct {
+	Def    *mcp.Prompt
+	Scopes []string
+	Get    func(ctx context.Context, args map[string]string) (*mcp.GetPromptResult, error)
+}

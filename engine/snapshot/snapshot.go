@@ -118,22 +118,6 @@ func Build(cfg *config.Config, reg *adapter.Registry, prev *Snapshot, defaultVer
 			s.tools[t.Def.Name] = t
 		}
 	}
-	for _, ct := range s.contributedTools() {
-		if _, declared := s.tools[ct.Name]; declared {
-			continue // the config's own tool of that name wins
-		}
-		t := compileContributed(ct, sl)
-		if t == nil {
-			continue
-		}
-		if prev != nil {
-			if old, ok := prev.tools[t.Def.Name]; ok {
-				carryLimits(t.limits, old.limits)
-			}
-		}
-		s.Tools = append(s.Tools, t)
-		s.tools[t.Def.Name] = t
-	}
 	for _, rc := range cfg.Resources {
 		r, d := compileResource(rc, reg, backend, ft, sl)
 		diags = append(diags, d...)
@@ -160,6 +144,7 @@ func Build(cfg *config.Config, reg *adapter.Registry, prev *Snapshot, defaultVer
 			s.prompts[p.Def.Name] = p
 		}
 	}
+	s.addContributed(prev, sl)
 	if diags.HasErrors() {
 		s.closeBackends(prev)
 		return nil, diags
@@ -181,12 +166,12 @@ func (s *Snapshot) setRedactor(r *redact.Redactor) {
 	// file() elsewhere (a database's seed), and redacting it would blank
 	// the resource. Only what an adapter produces is redacted.
 	for _, res := range s.Resources {
-		if res.src.handler != nil {
+		if res.src.handler != nil || res.src.remote != nil {
 			res.src.redact = r
 		}
 	}
 	for _, t := range s.Templates {
-		if t.src.handler != nil {
+		if t.src.handler != nil || t.src.remote != nil {
 			t.src.redact = r
 		}
 	}
@@ -210,8 +195,8 @@ func (s *Snapshot) openBackends(cfg *config.Config, reg *adapter.Registry, prev 
 		}
 		key := bc.Type + " " + bc.Name
 		fp := conf.Fingerprint()
-		if tc, ok := conf.(adapter.ToolContributor); ok {
-			s.contributors = append(s.contributors, contributor{key: key, conf: tc})
+		if isContributor(conf) {
+			s.contributors = append(s.contributors, contributor{key: key, conf: conf})
 		}
 		if prev != nil {
 			if old, ok := prev.backends[key]; ok && old.fingerprint == fp {
