@@ -2,8 +2,8 @@ package mcpadapter
 
 import (
 	"context"
-	"iter"
 	"encoding/json"
+	"iter"
 	"path"
 	"reflect"
 	"sort"
@@ -36,8 +36,6 @@ import (
 // whose visible set changed. A tool the config declares by the same name
 // (with its own mcp block, params, limits, confirm...) wins over the
 // exposed one: that is the per-tool override.
-
-
 
 var exposeSchema = &adapter.Schema{
 	Attributes: []hcl.AttributeSchema{
@@ -396,4 +394,5 @@ func collect[T any](seq iter.Seq2[T, error]) ([]T, error) {
 	}
 	return out, nil
 }
+
 var ctyString = cty.String
