@@ -324,20 +324,13 @@ func (u *upstream) Ping(ctx context.Context) error {
 	return nil
 }
 
-// Status is what operations code reports of the upstream.
-type Status struct {
-	State    string // idle, connecting, up, down, closed
-	Restarts int
-	Calls    int64
-	Failures int64
-	Tools    int
-}
-
-// UpstreamStatus reports the upstream's state, for metrics.
-func (u *upstream) UpstreamStatus() Status {
+// ServiceStatus reports the upstream's state, for metrics
+// (adapter.ServiceReporter).
+func (u *upstream) ServiceStatus() adapter.ServiceStatus {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	return Status{State: u.state, Restarts: u.restarts, Calls: u.calls.Load(), Failures: u.failures.Load(), Tools: len(u.listing.tools)}
+	return adapter.ServiceStatus{Name: u.cfg.name, Transport: u.cfg.transport(), State: u.state, Restarts: u.restarts,
+		Calls: u.calls.Load(), Failures: u.failures.Load(), Tools: len(u.listing.tools)}
 }
 
 // redact replaces the block's secrets (header values, env values) in s.

@@ -394,7 +394,7 @@ tool "local" {
   }
 }
 `, upURL, era)})
-			gwURL := startHTTP(t, mcpdCommand("serve", "--http", "127.0.0.1:0", "-c", gwDir))
+			gwURL := startHTTP(t, mcpdCommand("serve", "--http", "127.0.0.1:0", "-c", gwDir, "--ready-check-backends"))
 
 			// Clients of the gateway: stdio (a second gateway process on the
 			// same config), HTTP legacy (GET stream), HTTP modern (listen).
@@ -448,6 +448,15 @@ tool "local" {
 				if m, _ := r.StructuredContent.(map[string]any); r.IsError || m["tool"] != "beta" || m["x"] != "hello" {
 					t.Errorf("%s: up_beta: %v %q", c.name, r.StructuredContent, textOf(r))
 				}
+			}
+
+			// /metrics and /readyz report the upstream.
+			base := strings.TrimSuffix(gwURL, "/mcp")
+			if code, body := httpGet(t, base+"/metrics"); code != 200 || !strings.Contains(body, `mcpd_upstream_up{state="up",transport="http",upstream="up"} 1`) || !strings.Contains(body, `mcpd_upstream_tools{transport="http",upstream="up"} 3`) {
+				t.Errorf("/metrics: %d, no upstream gauges:\n%s", code, grepLines(body, "mcpd_upstream"))
+			}
+			if code, body := httpGet(t, base+"/readyz"); code != 200 {
+				t.Errorf("/readyz: %d %s", code, body)
 			}
 
 			// A direct client of the upstream times its notification.

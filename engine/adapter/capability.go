@@ -175,3 +175,23 @@ type ContributedPrompt struct {
 	Scopes []string
 	Get    func(ctx context.Context, args map[string]string) (*mcp.GetPromptResult, error)
 }
+
+// A ServiceReporter is a Backend that supervises a service of its own (an
+// MCP upstream's process or session), whose state the metrics export
+// (mcpd_upstream_up and friends).
+type ServiceReporter interface {
+	ServiceStatus() ServiceStatus
+}
+
+// ServiceStatus is the state of one supervised service.
+type ServiceStatus struct {
+	Name      string // the backend block's name
+	Transport string // "stdio", "http"
+	// State is "idle" (not started yet), "connecting", "up", "down" or
+	// "closed".
+	State    string
+	Restarts int   // connections lost and made again
+	Calls    int64 // calls sent to it
+	Failures int64 // calls that failed to reach it or were refused
+	Tools    int   // tools it listed last (0 when it is not listed)
+}
