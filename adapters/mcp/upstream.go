@@ -215,7 +215,7 @@ func (u *upstream) connect() (cs *mcp.ClientSession, stop func(), err error) {
 	if u.cfg.url != "" {
 		t = &mcp.StreamableClientTransport{
 			Endpoint:   u.cfg.url,
-			HTTPClient: &http.Client{Transport: &headerTransport{headers: u.cfg.headers, base: http.DefaultTransport}},
+			HTTPClient: &http.Client{Transport: &headerTransport{headers: u.cfg.headers, base: u.httpTransport()}},
 			MaxRetries: 2,
 		}
 	} else {
@@ -358,6 +358,17 @@ func (u *upstream) progressToken(report func(float64, float64, string)) (string,
 	key := "mcpd-" + strconv.FormatInt(u.progressSeq.Add(1), 10)
 	u.progress.Store(key, report)
 	return key, func() { u.progress.Delete(key) }
+}
+
+// httpTransport is the upstream's connection pool: one per upstream, with
+// room for many idle connections, since concurrent calls each hold one
+// (net/http's default keeps 2 per host, and a burst of calls would open
+// and close connections on every call).
+func (u *upstream) httpTransport() http.RoundTripper {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = 256
+	t.MaxIdleConnsPerHost = 256
+	return t
 }
 
 // headerTransport adds the block's headers to every request.
