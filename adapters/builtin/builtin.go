@@ -6,6 +6,7 @@ import (
 	"github.com/mcpd/mcpd/engine/adapter"
 
 	httpadapter "github.com/mcpd/mcpd/adapters/http"
+	mcpadapter "github.com/mcpd/mcpd/adapters/mcp"
 	"github.com/mcpd/mcpd/adapters/shell"
 	sqladapter "github.com/mcpd/mcpd/adapters/sql"
 )
@@ -21,4 +22,5 @@ func RegisterWithGroups(reg *adapter.Registry, groups *shell.ProcessGroups) {
 	reg.Register("http", httpadapter.New())
 	reg.Register("shell", shell.NewWithGroups(groups))
 	reg.Register("sql", sqladapter.New())
+	reg.Register("mcp", mcpadapter.New(groups))
 }

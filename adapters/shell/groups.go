@@ -82,3 +82,11 @@ func (g *ProcessGroups) Live() int {
 	defer g.mu.Unlock()
 	return len(g.live)
 }
+
+// Track records a process group that another adapter started (an MCP
+// upstream's program), so that KillAll reaches it. It reports false after
+// KillAll: the caller kills the group at once. A nil set tracks nothing.
+func (g *ProcessGroups) Track(pgid int) bool { return g.add(pgid) }
+
+// Untrack forgets a group tracked with Track, before its leader is reaped.
+func (g *ProcessGroups) Untrack(pgid int) { g.remove(pgid) }

@@ -77,6 +77,7 @@ func main() {
 	runs := flag.Int("runs", 1, "with -server: run this many times and summarize the medians")
 	slicePairs := flag.Int("slices", 0, "compare (call and list modes): run A and B side by side, alternating the load between them, for this many pairs of slices")
 	slice := flag.Duration("slice", time.Second, "compare with -slices: the length of one slice")
+	flag.BoolVar(&withDescendants, "tree", false, "count the CPU time of the server's live descendants too (a gateway in front of the upstream it starts)")
 	flag.IntVar(&gen, "gen-tools", 0, "print a config with this many tools and exit")
 	null := flag.Bool("null-server", false, "be a minimal MCP server on stdio (the floor for -mode startup and stdio calls) and exit at EOF")
 	flag.Parse()

@@ -154,9 +154,70 @@ func freeAddr() (string, error) {
 // on every Linux architecture Go supports.
 const clockTick = 100
 
-// cpuTime returns the CPU time (user + system) the process has used,
-// including its exited threads.
-func cpuTime(pid int) (time.Duration, error) {
+// withDescendants (-tree) makes the CPU times below count the server's
+// live descendants too: a gateway benchmark's server command starts the
+// upstream it fronts, and the figure that matters is the two together.
+var withDescendants bool
+
+// descendants returns the PIDs of pid's live descendants.
+func descendants(pid int) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	parent := map[int]int{}
+	for _, e := range entries {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) > 1 {
+			parent[child], _ = strconv.Atoi(f[1])
+		}
+	}
+	var out []int
+	frontier := []int{pid}
+	for len(frontier) > 0 {
+		p := frontier[0]
+		frontier = frontier[1:]
+		for c, pp := range parent {
+			if pp == p {
+				out = append(out, c)
+				frontier = append(frontier, c)
+			}
+		}
+	}
+	return out
+}
+
+// treeCPU is f of pid, plus of its live descendants with -tree.
+func treeCPU(pid int, f func(int) (time.Duration, error)) (time.Duration, error) {
+	total, err := f(pid)
+	if err != nil || !withDescendants {
+		return total, err
+	}
+	for _, c := range descendants(pid) {
+		if d, err := f(c); err == nil {
+			total += d
+		}
+	}
+	return total, nil
+}
+
+// cpuTime returns the CPU time (user + system) the process (with -tree,
+// and its live descendants) has used, including exited threads.
+func cpuTime(pid int) (time.Duration, error) { return treeCPU(pid, processCPU) }
+
+func processCPU(pid int) (time.Duration, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0, err
@@ -183,7 +244,9 @@ func cpuTime(pid int) (time.Duration, error) {
 // cpuTimeThreads returns the CPU time of the process's live threads, to the
 // nanosecond (from /proc/PID/task/*/schedstat): precise enough for a
 // startup, but blind to threads that have exited.
-func cpuTimeThreads(pid int) (time.Duration, error) {
+func cpuTimeThreads(pid int) (time.Duration, error) { return treeCPU(pid, threadsCPU) }
+
+func threadsCPU(pid int) (time.Duration, error) {
 	dir := fmt.Sprintf("/proc/%d/task", pid)
 	tasks, err := os.ReadDir(dir)
 	if err != nil {

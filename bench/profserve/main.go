@@ -17,6 +17,7 @@ import (
 	"time"
 
 	httpadapter "github.com/mcpd/mcpd/adapters/http"
+	mcpadapter "github.com/mcpd/mcpd/adapters/mcp"
 	sqladapter "github.com/mcpd/mcpd/adapters/sql"
 	"github.com/mcpd/mcpd/bench/internal/profile"
 	"github.com/mcpd/mcpd/engine/adapter"
@@ -40,6 +41,7 @@ func main() {
 	reg := adapter.NewRegistry()
 	reg.Register("http", httpadapter.New())
 	reg.Register("sql", sqladapter.New())
+	reg.Register("mcp", mcpadapter.New(nil))
 	l := loader.Load([]string{*cfg}, reg, nil, "profserve")
 	if l.Snapshot == nil {
 		config.WriteDiagnostics(os.Stderr, l.Diagnostics, l.Sources)

@@ -40,7 +40,7 @@ func addOpsFlags(fs *flag.FlagSet) *opsFlags {
 	fs.DurationVar(&o.shutdownDelay, "shutdown-delay", 0, "on SIGTERM, keep accepting connections this long while /readyz answers 503, so load balancers stop sending (Kubernetes: 5s)")
 	fs.DurationVar(&o.shutdownGrace, "shutdown-grace", 25*time.Second, "on SIGTERM, how long calls in flight may run before they are cancelled and answered with a tool error")
 	fs.StringVar(&o.otlpEndpoint, "otlp-endpoint", "", "export traces over OTLP/HTTP to this collector base URL, e.g. http://localhost:4318 (default: $OTEL_EXPORTER_OTLP_ENDPOINT; none: no tracing)")
-	fs.BoolVar(&o.readyBackends, "ready-check-backends", false, "/readyz also pings the SQL databases (2s timeout) and fails while one does not answer")
+	fs.BoolVar(&o.readyBackends, "ready-check-backends", false, "/readyz also pings the SQL databases and MCP upstreams (2s timeout) and fails while one does not answer")
 	return o
 }
 
@@ -126,6 +126,15 @@ func watchState(m *telemetry.Metrics, r *reload.Reloader, srv *serve.Server, cur
 		current.Load().Backends(func(_, _ string, b adapter.Backend) {
 			if p, ok := b.(adapter.PoolReporter); ok {
 				out = append(out, p.PoolStats()...)
+			}
+		})
+		return out
+	})
+	m.WatchServices(func() []adapter.ServiceStatus {
+		var out []adapter.ServiceStatus
+		current.Load().Backends(func(_, _ string, b adapter.Backend) {
+			if s, ok := b.(adapter.ServiceReporter); ok {
+				out = append(out, s.ServiceStatus())
 			}
 		})
 		return out

@@ -25,6 +25,7 @@ import (
 	"sort"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // An Adapter turns the adapter block of one tool into a Handler.
@@ -163,6 +164,12 @@ type Output struct {
 	Text string
 	// Media are binary contents (images, audio) returned as they are.
 	Media []Media
+	// Result, when not nil, is a whole MCP tool result from an MCP server
+	// the adapter proxies (adapters/mcp). A tool without a result block
+	// passes it on as it is (its content blocks, structuredContent and
+	// isError), after the same redaction and checks as any other result;
+	// Text, Media and Structured are then ignored.
+	Result *mcp.CallToolResult
 }
 
 // Media is one binary content block.

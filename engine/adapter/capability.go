@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Capabilities. The engine and cmd/mcpd never ask an adapter for its name
@@ -128,4 +129,104 @@ func RecordDelegation(ctx context.Context, d Delegation) {
 	if r, ok := ctx.Value(DelegationKey{}).(DelegationRecorder); ok {
 		r.RecordDelegation(d)
 	}
+}
+
+// A ToolContributor is a BackendConfig whose backend declares tools of its
+// own at run time, such as an MCP server's tools/list (adapters/mcp's
+// expose block). Every snapshot build asks it what the live backend
+// contributes now, and serves those tools beside the config's: a tool the
+// config declares wins over a contributed one of the same name. Together
+// with Watcher this is how tools discovered at run time reach clients:
+// the backend signals a change, the server rebuilds its snapshot through
+// the reload path, and the snapshot diff sends one list_changed.
+type ToolContributor interface {
+	// ContributedTools returns the tools b (the live backend opened from
+	// this config's settings, or kept from an earlier config with the same
+	// fingerprint) contributes. It must not block: it reads what the
+	// backend last learned, and returns none before it learned anything.
+	ContributedTools(b Backend) []ContributedTool
+}
+
+// ContributedTool is one tool a backend contributes.
+type ContributedTool struct {
+	Name, Title, Description string
+	// InputSchema and OutputSchema (nil: none) are JSON Schema objects as
+	// decoded from JSON.
+	InputSchema, OutputSchema map[string]any
+	// Annotations are the tool's hints as the backend gives them (nil:
+	// none).
+	Annotations *mcp.ToolAnnotations
+	// Scopes are required to list and call the tool.
+	Scopes []string
+	// Handler runs a call; its Request.Args are the arguments validated
+	// against InputSchema.
+	Handler Handler
+}
+
+// A Watcher is a Backend whose contributions (ToolContributor) change at
+// run time. The server watches the backends of the snapshot it serves:
+// Watch registers changed, which the backend calls (from any goroutine,
+// without holding its locks) when what it contributes may have changed,
+// and returns the function that unregisters it. A backend may begin its
+// work (connect, list) on the first Watch: commands that only load a
+// config (validate, lint) never call it.
+type Watcher interface {
+	Watch(changed func()) (stop func())
+}
+
+// A ResourceContributor is a BackendConfig whose backend declares
+// resources and resource templates at run time (an MCP server's
+// resources/list), served like ToolContributor's tools: the config's own
+// resources win over contributed ones with the same URI (or template).
+type ResourceContributor interface {
+	ContributedResources(b Backend) ([]ContributedResource, []ContributedTemplate)
+}
+
+// ContributedResource is one static resource a backend contributes.
+type ContributedResource struct {
+	Def    *mcp.Resource
+	Scopes []string
+	// Read reads it (uri is Def.URI) under the server's default timeout.
+	Read func(ctx context.Context, uri string) (*mcp.ReadResourceResult, error)
+}
+
+// ContributedTemplate is one resource template a backend contributes.
+type ContributedTemplate struct {
+	Def    *mcp.ResourceTemplate
+	Scopes []string
+	// Read reads one instance of the template.
+	Read func(ctx context.Context, uri string) (*mcp.ReadResourceResult, error)
+}
+
+// A PromptContributor is a BackendConfig whose backend declares prompts at
+// run time (an MCP server's prompts/list); the config's own prompts win.
+type PromptContributor interface {
+	ContributedPrompts(b Backend) []ContributedPrompt
+}
+
+// ContributedPrompt is one prompt a backend contributes.
+type ContributedPrompt struct {
+	Def    *mcp.Prompt
+	Scopes []string
+	Get    func(ctx context.Context, args map[string]string) (*mcp.GetPromptResult, error)
+}
+
+// A ServiceReporter is a Backend that supervises a service of its own (an
+// MCP upstream's process or session), whose state the metrics export
+// (mcpd_upstream_up and friends).
+type ServiceReporter interface {
+	ServiceStatus() ServiceStatus
+}
+
+// ServiceStatus is the state of one supervised service.
+type ServiceStatus struct {
+	Name      string // the backend block's name
+	Transport string // "stdio", "http"
+	// State is "idle" (not started yet), "connecting", "up", "down" or
+	// "closed".
+	State    string
+	Restarts int   // connections lost and made again
+	Calls    int64 // calls sent to it
+	Failures int64 // calls that failed to reach it or were refused
+	Tools    int   // tools it listed last (0 when it is not listed)
 }

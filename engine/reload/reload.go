@@ -72,6 +72,9 @@ type Reloader struct {
 	retryAt time.Time
 	trigger chan struct{}
 	once    sync.Once
+	// watching are the backends of the served snapshot that change at run
+	// time (adapter.Watcher), each with the function that stops watching it.
+	watching map[adapter.Backend]func()
 }
 
 // ErrHeld is returned by Reload when the config loaded but was not served
@@ -119,6 +122,55 @@ func (r *Reloader) Init(l *loader.Loaded) {
 	r.status.LastOK = time.Now()
 	r.status.Files = l.Files
 	r.statusChanged()
+	r.watchBackends()
+}
+
+// watchBackends makes every backend of the served snapshot that changes at
+// run time (adapter.Watcher: an MCP upstream whose tool list changed)
+// trigger a rebuild through Reload, so that the swap and the one
+// list_changed per client are those of any reload; backends no longer
+// served are let go. The caller holds r.mu.
+func (r *Reloader) watchBackends() {
+	r.init()
+	if r.watching == nil {
+		r.watching = map[adapter.Backend]func(){}
+	}
+	seen := map[adapter.Backend]bool{}
+	r.Current.Load().Backends(func(_, _ string, b adapter.Backend) {
+		w, ok := b.(adapter.Watcher)
+		if !ok {
+			return
+		}
+		seen[b] = true
+		if _, ok := r.watching[b]; !ok {
+			r.watching[b] = w.Watch(r.backendChanged)
+		}
+	})
+	for b, stop := range r.watching {
+		if !seen[b] {
+			stop()
+			delete(r.watching, b)
+		}
+	}
+}
+
+// backendChanged asks for a rebuild when a watched backend reports that
+// what it contributes changed.
+func (r *Reloader) backendChanged() {
+	select {
+	case r.trigger <- struct{}{}:
+	default: // one is pending already
+	}
+}
+
+// StopWatching stops watching the served snapshot's backends (at shutdown).
+func (r *Reloader) StopWatching() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for b, stop := range r.watching {
+		stop()
+		delete(r.watching, b)
+	}
 }
 
 // statusChanged tells OnStatus. The caller holds r.mu.
@@ -209,6 +261,7 @@ func (r *Reloader) Reload(ctx context.Context) error {
 	}
 	changes := snapshot.Compare(prev, l.Snapshot)
 	r.Current.Swap(l.Snapshot)
+	r.watchBackends()
 	r.hadContent = contentful(l)
 	r.status.Reloads++
 	r.status.LastOK = time.Now()

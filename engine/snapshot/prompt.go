@@ -25,6 +25,8 @@ type Prompt struct {
 	redact      *redact.Redactor // nil: no secrets
 	asks        *asker           // nil: the prompt asks nothing
 	scopes      []string         // required to list and get it
+	// remote gets a prompt a backend contributes (contributed.go).
+	remote func(ctx context.Context, args map[string]string) (*mcp.GetPromptResult, error)
 }
 
 type promptMessage struct {
@@ -105,6 +107,9 @@ func (p *Prompt) Get(ctx context.Context, req *GetRequest) (*mcp.GetPromptResult
 }
 
 func (p *Prompt) get(ctx context.Context, req *GetRequest) (*mcp.GetPromptResult, error) {
+	if p.remote != nil {
+		return p.remote(ctx, req.Args)
+	}
 	args := req.Args
 	var missing []string
 	for _, a := range p.Def.Arguments {

@@ -42,6 +42,8 @@ type source struct {
 	// for a tool that sets none.
 	adapterType string
 	limits      *limits
+	// remote reads a resource a backend contributes (contributed.go).
+	remote func(ctx context.Context, uri string) (*mcp.ReadResourceResult, error)
 }
 
 // Resource is one compiled static resource.
@@ -457,6 +459,15 @@ func (s *source) read(ctx context.Context, uri, mimeType string, args map[string
 			res, err = nil, fmt.Errorf("internal error reading %s", uri)
 		}
 	}()
+	if s.remote != nil {
+		ctx, cancel := s.limits.withTimeout(ctx)
+		defer cancel()
+		res, err := s.remote(ctx, uri)
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %w", uri, err)
+		}
+		return res, nil
+	}
 	rc := &mcp.ResourceContents{URI: uri, MIMEType: mimeType}
 	switch {
 	case s.text != nil:

@@ -46,6 +46,9 @@ type Snapshot struct {
 	prompts   map[string]*Prompt
 	backends  map[string]*liveBackend
 	access    *access // see access.go
+	// contributors are the backend configs that contribute tools at run
+	// time (contributed.go).
+	contributors []contributor
 
 	fpOnce sync.Once // Fingerprints
 	fp     [3]string
@@ -152,6 +155,8 @@ func Build(cfg *config.Config, reg *adapter.Registry, prev *Snapshot, defaultVer
 			s.prompts[p.Def.Name] = p
 		}
 	}
+	// Contributed tools first: a toolset's patterns select them too.
+	s.addContributed(prev, sl)
 	diags = append(diags, s.compileToolsets(cfg)...)
 	if diags.HasErrors() {
 		s.closeBackends(prev)
@@ -174,12 +179,12 @@ func (s *Snapshot) setRedactor(r *redact.Redactor) {
 	// file() elsewhere (a database's seed), and redacting it would blank
 	// the resource. Only what an adapter produces is redacted.
 	for _, res := range s.Resources {
-		if res.src.handler != nil {
+		if res.src.handler != nil || res.src.remote != nil {
 			res.src.redact = r
 		}
 	}
 	for _, t := range s.Templates {
-		if t.src.handler != nil {
+		if t.src.handler != nil || t.src.remote != nil {
 			t.src.redact = r
 		}
 	}
@@ -203,6 +208,9 @@ func (s *Snapshot) openBackends(cfg *config.Config, reg *adapter.Registry, prev 
 		}
 		key := bc.Type + " " + bc.Name
 		fp := conf.Fingerprint()
+		if isContributor(conf) {
+			s.contributors = append(s.contributors, contributor{key: key, conf: conf})
+		}
 		if prev != nil {
 			if old, ok := prev.backends[key]; ok && old.fingerprint == fp {
 				s.backends[key] = old

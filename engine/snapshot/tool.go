@@ -634,6 +634,10 @@ func (t *Tool) shape(args, inputs map[string]any, out *adapter.Output, ectx *hcl
 		}
 	}
 
+	if out != nil && out.Result != nil && (r == nil || (r.structured == nil && r.text == nil && len(r.contents) == 0)) {
+		return t.passThrough(out.Result)
+	}
+
 	var structured map[string]any
 	hasStructured := false
 	if r != nil && r.structured != nil {
@@ -694,6 +698,28 @@ func (t *Tool) shape(args, inputs map[string]any, out *adapter.Output, ectx *hcl
 	if t.output != nil {
 		if !hasStructured {
 			return nil, fmt.Errorf("the tool declares an output_schema but produced no structured result")
+		}
+		if err := t.output.Validate(structured); err != nil {
+			return nil, fmt.Errorf("the structured result does not match the tool's output_schema: %v", err)
+		}
+	}
+	return res, nil
+}
+
+// passThrough is the result of an adapter that proxies an MCP server's
+// tool (adapter.Output.Result): its content blocks, structuredContent and
+// isError as they are, in a new result (redaction replaces contents, it
+// must not change the adapter's). A tool's output_schema still holds.
+func (t *Tool) passThrough(up *mcp.CallToolResult) (*mcp.CallToolResult, error) {
+	res := &mcp.CallToolResult{
+		Content:           append(make([]mcp.Content, 0, len(up.Content)), up.Content...),
+		StructuredContent: up.StructuredContent,
+		IsError:           up.IsError,
+	}
+	if t.output != nil && !up.IsError {
+		structured, ok := up.StructuredContent.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("the tool declares an output_schema but the upstream result has no structured content object")
 		}
 		if err := t.output.Validate(structured); err != nil {
 			return nil, fmt.Errorf("the structured result does not match the tool's output_schema: %v", err)

@@ -85,3 +85,48 @@ func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(poolWaitTime, prometheus.CounterValue, p.WaitDuration.Seconds(), p.Name, p.Mode)
 	}
 }
+
+// WatchServices exports the state of the supervised services of the
+// running config's backends (adapter.ServiceReporter: MCP upstreams), read
+// at every scrape.
+func (m *Metrics) WatchServices(services func() []adapter.ServiceStatus) {
+	m.reg.MustRegister(&serviceCollector{services: services})
+}
+
+var (
+	upstreamLabels = []string{"upstream", "transport"}
+	upstreamUp     = prometheus.NewDesc("mcpd_upstream_up",
+		"1 when an MCP upstream is connected, 0 otherwise (starting, down, not started yet).", append(upstreamLabels, "state"), nil)
+	upstreamRestarts = prometheus.NewDesc("mcpd_upstream_restarts_total",
+		"Times an MCP upstream's connection (or process) was lost and made again.", upstreamLabels, nil)
+	upstreamCalls = prometheus.NewDesc("mcpd_upstream_calls_total",
+		"Calls sent to an MCP upstream.", upstreamLabels, nil)
+	upstreamFailures = prometheus.NewDesc("mcpd_upstream_call_failures_total",
+		"Calls that could not reach an MCP upstream or that it refused with a protocol error.", upstreamLabels, nil)
+	upstreamTools = prometheus.NewDesc("mcpd_upstream_tools",
+		"Tools an MCP upstream listed last (0 when it is not listed: no expose block).", upstreamLabels, nil)
+)
+
+type serviceCollector struct {
+	services func() []adapter.ServiceStatus
+}
+
+func (c *serviceCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{upstreamUp, upstreamRestarts, upstreamCalls, upstreamFailures, upstreamTools} {
+		ch <- d
+	}
+}
+
+func (c *serviceCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, s := range c.services() {
+		up := 0.0
+		if s.State == "up" {
+			up = 1
+		}
+		ch <- prometheus.MustNewConstMetric(upstreamUp, prometheus.GaugeValue, up, s.Name, s.Transport, s.State)
+		ch <- prometheus.MustNewConstMetric(upstreamRestarts, prometheus.CounterValue, float64(s.Restarts), s.Name, s.Transport)
+		ch <- prometheus.MustNewConstMetric(upstreamCalls, prometheus.CounterValue, float64(s.Calls), s.Name, s.Transport)
+		ch <- prometheus.MustNewConstMetric(upstreamFailures, prometheus.CounterValue, float64(s.Failures), s.Name, s.Transport)
+		ch <- prometheus.MustNewConstMetric(upstreamTools, prometheus.GaugeValue, float64(s.Tools), s.Name, s.Transport)
+	}
+}

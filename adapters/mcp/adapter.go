@@ -1,0 +1,100 @@
+// Package mcpadapter puts MCP servers a team already runs behind mcpd: the
+// `mcp_server` top-level block declares an upstream server (a program
+// spoken to over stdio, or a Streamable HTTP endpoint of either protocol
+// era), and a tool's `mcp` block exposes one of its tools:
+//
+//	mcp_server "everything" {
+//	  command = ["npx", "-y", "@modelcontextprotocol/server-everything"]
+//	}
+//
+//	tool "echo" {
+//	  description = "Echo a message back."
+//	  param "message" { type = "string" }
+//	  mcp {
+//	    server = "everything"
+//	    tool   = "echo"
+//	  }
+//	}
+//
+// The upstream is connected with the official Go SDK's client. A stdio
+// upstream is a supervised child process: it runs in its own process
+// group, its stderr goes to mcpd's log under the upstream's name, it is
+// restarted with backoff when it dies, and its group is killed when the
+// backend is closed (reload removal, shutdown). An HTTP upstream is
+// reconnected the same way when its session breaks.
+//
+// The call path knows nothing of the upstream's transport: a Handler gets
+// a session from the live upstream (waiting a bounded time for one while
+// it connects) and passes the call through: its content blocks,
+// structuredContent and isError come back as adapter.Output.Result;
+// progress notifications are relayed to the mcpd client; cancellation and
+// mcpd's timeout end the upstream request (the SDK sends
+// notifications/cancelled).
+//
+// The block also exposes an upstream's tools in bulk (the `expose` block,
+// see expose.go): the live upstream lists them at run time and mcpd
+// rebuilds its tool set when the listing changes.
+package mcpadapter
+
+import (
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/mcpd/mcpd/adapters/shell"
+	"github.com/mcpd/mcpd/engine/adapter"
+)
+
+// Adapter is the MCP upstream adapter. Register it as "mcp"; its backend
+// block is "mcp_server".
+type Adapter struct {
+	groups *shell.ProcessGroups // nil: not recorded
+}
+
+// New returns the adapter. groups, when not nil, records the process group
+// of every stdio upstream it starts, so that mcpd's exit can kill them all
+// (see shell.ProcessGroups).
+func New(groups *shell.ProcessGroups) *Adapter { return &Adapter{groups: groups} }
+
+var (
+	_ adapter.BackendAdapter  = (*Adapter)(nil)
+	_ adapter.Schemaer        = (*Adapter)(nil)
+	_ adapter.BackendSchemaer = (*Adapter)(nil)
+	_ adapter.BackendConfig   = (*serverConfig)(nil)
+	_ adapter.Backend         = (*upstream)(nil)
+	_ adapter.Pinger          = (*upstream)(nil)
+	_ adapter.Handler         = (*handler)(nil)
+)
+
+// BackendBlock is the top-level block this adapter owns.
+func (a *Adapter) BackendBlock() string { return "mcp_server" }
+
+// ToolSchema is the schema of a tool's mcp block.
+func (a *Adapter) ToolSchema() *adapter.Schema { return toolSchema }
+
+// BackendSchema is the schema of the mcp_server block.
+func (a *Adapter) BackendSchema() *adapter.Schema { return serverSchema }
+
+var toolSchema = &adapter.Schema{
+	Attributes: []hcl.AttributeSchema{
+		{Name: "server", Required: true},
+		{Name: "tool"},
+		{Name: "arguments"},
+		{Name: "max_output_bytes"},
+	},
+}
+
+var serverSchema = &adapter.Schema{
+	Attributes: []hcl.AttributeSchema{
+		{Name: "command"},
+		{Name: "env"},
+		{Name: "inherit_env"},
+		{Name: "dir"},
+		{Name: "url"},
+		{Name: "headers"},
+		{Name: "protocol_version"},
+		{Name: "connect_timeout"},
+		{Name: "start"},
+	},
+	Blocks: []adapter.BlockSchema{
+		{Type: "expose", Schema: exposeSchema},
+	},
+}

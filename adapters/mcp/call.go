@@ -1,0 +1,228 @@
+package mcpadapter
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpd/mcpd/engine/adapter"
+)
+
+const (
+	defaultMaxOutput = 1 << 20
+	maxMaxOutput     = 1 << 30
+)
+
+// handler is one tool's mcp block: a call of one upstream tool.
+type handler struct {
+	tool     string // mcpd's tool name, for messages
+	upTool   string // the upstream's tool name
+	up       *upstream
+	fixed    []fixedArg // evaluated per call; they override the model's
+	forward  bool       // pass the validated arguments on (default)
+	maxBytes int64
+}
+
+type fixedArg struct {
+	name string
+	expr hcl.Expression
+}
+
+// Vars are the variables a result block sees: the upstream's result.
+func (h *handler) Vars() []string { return []string{"content", "structured", "is_error", "text"} }
+
+// ReadsEval: only arguments computed per call need the evaluation context.
+func (h *handler) ReadsEval() bool { return len(h.fixed) > 0 }
+
+// MaxOutputBytes is the cap on one upstream result (adapter.OutputBounder).
+func (h *handler) MaxOutputBytes() int64 { return h.maxBytes }
+
+// CompileTool decodes a tool's mcp block.
+func (a *Adapter) CompileTool(b *adapter.ToolBlock) (adapter.Handler, hcl.Diagnostics) {
+	d := adapter.NewDecoder(b.Scope)
+	content, ok := d.Content(b.Body, toolSchema)
+	if !ok {
+		return nil, d.Diags
+	}
+	attrs := content.Attributes
+	h := &handler{tool: b.Tool, upTool: b.Tool, forward: true, maxBytes: defaultMaxOutput}
+	if attr := attrs["server"]; attr != nil {
+		h.up, _ = adapter.LookupBackend[*upstream](d, b, attr, "mcp_server", `mcp_server %q { command = ["..."] }`)
+	}
+	if attr := attrs["tool"]; attr != nil {
+		if s, ok := d.String(attr, "tool"); ok {
+			if s == "" {
+				d.Errorf(attr.Expr.Range(), "Invalid tool", "tool is the upstream tool's name; it must not be empty.")
+			}
+			h.upTool = s
+		}
+	}
+	if attr := attrs["arguments"]; attr != nil {
+		h.fixed = decodeArguments(d, attr)
+	}
+	if attr := attrs["max_output_bytes"]; attr != nil {
+		if n, ok := d.Int(attr, "max_output_bytes", 1, maxMaxOutput); ok {
+			h.maxBytes = n
+		}
+	}
+	if d.HasErrors() {
+		return nil, d.Diags
+	}
+	return h, d.Diags
+}
+
+// decodeArguments reads `arguments = { name = expr, ... }`: each value is
+// evaluated per call (it may use args) and set in the upstream's
+// arguments, over what the model sent.
+func decodeArguments(d *adapter.Decoder, attr *hcl.Attribute) []fixedArg {
+	obj, ok := attr.Expr.(*hclsyntax.ObjectConsExpr)
+	if !ok {
+		d.Errorf(attr.Expr.Range(), "Invalid arguments", `arguments is an object of the upstream's argument names and their values, such as { owner = "acme", repo = args.repo }.`)
+		return nil
+	}
+	var out []fixedArg
+	seen := map[string]bool{}
+	for _, item := range obj.Items {
+		key, diags := item.KeyExpr.Value(nil)
+		if diags.HasErrors() || key.IsNull() || !key.Type().Equals(ctyString) {
+			d.Errorf(item.KeyExpr.Range(), "Invalid arguments", "An argument's name must be a literal string.")
+			continue
+		}
+		name := key.AsString()
+		if seen[name] {
+			d.Errorf(item.KeyExpr.Range(), "Duplicate argument", "The argument %q is set twice.", name)
+			continue
+		}
+		seen[name] = true
+		if d.Add(d.Scope.Check(item.ValueExpr)) {
+			out = append(out, fixedArg{name: name, expr: item.ValueExpr})
+		}
+	}
+	return out
+}
+
+// Call calls the upstream tool and returns its result as it is.
+func (h *handler) Call(ctx context.Context, req *adapter.Request) (*adapter.Output, error) {
+	args := make(map[string]any, len(req.Args)+len(h.fixed))
+	if h.forward {
+		for k, v := range req.Args {
+			args[k] = v
+		}
+	}
+	for _, f := range h.fixed {
+		v, err := adapter.Eval(f.expr, req.Eval)
+		if err != nil {
+			return nil, fmt.Errorf("argument %s: %w", f.name, err)
+		}
+		if v == nil {
+			delete(args, f.name) // an optional argument that was not given
+			continue
+		}
+		args[f.name] = v
+	}
+	res, err := h.up.callTool(ctx, h.upTool, args, req.Progress)
+	if err != nil {
+		return nil, err
+	}
+	if n := resultSize(res); n > h.maxBytes {
+		return nil, fmt.Errorf("the upstream's result is %d bytes, over this tool's max_output_bytes %d", n, h.maxBytes)
+	}
+	return &adapter.Output{Result: res, Vars: resultVars(res)}, nil
+}
+
+// callTool calls one upstream tool, relaying its progress to report.
+func (u *upstream) callTool(ctx context.Context, name string, args map[string]any, report func(float64, float64, string)) (*mcp.CallToolResult, error) {
+	u.calls.Add(1)
+	cs, err := u.session(ctx)
+	if err != nil {
+		u.failures.Add(1)
+		return nil, err
+	}
+	params := &mcp.CallToolParams{Name: name, Arguments: args}
+	if report != nil {
+		token, forget := u.progressToken(report)
+		defer forget()
+		params.SetProgressToken(token)
+	}
+	res, err := cs.CallTool(withRelay(ctx), params)
+	if err != nil {
+		u.failures.Add(1)
+		return nil, u.callError(ctx, cs, name, err)
+	}
+	return res, nil
+}
+
+// callError says why a call failed, in terms the model can act on; a
+// broken transport makes the supervisor connect again.
+func (u *upstream) callError(ctx context.Context, cs *mcp.ClientSession, name string, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	var rpcErr *jsonrpc.Error
+	if errors.As(err, &rpcErr) {
+		// The upstream answered with a protocol error (an unknown tool,
+		// arguments it refused): its message is what the model needs.
+		return fmt.Errorf("upstream %s refused %s: %s", u.cfg.name, name, u.redact(rpcErr.Message))
+	}
+	u.broken(cs)
+	return fmt.Errorf("upstream %s failed: %s", u.cfg.name, u.redact(err.Error()))
+}
+
+// resultSize is about what a result holds in memory: its texts, binary
+// data and structured content.
+func resultSize(res *mcp.CallToolResult) int64 {
+	var n int64
+	for _, c := range res.Content {
+		switch c := c.(type) {
+		case *mcp.TextContent:
+			n += int64(len(c.Text))
+		case *mcp.ImageContent:
+			n += int64(len(c.Data))
+		case *mcp.AudioContent:
+			n += int64(len(c.Data))
+		case *mcp.EmbeddedResource:
+			if c.Resource != nil {
+				n += int64(len(c.Resource.Text) + len(c.Resource.Blob))
+			}
+		default:
+			n += 256
+		}
+	}
+	if res.StructuredContent != nil {
+		if b, err := json.Marshal(res.StructuredContent); err == nil {
+			n += int64(len(b))
+		}
+	}
+	return n
+}
+
+// resultVars are the variables a result block reads: the upstream's
+// content blocks (as JSON objects), structuredContent, isError, and its
+// text blocks joined.
+func resultVars(res *mcp.CallToolResult) map[string]any {
+	content := make([]any, 0, len(res.Content))
+	text := ""
+	for _, c := range res.Content {
+		if t, ok := c.(*mcp.TextContent); ok {
+			if text != "" {
+				text += "\n"
+			}
+			text += t.Text
+		}
+		b, err := json.Marshal(c)
+		if err != nil {
+			continue
+		}
+		var m any
+		if json.Unmarshal(b, &m) == nil {
+			content = append(content, m)
+		}
+	}
+	return map[string]any{"content": content, "structured": res.StructuredContent, "is_error": res.IsError, "text": text}
+}

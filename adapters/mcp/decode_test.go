@@ -1,0 +1,148 @@
+package mcpadapter_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mcpd/mcpd/adapters/builtin"
+	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/loader"
+)
+
+// Each broken block is paired with the diagnostic it must produce, at its
+// line; a valid config loads without touching the network or starting
+// anything.
+func TestDecodeDiagnostics(t *testing.T) {
+	tool := "\ntool \"t\" {\n  description = \"d\"\n  mcp {\n    server = \"gh\"\n  }\n}\n"
+	tests := []struct {
+		name, config, want string
+	}{
+		{"neither command nor url", `mcp_server "gh" {}` + tool, "Missing command or url"},
+		{"both", `mcp_server "gh" {
+  command = ["x"]
+  url     = "http://127.0.0.1:1/mcp"
+}` + tool, "Both command and url"},
+		{"empty command", `mcp_server "gh" {
+  command = []
+}` + tool, "Invalid command"},
+		{"url scheme", `mcp_server "gh" {
+  url = "ftp://example.com/mcp"
+}` + tool, "Invalid url"},
+		{"credentials in url", `mcp_server "gh" {
+  url = "https://user:pw@example.com/mcp"
+}` + tool, "must not carry credentials"},
+		{"headers on stdio", `mcp_server "gh" {
+  command = ["x"]
+  headers = { A = "b" }
+}` + tool, "headers without url"},
+		{"env on http", `mcp_server "gh" {
+  url = "http://127.0.0.1:1/mcp"
+  env = { A = "b" }
+}` + tool, "env without command"},
+		{"protocol version", `mcp_server "gh" {
+  command          = ["x"]
+  protocol_version = "2099-01-01"
+}` + tool, "Unknown protocol_version"},
+		{"start", `mcp_server "gh" {
+  command = ["x"]
+  start   = "now"
+}` + tool, "Invalid start"},
+		{"when_down", `mcp_server "gh" {
+  command = ["x"]
+  expose {
+    when_down = "maybe"
+  }
+}` + tool, "Invalid when_down"},
+		{"bad pattern", `mcp_server "gh" {
+  command = ["x"]
+  expose {
+    include = ["[a"]
+  }
+}` + tool, "Invalid pattern"},
+		{"bad rename", `mcp_server "gh" {
+  command = ["x"]
+  expose {
+    rename = { a = "no spaces allowed" }
+  }
+}` + tool, "Invalid tool name"},
+		{"unknown server", `mcp_server "gha" {
+  command = ["x"]
+}` + tool, `Did you mean "gha"?`},
+		{"arguments not an object", `mcp_server "gh" {
+  command = ["x"]
+}
+tool "t" {
+  description = "d"
+  mcp {
+    server    = "gh"
+    arguments = "b"
+  }
+}`, "Invalid arguments"},
+		{"arguments reference an unknown param", `mcp_server "gh" {
+  command = ["x"]
+}
+tool "t" {
+  description = "d"
+  mcp {
+    server    = "gh"
+    arguments = { b = args.nope }
+  }
+}`, "nope"},
+		{"valid", `mcp_server "gh" {
+  command = ["/nonexistent/server", "stdio"]
+  env     = { TOKEN = "secret-value" }
+  expose {
+    prefix  = "gh_"
+    exclude = ["delete_*"]
+    scopes  = ["gh"]
+  }
+}
+mcp_server "remote" {
+  url     = "https://mcp.example.com/mcp"
+  headers = { Authorization = "Bearer x" }
+}
+tool "t" {
+  description = "d"
+  param "q" {
+    type = "string"
+  }
+  mcp {
+    server    = "gh"
+    tool      = "search"
+    arguments = { owner = "acme", query = args.q }
+  }
+}`, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, "tools.hcl"), []byte(tc.config), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			reg := adapter.NewRegistry()
+			builtin.Register(reg)
+			l := loader.Load([]string{dir}, reg, nil, "test")
+			var msgs []string
+			for _, d := range l.Diagnostics {
+				if d.Severity == 1 { // hcl.DiagError
+					msgs = append(msgs, d.Summary+": "+d.Detail)
+					if d.Subject == nil || d.Subject.Start.Line == 0 {
+						t.Errorf("diagnostic without a range: %s", d.Summary)
+					}
+				}
+			}
+			all := strings.Join(msgs, "\n")
+			switch {
+			case tc.want == "" && l.Snapshot == nil:
+				t.Fatalf("want a valid config, got:\n%s", all)
+			case tc.want != "" && !strings.Contains(all, tc.want):
+				t.Fatalf("want a diagnostic containing %q, got:\n%s", tc.want, all)
+			}
+			if l.Snapshot != nil {
+				l.Snapshot.Close()
+			}
+		})
+	}
+}

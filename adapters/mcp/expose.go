@@ -1,0 +1,398 @@
+package mcpadapter
+
+import (
+	"context"
+	"encoding/json"
+	"iter"
+	"path"
+	"reflect"
+	"sort"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/mcpd/mcpd/engine/adapter"
+)
+
+// Bulk exposure: an mcp_server's expose block serves the upstream's tools
+// as mcpd's own, with the schemas of the upstream's tools/list:
+//
+//	expose {
+//	  prefix       = "ev_"             // mcpd's name is prefix + the upstream's
+//	  include      = ["get-*", "echo"] // glob patterns (path.Match); default all
+//	  exclude      = ["*elicitation*"]
+//	  scopes       = ["everything"]    // needed to list and call them
+//	  rename       = { "get-sum" = "add" }         // mcpd's name, instead of prefix + name
+//	  descriptions = { "echo" = "Repeat a text." } // the author's description
+//	  when_down    = "keep"            // or "hide"
+//	}
+//
+// Load never waits for the network: the upstream is connected once the
+// config is served (adapter.Watcher), and until its first listing
+// arrives the block contributes no tools. The listing's arrival, and every
+// notifications/tools/list_changed after it, rebuilds mcpd's tool set
+// through the reload path, which sends one list_changed to each client
+// whose visible set changed. A tool the config declares by the same name
+// (with its own mcp block, params, limits, confirm...) wins over the
+// exposed one: that is the per-tool override.
+
+var exposeSchema = &adapter.Schema{
+	Attributes: []hcl.AttributeSchema{
+		{Name: "prefix"},
+		{Name: "include"},
+		{Name: "exclude"},
+		{Name: "scopes"},
+		{Name: "rename"},
+		{Name: "descriptions"},
+		{Name: "when_down"},
+		{Name: "resources"},
+		{Name: "prompts"},
+	},
+}
+
+// exposeConfig is a decoded expose block.
+type exposeConfig struct {
+	prefix           string
+	include, exclude []string
+	scopes           []string
+	rename           map[string]string
+	descriptions     map[string]string
+	hideWhenDown     bool
+	// resources and prompts: the upstream's resources (and templates) and
+	// prompts are exposed too; prompts get the prefix, URIs are kept.
+	resources, prompts bool
+}
+
+func decodeExpose(d *adapter.Decoder, b *hcl.Block) *exposeConfig {
+	content, ok := d.Content(b.Body, exposeSchema)
+	if !ok {
+		return nil
+	}
+	e := &exposeConfig{}
+	attrs := content.Attributes
+	if a := attrs["prefix"]; a != nil {
+		e.prefix, _ = d.String(a, "prefix")
+	}
+	for _, x := range []struct {
+		name string
+		dst  *[]string
+	}{{"include", &e.include}, {"exclude", &e.exclude}, {"scopes", &e.scopes}} {
+		a := attrs[x.name]
+		if a == nil {
+			continue
+		}
+		v, ok := d.Static(a, x.name, cty.List(cty.String))
+		if !ok {
+			continue
+		}
+		for _, el := range v.AsValueSlice() {
+			if el.IsNull() {
+				d.Errorf(a.Expr.Range(), "Invalid "+x.name, "%s must not contain null.", x.name)
+				continue
+			}
+			s := el.AsString()
+			if x.name != "scopes" {
+				if _, err := path.Match(s, ""); err != nil {
+					d.Errorf(a.Expr.Range(), "Invalid pattern", "%s: %q is not a glob pattern: %v.", x.name, s, err)
+				}
+			}
+			*x.dst = append(*x.dst, s)
+		}
+	}
+	if a := attrs["rename"]; a != nil {
+		e.rename, _ = stringMap(d, a, "rename")
+		for up, name := range e.rename {
+			if !validName(name) {
+				d.Errorf(a.Expr.Range(), "Invalid tool name", "rename %q = %q: a tool name is 1 to 128 of A-Z, a-z, 0-9, _, . and -.", up, name)
+			}
+		}
+	}
+	if a := attrs["resources"]; a != nil {
+		e.resources, _ = d.Bool(a, "resources")
+	}
+	if a := attrs["prompts"]; a != nil {
+		e.prompts, _ = d.Bool(a, "prompts")
+	}
+	if a := attrs["descriptions"]; a != nil {
+		e.descriptions, _ = stringMap(d, a, "descriptions")
+	}
+	if a := attrs["when_down"]; a != nil {
+		if s, ok := d.String(a, "when_down"); ok {
+			switch s {
+			case "keep":
+			case "hide":
+				e.hideWhenDown = true
+			default:
+				d.Errorf(a.Expr.Range(), "Invalid when_down", `when_down is "keep" (the default: the last listed tools stay visible and their calls fail while the upstream is down) or "hide" (they disappear until it is back).`)
+			}
+		}
+	}
+	return e
+}
+
+func validName(name string) bool {
+	if len(name) == 0 || len(name) > 128 {
+		return false
+	}
+	for _, r := range name {
+		if !(r == '_' || r == '.' || r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			return false
+		}
+	}
+	return true
+}
+
+// matches reports whether the block exposes the upstream tool name.
+func (e *exposeConfig) matches(name string) bool {
+	in := len(e.include) == 0
+	for _, p := range e.include {
+		if ok, _ := path.Match(p, name); ok {
+			in = true
+			break
+		}
+	}
+	for _, p := range e.exclude {
+		if ok, _ := path.Match(p, name); ok {
+			return false
+		}
+	}
+	return in
+}
+
+// ContributedTools exposes the live upstream's listed tools
+// (adapter.ToolContributor).
+func (c *serverConfig) ContributedTools(b adapter.Backend) []adapter.ContributedTool {
+	u, ok := b.(*upstream)
+	if !ok || c.expose == nil {
+		return nil
+	}
+	u.mu.Lock()
+	tools, down := u.listing.tools, u.state != "up"
+	u.mu.Unlock()
+	e := c.expose
+	if down && e.hideWhenDown {
+		return nil
+	}
+	var out []adapter.ContributedTool
+	for _, t := range tools {
+		if !e.matches(t.Name) {
+			continue
+		}
+		name := e.prefix + t.Name
+		if r, ok := e.rename[t.Name]; ok {
+			name = r
+		}
+		desc := t.Description
+		if d, ok := e.descriptions[t.Name]; ok {
+			desc = d
+		}
+		out = append(out, adapter.ContributedTool{
+			Name: name, Title: t.Title, Description: desc,
+			InputSchema: jsonObject(t.InputSchema), OutputSchema: jsonObject(t.OutputSchema),
+			Annotations: t.Annotations, Scopes: e.scopes,
+			Handler: &handler{tool: name, upTool: t.Name, up: u, forward: true, maxBytes: defaultMaxOutput},
+		})
+	}
+	return out
+}
+
+// jsonObject is a schema as a JSON object (nil when absent or not one).
+func jsonObject(v any) map[string]any {
+	switch s := v.(type) {
+	case nil:
+		return nil
+	case map[string]any:
+		return s
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	var m map[string]any
+	if json.Unmarshal(b, &m) != nil {
+		return nil
+	}
+	return m
+}
+
+// listing is what the upstream listed last.
+type listing struct {
+	tools     []*mcp.Tool
+	resources []*mcp.Resource
+	templates []*mcp.ResourceTemplate
+	prompts   []*mcp.Prompt
+}
+
+// ContributedResources exposes the live upstream's resources and
+// templates, with their URIs as they are (adapter.ResourceContributor).
+func (c *serverConfig) ContributedResources(b adapter.Backend) ([]adapter.ContributedResource, []adapter.ContributedTemplate) {
+	u, ok := b.(*upstream)
+	if !ok || c.expose == nil || !c.expose.resources {
+		return nil, nil
+	}
+	u.mu.Lock()
+	resources, templates, down := u.listing.resources, u.listing.templates, u.state != "up"
+	u.mu.Unlock()
+	if down && c.expose.hideWhenDown {
+		return nil, nil
+	}
+	var rs []adapter.ContributedResource
+	for _, r := range resources {
+		rs = append(rs, adapter.ContributedResource{Def: r, Scopes: c.expose.scopes, Read: u.readResource})
+	}
+	var ts []adapter.ContributedTemplate
+	for _, t := range templates {
+		ts = append(ts, adapter.ContributedTemplate{Def: t, Scopes: c.expose.scopes, Read: u.readResource})
+	}
+	return rs, ts
+}
+
+// ContributedPrompts exposes the live upstream's prompts, named with the
+// prefix (adapter.PromptContributor).
+func (c *serverConfig) ContributedPrompts(b adapter.Backend) []adapter.ContributedPrompt {
+	u, ok := b.(*upstream)
+	if !ok || c.expose == nil || !c.expose.prompts {
+		return nil
+	}
+	u.mu.Lock()
+	prompts, down := u.listing.prompts, u.state != "up"
+	u.mu.Unlock()
+	if down && c.expose.hideWhenDown {
+		return nil
+	}
+	var out []adapter.ContributedPrompt
+	for _, p := range prompts {
+		def := *p
+		def.Name = c.expose.prefix + p.Name
+		upName := p.Name
+		out = append(out, adapter.ContributedPrompt{Def: &def, Scopes: c.expose.scopes,
+			Get: func(ctx context.Context, args map[string]string) (*mcp.GetPromptResult, error) {
+				return u.getPrompt(ctx, upName, args)
+			}})
+	}
+	return out
+}
+
+// readResource reads one resource of the upstream.
+func (u *upstream) readResource(ctx context.Context, uri string) (*mcp.ReadResourceResult, error) {
+	cs, err := u.session(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+	if err != nil {
+		return nil, u.callError(ctx, cs, uri, err)
+	}
+	return res, nil
+}
+
+// getPrompt gets one prompt of the upstream.
+func (u *upstream) getPrompt(ctx context.Context, name string, args map[string]string) (*mcp.GetPromptResult, error) {
+	cs, err := u.session(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: name, Arguments: args})
+	if err != nil {
+		return nil, u.callError(ctx, cs, name, err)
+	}
+	return res, nil
+}
+
+// Watch registers changed, called when the upstream's listing changes or,
+// for a block that hides tools while it is down, when it goes down or
+// comes back (adapter.Watcher). The first Watch starts the upstream:
+// only a served config watches, so validate and lint start nothing.
+func (u *upstream) Watch(changed func()) (stop func()) {
+	u.mu.Lock()
+	id := u.nextW
+	u.nextW++
+	u.watchers[id] = changed
+	u.mu.Unlock()
+	if u.cfg.expose != nil || u.cfg.eager {
+		u.ensureStarted()
+	}
+	return func() {
+		u.mu.Lock()
+		delete(u.watchers, id)
+		u.mu.Unlock()
+	}
+}
+
+// notify calls the watchers, outside u.mu.
+func (u *upstream) notify() {
+	u.mu.Lock()
+	ws := make([]func(), 0, len(u.watchers))
+	for _, w := range u.watchers {
+		ws = append(ws, w)
+	}
+	u.mu.Unlock()
+	for _, w := range ws {
+		w()
+	}
+}
+
+// relist lists the upstream's tools (resources, prompts) again, on
+// connecting and on its list_changed notifications, and tells the
+// watchers when a listing differs from the last one. what is the kind the
+// notification was about: "tools", "resources", "prompts", or "" for all.
+func (u *upstream) relist(what string) {
+	e := u.cfg.expose
+	if e == nil {
+		return
+	}
+	u.listMu.Lock()
+	defer u.listMu.Unlock()
+	u.mu.Lock()
+	cs, l := u.cs, u.listing
+	u.mu.Unlock()
+	if cs == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(u.ctx, u.cfg.connectTimeout)
+	defer cancel()
+	caps := &mcp.ServerCapabilities{}
+	if r := cs.InitializeResult(); r != nil && r.Capabilities != nil {
+		caps = r.Capabilities
+	}
+	next := l
+	var err error
+	if (what == "" || what == "tools") && caps.Tools != nil {
+		next.tools, err = collect(cs.Tools(ctx, nil))
+		sort.Slice(next.tools, func(i, j int) bool { return next.tools[i].Name < next.tools[j].Name })
+	}
+	if err == nil && e.resources && (what == "" || what == "resources") && caps.Resources != nil {
+		if next.resources, err = collect(cs.Resources(ctx, nil)); err == nil {
+			next.templates, err = collect(cs.ResourceTemplates(ctx, nil))
+		}
+	}
+	if err == nil && e.prompts && (what == "" || what == "prompts") && caps.Prompts != nil {
+		next.prompts, err = collect(cs.Prompts(ctx, nil))
+	}
+	if err != nil {
+		u.log.Warn("listing the upstream failed; keeping the last listing", "err", u.redact(err.Error()))
+		return
+	}
+	u.mu.Lock()
+	same := u.listed && reflect.DeepEqual(u.listing, next)
+	u.listing, u.listed = next, true
+	u.mu.Unlock()
+	if !same {
+		u.log.Info("upstream listed", "tools", len(next.tools), "resources", len(next.resources), "templates", len(next.templates), "prompts", len(next.prompts))
+		u.notify()
+	}
+}
+
+func collect[T any](seq iter.Seq2[T, error]) ([]T, error) {
+	var out []T
+	for x, err := range seq {
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, x)
+	}
+	return out, nil
+}
+
+var ctyString = cty.String

@@ -1,0 +1,396 @@
+package mcpadapter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/buildinfo"
+)
+
+// Supervision: how a dead upstream is brought back.
+const (
+	minBackoff = 250 * time.Millisecond
+	maxBackoff = 30 * time.Second
+	// stableAfter is how long a connection must have lived for the next
+	// failure to start again from minBackoff.
+	stableAfter = 30 * time.Second
+	// stopGrace is how long a stdio upstream has to exit after its stdin
+	// is closed before its process group is killed.
+	stopGrace = 2 * time.Second
+)
+
+// upstream is the live side of one mcp_server block: a supervisor that
+// keeps one client session to the server, and what is known of it. It is
+// shared by every snapshot whose config declares the same settings.
+type upstream struct {
+	cfg    *serverConfig
+	log    *slog.Logger
+	client *mcp.Client
+
+	ctx    context.Context // ended by Close
+	cancel context.CancelFunc
+	start  sync.Once
+	done   chan struct{} // closed when the supervisor has stopped
+
+	mu       sync.Mutex
+	cs       *mcp.ClientSession // nil while not connected
+	lastErr  error              // why the latest connection failed or ended
+	changed  chan struct{}      // closed (and replaced) when cs or lastErr changes
+	restarts int                // connections lost and made again
+	state    string             // "idle", "connecting", "up", "down", "closed"
+
+	// The latest listings (expose.go), and who to tell when they change.
+	listing  listing
+	listed   bool       // a listing succeeded at least once
+	listMu   sync.Mutex // serializes relists, so that the latest wins
+	watchers map[int]func()
+	nextW    int
+
+	progressSeq atomic.Int64
+	progress    sync.Map // progress token (string) -> func(progress, total float64, msg string)
+	calls       atomic.Int64
+	failures    atomic.Int64
+}
+
+// Open builds the live upstream. It does not connect: the first call (or
+// listing, or start = "load" once served) does, in the background.
+func (c *serverConfig) Open() (adapter.Backend, error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	u := &upstream{
+		cfg:      c,
+		log:      slog.Default().With("upstream", c.name),
+		ctx:      ctx,
+		cancel:   cancel,
+		done:     make(chan struct{}),
+		changed:  make(chan struct{}),
+		state:    "idle",
+		watchers: map[int]func(){},
+	}
+	u.client = mcp.NewClient(&mcp.Implementation{Name: "mcpd", Version: buildinfo.Read("", "").Version}, &mcp.ClientOptions{
+		ProgressNotificationHandler: u.onProgress,
+		ToolListChangedHandler:      func(context.Context, *mcp.ToolListChangedRequest) { go u.relist("tools") },
+		PromptListChangedHandler:    func(context.Context, *mcp.PromptListChangedRequest) { go u.relist("prompts") },
+		ResourceListChangedHandler:  func(context.Context, *mcp.ResourceListChangedRequest) { go u.relist("resources") },
+		ElicitationHandler:          u.onElicit,
+		// Roots and sampling are not offered: an upstream that asks for
+		// them is told the client does not support them.
+		Capabilities: &mcp.ClientCapabilities{},
+	})
+	if c.eager {
+		u.ensureStarted()
+	}
+	return u, nil
+}
+
+func (u *upstream) String() string { return u.cfg.String() }
+
+// ensureStarted starts the supervisor once.
+func (u *upstream) ensureStarted() {
+	u.start.Do(func() {
+		u.mu.Lock()
+		if u.state == "closed" {
+			u.mu.Unlock()
+			close(u.done)
+			return
+		}
+		u.state = "connecting"
+		u.mu.Unlock()
+		go u.supervise()
+	})
+}
+
+// supervise keeps one session to the upstream until Close: connect, serve
+// until the connection ends (the program died, the HTTP session broke),
+// then connect again after a backoff that doubles up to maxBackoff.
+func (u *upstream) supervise() {
+	defer close(u.done)
+	if u.cfg.url == "" {
+		// The kernel kills a stdio upstream whose parent thread exits
+		// (Pdeathsig, so that it dies with mcpd even on SIGKILL): this
+		// goroutine, which starts every process, keeps its thread.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+	}
+	backoff := minBackoff
+	for {
+		began := time.Now()
+		cs, stop, err := u.connect()
+		if err == nil {
+			u.setSession(cs, nil)
+			u.log.Info("upstream connected", "transport", u.cfg.transport(), "protocol", protocolOf(cs))
+			go u.relist("")
+			err = cs.Wait()
+			u.setSession(nil, connectionEnded(err))
+			stop()
+			if u.ctx.Err() != nil {
+				return
+			}
+			if time.Since(began) > stableAfter {
+				backoff = minBackoff
+			}
+			u.log.Warn("upstream connection ended; reconnecting", "after", backoff, "err", u.redact(fmt.Sprint(connectionEnded(err))))
+		} else {
+			if u.ctx.Err() != nil {
+				u.setSession(nil, errClosed)
+				return
+			}
+			u.setSession(nil, err)
+			u.log.Warn("upstream connection failed; retrying", "after", backoff, "err", u.redact(err.Error()))
+		}
+		select {
+		case <-u.ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, maxBackoff)
+	}
+}
+
+var errClosed = errors.New("the upstream was stopped (config reloaded or mcpd shutting down)")
+
+func connectionEnded(err error) error {
+	if err == nil || errors.Is(err, io.EOF) {
+		return errors.New("the upstream closed the connection")
+	}
+	return fmt.Errorf("the connection to the upstream ended: %w", err)
+}
+
+func protocolOf(cs *mcp.ClientSession) string {
+	if r := cs.InitializeResult(); r != nil {
+		return r.ProtocolVersion
+	}
+	return ""
+}
+
+// setSession records the session (nil: none) and why there is none, and
+// wakes the calls waiting for it.
+func (u *upstream) setSession(cs *mcp.ClientSession, err error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if cs != nil && u.cs == nil && u.lastErr != nil && u.state == "down" {
+		u.restarts++
+	}
+	wasUp := u.state == "up"
+	defer func() {
+		// A block that hides its tools while the upstream is down changes
+		// what it contributes with the state.
+		if e := u.cfg.expose; e != nil && e.hideWhenDown && wasUp != (u.state == "up") {
+			go u.notify()
+		}
+	}()
+	u.cs, u.lastErr = cs, err
+	switch {
+	case u.state == "closed":
+	case cs != nil:
+		u.state = "up"
+	default:
+		u.state = "down"
+	}
+	close(u.changed)
+	u.changed = make(chan struct{})
+}
+
+// connect makes one session: it starts the program of a stdio upstream,
+// or opens the HTTP transport, and runs the handshake within
+// connect_timeout. stop ends what connect started.
+func (u *upstream) connect() (cs *mcp.ClientSession, stop func(), err error) {
+	ctx, cancel := context.WithTimeout(u.ctx, u.cfg.connectTimeout)
+	defer cancel()
+	var t mcp.Transport
+	stop = func() {}
+	if u.cfg.url != "" {
+		t = &mcp.StreamableClientTransport{
+			Endpoint:   u.cfg.url,
+			HTTPClient: &http.Client{Transport: &headerTransport{headers: u.cfg.headers, base: u.httpTransport()}},
+			MaxRetries: 2,
+		}
+	} else {
+		p, err := startProcess(u.cfg, u.log)
+		if err != nil {
+			return nil, nil, err
+		}
+		t, stop = &mcp.IOTransport{Reader: p.stdout, Writer: p.stdin}, p.stop
+	}
+	var opts *mcp.ClientSessionOptions
+	if u.cfg.protocolVersion != "" {
+		opts = &mcp.ClientSessionOptions{ProtocolVersion: u.cfg.protocolVersion}
+	}
+	cs, err = u.client.Connect(ctx, t, opts)
+	if err != nil {
+		stop()
+		if ctx.Err() != nil && u.ctx.Err() == nil {
+			return nil, nil, fmt.Errorf("no answer to the handshake within connect_timeout %s: %w", u.cfg.connectTimeout, err)
+		}
+		return nil, nil, fmt.Errorf("handshake: %w", err)
+	}
+	stopProcess := stop
+	return cs, func() { _ = cs.Close(); stopProcess() }, nil
+}
+
+// session returns the connected session, starting the upstream if it was
+// not and waiting for a connection up to connect_timeout (or ctx).
+func (u *upstream) session(ctx context.Context) (*mcp.ClientSession, error) {
+	u.ensureStarted()
+	timer := time.NewTimer(u.cfg.connectTimeout)
+	defer timer.Stop()
+	for {
+		u.mu.Lock()
+		cs, err, changed, state := u.cs, u.lastErr, u.changed, u.state
+		u.mu.Unlock()
+		if cs != nil {
+			return cs, nil
+		}
+		if state == "closed" {
+			return nil, errClosed
+		}
+		select {
+		case <-changed:
+			continue
+		case <-ctx.Done():
+		case <-timer.C:
+		}
+		if err == nil {
+			return nil, fmt.Errorf("upstream %s is not connected yet", u.cfg.name)
+		}
+		return nil, fmt.Errorf("upstream %s is unavailable: %s", u.cfg.name, u.redact(err.Error()))
+	}
+}
+
+// broken closes a session whose transport failed, so that the supervisor
+// connects again (an HTTP server restarted and forgot the session).
+func (u *upstream) broken(cs *mcp.ClientSession) {
+	u.mu.Lock()
+	current := u.cs == cs
+	u.mu.Unlock()
+	if current {
+		_ = cs.Close()
+	}
+}
+
+// Close stops the supervisor: the session is closed and a stdio upstream's
+// process group killed. It waits a bounded time for that.
+func (u *upstream) Close() error {
+	u.mu.Lock()
+	cs := u.cs
+	u.state = "closed"
+	u.mu.Unlock()
+	u.cancel()
+	u.ensureStarted() // never started: done is closed by it
+	if cs != nil {
+		_ = cs.Close()
+	}
+	select {
+	case <-u.done:
+	case <-time.After(stopGrace + 3*time.Second):
+		u.log.Warn("upstream did not stop in time")
+	}
+	u.mu.Lock()
+	close(u.changed)
+	u.changed = make(chan struct{})
+	u.mu.Unlock()
+	return nil
+}
+
+// Ping checks that the upstream answers (adapter.Pinger, for /readyz).
+func (u *upstream) Ping(ctx context.Context) error {
+	cs, err := u.session(ctx)
+	if err != nil {
+		return err
+	}
+	if protocolOf(cs) >= "2026-07-28" {
+		// ping is gone from the stateless era: a listing is the cheapest
+		// request that proves the server answers.
+		_, err = cs.ListTools(ctx, nil)
+	} else {
+		err = cs.Ping(ctx, nil)
+	}
+	if err != nil {
+		return fmt.Errorf("upstream %s: %s", u.cfg.name, u.redact(err.Error()))
+	}
+	return nil
+}
+
+// ServiceStatus reports the upstream's state, for metrics
+// (adapter.ServiceReporter).
+func (u *upstream) ServiceStatus() adapter.ServiceStatus {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return adapter.ServiceStatus{Name: u.cfg.name, Transport: u.cfg.transport(), State: u.state, Restarts: u.restarts,
+		Calls: u.calls.Load(), Failures: u.failures.Load(), Tools: len(u.listing.tools)}
+}
+
+// redact replaces the block's secrets (header values, env values) in s.
+func (u *upstream) redact(s string) string {
+	for _, sec := range u.cfg.secrets {
+		if len(sec) >= 4 {
+			s = strings.ReplaceAll(s, sec, "[redacted]")
+		}
+	}
+	return s
+}
+
+// onProgress relays an upstream's progress notification to the call that
+// asked for it, by the token mcpd put in the call.
+func (u *upstream) onProgress(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+	key := fmt.Sprint(req.Params.ProgressToken)
+	if f, ok := u.progress.Load(key); ok {
+		f.(func(float64, float64, string))(req.Params.Progress, req.Params.Total, req.Params.Message)
+	}
+}
+
+// progressToken registers report for the progress of one call and returns
+// the token to send and the function that forgets it.
+func (u *upstream) progressToken(report func(float64, float64, string)) (string, func()) {
+	key := "mcpd-" + strconv.FormatInt(u.progressSeq.Add(1), 10)
+	u.progress.Store(key, report)
+	return key, func() { u.progress.Delete(key) }
+}
+
+// httpTransport is the upstream's connection pool: one per upstream, with
+// room for many idle connections, since concurrent calls each hold one
+// (net/http's default keeps 2 per host, and a burst of calls would open
+// and close connections on every call).
+func (u *upstream) httpTransport() http.RoundTripper {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = 256
+	t.MaxIdleConnsPerHost = 256
+	return t
+}
+
+// headerTransport adds the block's headers to every request.
+type headerTransport struct {
+	headers map[string]string
+	base    http.RoundTripper
+}
+
+func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if len(t.headers) > 0 {
+		r = r.Clone(r.Context())
+		for k, v := range t.headers {
+			r.Header.Set(k, v)
+		}
+	}
+	return t.base.RoundTrip(r)
+}
+
+// process is a stdio upstream's running program.
+type process struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stdout io.ReadCloser
+	stop   func()
+}
