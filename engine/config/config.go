@@ -80,6 +80,44 @@ type Server struct {
 	// DefaultToolset, when set, names the toolset that /mcp and stdio
 	// without --toolset serve; unset, they serve everything.
 	DefaultToolset *hcl.Attribute `hcl:"default_toolset,optional"`
+	// State is the shared-state block: the Redis that the replicas of one
+	// deployment share their limits (and cache) through. nil: all state is
+	// in this process.
+	State *State `hcl:"state,block"`
+}
+
+// State is the server's `state { ... }` block. Its attributes are kept as
+// attributes, evaluated (with env() and file()) and checked by package
+// sharedstate, which can then blame their ranges.
+type State struct {
+	// Redis is the URL, redis://[user:password@]host:port[/db] or
+	// rediss:// for TLS.
+	Redis    *hcl.Attribute `hcl:"redis,optional"`
+	Username *hcl.Attribute `hcl:"username,optional"`
+	Password *hcl.Attribute `hcl:"password,optional"`
+	// KeyPrefix namespaces every key (default "mcpd:<server name>").
+	KeyPrefix *hcl.Attribute `hcl:"key_prefix,optional"`
+	// OnFailure is what limits do while Redis does not answer, "open" or
+	// "closed": the default of the tools' on_state_failure.
+	OnFailure *hcl.Attribute `hcl:"on_failure,optional"`
+	// Timeout bounds one Redis operation (and a connection's dial).
+	Timeout   *hcl.Attribute `hcl:"timeout,optional"`
+	TLS       *StateTLS      `hcl:"tls,block"`
+	DeclRange hcl.Range      `hcl:",def_range"`
+
+	// Dir is the directory of the file the block is declared in, for
+	// file() and the TLS files.
+	Dir string
+}
+
+// StateTLS is the `tls { ... }` block of a state block (with a rediss://
+// URL).
+type StateTLS struct {
+	CAFile     *hcl.Attribute `hcl:"ca_file,optional"`
+	CertFile   *hcl.Attribute `hcl:"cert_file,optional"`
+	KeyFile    *hcl.Attribute `hcl:"key_file,optional"`
+	ServerName *hcl.Attribute `hcl:"server_name,optional"`
+	DeclRange  hcl.Range      `hcl:",def_range"`
 }
 
 // Tool is one `tool "name" { ... }` block.
@@ -116,6 +154,14 @@ type Tool struct {
 	MaxConcurrency *hcl.Attribute `hcl:"max_concurrency,optional"`
 	QueueTimeout   *hcl.Attribute `hcl:"queue_timeout,optional"`
 	RateLimit      *RateLimit     `hcl:"rate_limit,block"`
+	// ConcurrencyScope is "replica" (the default: max_concurrency counts
+	// this process's calls) or "global" (leases in the shared state count
+	// every replica's).
+	ConcurrencyScope *hcl.Attribute `hcl:"concurrency_scope,optional"`
+	// OnStateFailure is "open" or "closed": what the tool's shared limits
+	// do while the shared state does not answer (default: the state
+	// block's on_failure).
+	OnStateFailure *hcl.Attribute `hcl:"on_state_failure,optional"`
 }
 
 // RateLimit is a tool's `rate_limit { ... }` block: token buckets for the
@@ -125,6 +171,9 @@ type RateLimit struct {
 	PerTool   *hcl.Attribute `hcl:"per_tool,optional"`
 	PerCaller *hcl.Attribute `hcl:"per_caller,optional"`
 	Burst     *hcl.Attribute `hcl:"burst,optional"`
+	// Scope is "global" (the default with a state block: the rates hold
+	// across every replica) or "replica" (each process counts alone).
+	Scope     *hcl.Attribute `hcl:"scope,optional"`
 	DeclRange hcl.Range      `hcl:",def_range"`
 }
 
