@@ -74,6 +74,27 @@ type Server struct {
 	// caps every tool's timeout (docs/security.md, "Limits").
 	DefaultTimeout *hcl.Attribute `hcl:"default_timeout,optional"`
 	MaxTimeout     *hcl.Attribute `hcl:"max_timeout,optional"`
+
+	// Cache holds the defaults of the tools' cache blocks and the bound
+	// of the whole result cache (docs/config.md, "cache"). It caches
+	// nothing by itself: a tool opts in with its own cache block.
+	Cache *Cache `hcl:"cache,block"`
+}
+
+// Cache is a `cache { ... }` block: on a read-only tool, how long its
+// results are reused; in the server block, the defaults of the tools'
+// blocks and, with max_bytes, the bound of the in-memory cache.
+type Cache struct {
+	// TTL is how long a result is reused ("30s").
+	TTL *hcl.Attribute `hcl:"ttl,optional"`
+	// Shared makes one result serve every caller; by default each
+	// principal has its own entries.
+	Shared *hcl.Attribute `hcl:"shared,optional"`
+	// MaxEntryBytes bounds one result; larger ones are not cached.
+	MaxEntryBytes *hcl.Attribute `hcl:"max_entry_bytes,optional"`
+	// MaxBytes bounds the whole in-memory cache (server block only).
+	MaxBytes  *hcl.Attribute `hcl:"max_bytes,optional"`
+	DeclRange hcl.Range      `hcl:",def_range"`
 }
 
 // Tool is one `tool "name" { ... }` block.
@@ -110,6 +131,8 @@ type Tool struct {
 	MaxConcurrency *hcl.Attribute `hcl:"max_concurrency,optional"`
 	QueueTimeout   *hcl.Attribute `hcl:"queue_timeout,optional"`
 	RateLimit      *RateLimit     `hcl:"rate_limit,block"`
+	// Cache reuses the tool's results for a time; read-only tools only.
+	Cache *Cache `hcl:"cache,block"`
 }
 
 // RateLimit is a tool's `rate_limit { ... }` block: token buckets for the

@@ -19,6 +19,7 @@ import (
 	"github.com/zclconf/go-cty/cty/function"
 
 	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/cache"
 	"github.com/mcpd/mcpd/engine/config"
 	"github.com/mcpd/mcpd/engine/funcs"
 	"github.com/mcpd/mcpd/engine/redact"
@@ -44,6 +45,10 @@ type Snapshot struct {
 	access    *access // see access.go
 
 	redactor *redact.Redactor // nil: no secrets
+
+	// memCache is the in-memory result cache, carried over by a reload
+	// with the same bound; nil when no tool is cached.
+	memCache *cache.Memory
 
 	mu       sync.Mutex
 	inflight int
@@ -96,6 +101,8 @@ func Build(cfg *config.Config, reg *adapter.Registry, prev *Snapshot, defaultVer
 	secrets := recordSecrets(cfg)
 	ft := funcTables{opts: funcs.Options{UnsetEnvUnknown: cfg.UnsetEnvUnknown}, tables: map[string]map[string]function.Function{}}
 	sl, diags := compileServerLimits(cfg.Server)
+	sc, cacheDiags := compileServerCache(cfg.Server)
+	diags = append(diags, cacheDiags...)
 	diags = append(diags, stateDiags...)
 	diags = append(diags, s.openBackends(cfg, reg, prev, ft)...)
 	backend := &backendSet{live: s.backends, declared: map[string][]string{}}
@@ -103,7 +110,7 @@ func Build(cfg *config.Config, reg *adapter.Registry, prev *Snapshot, defaultVer
 		backend.declared[bc.Type] = append(backend.declared[bc.Type], bc.Name)
 	}
 	for _, tc := range cfg.Tools {
-		t, d := compileTool(tc, reg, backend, ft, sl, cfg.Server != nil && cfg.Server.ConfirmDestructive)
+		t, d := compileTool(tc, reg, backend, ft, sl, sc, cfg.Server != nil && cfg.Server.ConfirmDestructive)
 		diags = append(diags, d...)
 		if t != nil {
 			if prev != nil {
@@ -146,6 +153,7 @@ func Build(cfg *config.Config, reg *adapter.Registry, prev *Snapshot, defaultVer
 		return nil, diags
 	}
 	s.setRedactor(secrets.Redactor())
+	s.initCache(cfg, prev, sc, secrets.Values())
 	s.initAccess()
 	return s, diags
 }
