@@ -121,6 +121,14 @@ func watchState(m *telemetry.Metrics, r *reload.Reloader, srv *serve.Server, cur
 		return telemetry.ConfigState{Generation: st.Generation(), Successes: st.Reloads, Failures: st.Failures, LastSuccess: st.LastOK}
 	})
 	m.WatchSessions(srv.SessionCount)
+	m.WatchCache(func() (telemetry.CacheStats, bool) {
+		mc := current.Load().MemoryCache()
+		if mc == nil {
+			return telemetry.CacheStats{}, false
+		}
+		st := mc.Stats()
+		return telemetry.CacheStats{Entries: st.Entries, Bytes: st.Bytes, MaxBytes: mc.MaxBytes(), Evictions: st.Evictions}, true
+	})
 	m.WatchPools(func() []adapter.PoolStats {
 		var out []adapter.PoolStats
 		current.Load().Backends(func(_, _ string, b adapter.Backend) {

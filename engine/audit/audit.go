@@ -67,6 +67,10 @@ type Entry struct {
 	// Generation is the config generation that answered (1 for the config
 	// loaded at start, one more per successful reload).
 	Generation int `json:"config_generation"`
+	// Cache is the result cache's part in a call of a cached tool: "hit"
+	// (answered from the cache: the tool did not run), "miss" or "error"
+	// (the shared store failed); absent for a tool that is not cached.
+	Cache string `json:"cache,omitempty"`
 }
 
 // MarshalJSON writes the line's fields in a fixed order, time first.

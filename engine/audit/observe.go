@@ -29,7 +29,7 @@ func (l *Logger) ObserveCall(c *event.Call) {
 		RequestID: strconv.FormatUint(rand.Uint64(), 16),
 		Transport: c.Transport, Protocol: c.Protocol, Client: c.Client,
 		Kind: c.Kind, Name: c.Target, Outcome: c.Outcome, BytesOut: c.ResultBytes, Error: c.Error,
-		Generation: c.Generation,
+		Generation: c.Generation, Cache: c.Cache,
 	}
 	red := c.Snapshot.Redactor()
 	switch r := c.Request.(type) {

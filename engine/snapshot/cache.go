@@ -402,6 +402,7 @@ func (s *Snapshot) UseSharedCache(st cache.Store) {
 			t.cache.store = st
 		}
 	}
+	s.memCache = nil
 }
 
 // MemoryCache is the snapshot's in-memory result cache, for its metrics;
