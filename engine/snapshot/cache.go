@@ -310,8 +310,8 @@ func (c *toolCache) lookup(ctx context.Context, tool string, args, inputs map[st
 	if r, ok := e.Decoded.(*mcp.CallToolResult); ok {
 		cached = r
 	} else {
-		cached = new(mcp.CallToolResult)
-		if err := json.Unmarshal(e.Value, cached); err != nil {
+		var err error
+		if cached, err = decodeResult(e.Value); err != nil {
 			// Not a result this version can read: a miss, overwritten.
 			return nil, &cacheFill{key: key}, CacheMiss
 		}
@@ -416,4 +416,53 @@ func (t *Tool) CacheMaxEntryBytes() int {
 		return 0
 	}
 	return t.cache.maxEntry
+}
+
+// wireResult is a stored result as decodeResult reads it: the structured
+// content is kept as its JSON, which is how it is sent again, and the
+// contents one by one.
+type wireResult struct {
+	Content           []json.RawMessage `json:"content"`
+	StructuredContent json.RawMessage   `json:"structuredContent"`
+}
+
+// wireText is a content block read as text content; any other field makes
+// it a block for the SDK to decode.
+type wireText struct {
+	Type        string          `json:"type"`
+	Text        string          `json:"text"`
+	Annotations json.RawMessage `json:"annotations"`
+	Meta        json.RawMessage `json:"_meta"`
+}
+
+// decodeResult decodes a result a shared store returned. It costs a
+// fraction of the SDK's CallToolResult.UnmarshalJSON, which decoded the
+// structured content into maps only for it to be encoded again: text
+// blocks (nearly every result) are decoded here, the structured content
+// is kept as JSON, and only other blocks go through the SDK.
+func decodeResult(b []byte) (*mcp.CallToolResult, error) {
+	var w wireResult
+	if err := json.Unmarshal(b, &w); err != nil {
+		return nil, err
+	}
+	out := &mcp.CallToolResult{Content: make([]mcp.Content, 0, len(w.Content))}
+	for _, raw := range w.Content {
+		var t wireText
+		if err := json.Unmarshal(raw, &t); err != nil {
+			return nil, err
+		}
+		if t.Type == "text" && t.Annotations == nil && t.Meta == nil {
+			out.Content = append(out.Content, &mcp.TextContent{Text: t.Text})
+			continue
+		}
+		var one mcp.CallToolResult
+		if err := json.Unmarshal([]byte(`{"content":[`+string(raw)+`]}`), &one); err != nil {
+			return nil, err
+		}
+		out.Content = append(out.Content, one.Content...)
+	}
+	if len(w.StructuredContent) > 0 && string(w.StructuredContent) != "null" {
+		out.StructuredContent = w.StructuredContent
+	}
+	return out, nil
 }
