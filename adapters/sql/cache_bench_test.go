@@ -12,12 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	sqladapter "github.com/mcpd/mcpd/adapters/sql"
 	"github.com/mcpd/mcpd/engine/adapter"
-	"github.com/mcpd/mcpd/engine/cache"
 	"github.com/mcpd/mcpd/engine/loader"
+	"github.com/mcpd/mcpd/engine/sharedstate/sharedstatetest"
 	"github.com/mcpd/mcpd/engine/snapshot"
 )
 
@@ -95,26 +93,21 @@ func BenchmarkCacheHit(b *testing.B) {
 		n := b.N
 		b.ReportMetric(float64((processCPU()-cpu0).Nanoseconds())/float64(n), "cpu-ns/op")
 	}
-	plain, mem, onRedis := load(string(src)), load(cached), load(cached)
+	plain, mem := load(string(src)), load(cached)
 	b.Run("uncached", func(b *testing.B) { run(b, plain, "") })
 	b.Run("memory-hit", func(b *testing.B) { run(b, mem, "hit") })
 	b.Run("redis-hit", func(b *testing.B) {
-		rc := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
-		defer rc.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		if err := rc.Ping(ctx).Err(); err != nil {
-			b.Skipf("no Redis at 127.0.0.1:6379: %v", err)
-		}
-		prefix := fmt.Sprintf("mcpd-bench:%d:%d:", os.Getpid(), time.Now().UnixNano())
-		defer func() {
-			keys, _ := rc.Keys(context.Background(), prefix+"*").Result()
-			if len(keys) > 0 {
-				rc.Del(context.Background(), keys...)
+		url := sharedstatetest.URL(b)
+		state := fmt.Sprintf("server {\n  name = \"bench\"\n  state {\n    redis      = %q\n    key_prefix = %q\n  }\n}\n", url, sharedstatetest.Prefix(b, url))
+		s := load(state + cached)
+		deadline := time.Now().Add(10 * time.Second)
+		for !s.State().Healthy() {
+			if time.Now().After(deadline) {
+				b.Fatal("the shared state never came up")
 			}
-		}()
-		onRedis.UseSharedCache(cache.NewRedis(rc, func(h string) string { return prefix + h }, 1<<20))
-		run(b, onRedis, "hit")
+			time.Sleep(10 * time.Millisecond)
+		}
+		run(b, s, "hit")
 	})
 }
 

@@ -79,6 +79,11 @@ type Server struct {
 	// of the whole result cache (docs/config.md, "cache"). It caches
 	// nothing by itself: a tool opts in with its own cache block.
 	Cache *Cache `hcl:"cache,block"`
+
+	// State is the shared-state block: the Redis that the replicas of one
+	// deployment share their limits (and cache) through. nil: all state is
+	// in this process.
+	State *State `hcl:"state,block"`
 }
 
 // Cache is a `cache { ... }` block: on a read-only tool, how long its
@@ -95,6 +100,40 @@ type Cache struct {
 	// MaxBytes bounds the whole in-memory cache (server block only).
 	MaxBytes  *hcl.Attribute `hcl:"max_bytes,optional"`
 	DeclRange hcl.Range      `hcl:",def_range"`
+}
+
+// State is the server's `state { ... }` block. Its attributes are kept as
+// attributes, evaluated (with env() and file()) and checked by package
+// sharedstate, which can then blame their ranges.
+type State struct {
+	// Redis is the URL, redis://[user:password@]host:port[/db] or
+	// rediss:// for TLS.
+	Redis    *hcl.Attribute `hcl:"redis,optional"`
+	Username *hcl.Attribute `hcl:"username,optional"`
+	Password *hcl.Attribute `hcl:"password,optional"`
+	// KeyPrefix namespaces every key (default "mcpd:<server name>").
+	KeyPrefix *hcl.Attribute `hcl:"key_prefix,optional"`
+	// OnFailure is what limits do while Redis does not answer, "open" or
+	// "closed": the default of the tools' on_state_failure.
+	OnFailure *hcl.Attribute `hcl:"on_failure,optional"`
+	// Timeout bounds one Redis operation (and a connection's dial).
+	Timeout   *hcl.Attribute `hcl:"timeout,optional"`
+	TLS       *StateTLS      `hcl:"tls,block"`
+	DeclRange hcl.Range      `hcl:",def_range"`
+
+	// Dir is the directory of the file the block is declared in, for
+	// file() and the TLS files.
+	Dir string
+}
+
+// StateTLS is the `tls { ... }` block of a state block (with a rediss://
+// URL).
+type StateTLS struct {
+	CAFile     *hcl.Attribute `hcl:"ca_file,optional"`
+	CertFile   *hcl.Attribute `hcl:"cert_file,optional"`
+	KeyFile    *hcl.Attribute `hcl:"key_file,optional"`
+	ServerName *hcl.Attribute `hcl:"server_name,optional"`
+	DeclRange  hcl.Range      `hcl:",def_range"`
 }
 
 // Tool is one `tool "name" { ... }` block.
@@ -131,6 +170,14 @@ type Tool struct {
 	MaxConcurrency *hcl.Attribute `hcl:"max_concurrency,optional"`
 	QueueTimeout   *hcl.Attribute `hcl:"queue_timeout,optional"`
 	RateLimit      *RateLimit     `hcl:"rate_limit,block"`
+	// ConcurrencyScope is "replica" (the default: max_concurrency counts
+	// this process's calls) or "global" (leases in the shared state count
+	// every replica's).
+	ConcurrencyScope *hcl.Attribute `hcl:"concurrency_scope,optional"`
+	// OnStateFailure is "open" or "closed": what the tool's shared limits
+	// do while the shared state does not answer (default: the state
+	// block's on_failure).
+	OnStateFailure *hcl.Attribute `hcl:"on_state_failure,optional"`
 	// Cache reuses the tool's results for a time; read-only tools only.
 	Cache *Cache `hcl:"cache,block"`
 }
@@ -142,6 +189,9 @@ type RateLimit struct {
 	PerTool   *hcl.Attribute `hcl:"per_tool,optional"`
 	PerCaller *hcl.Attribute `hcl:"per_caller,optional"`
 	Burst     *hcl.Attribute `hcl:"burst,optional"`
+	// Scope is "global" (the default with a state block: the rates hold
+	// across every replica) or "replica" (each process counts alone).
+	Scope     *hcl.Attribute `hcl:"scope,optional"`
 	DeclRange hcl.Range      `hcl:",def_range"`
 }
 

@@ -201,6 +201,9 @@ func decodeFile(cfg *Config, body hcl.Body, dir string, blocks Blocks) hcl.Diagn
 			})
 			continue
 		}
+		if s.State != nil {
+			s.State.Dir = dir
+		}
 		cfg.Server = s
 	}
 	diags = append(diags, mergeAuth(cfg, fc.Auths, dir)...)

@@ -43,9 +43,6 @@ const (
 	DefaultCacheTTL           = 30 * time.Second
 	DefaultCacheMaxEntryBytes = 1 << 20  // 1 MiB
 	DefaultCacheMaxBytes      = 64 << 20 // 64 MiB
-	// cacheOpTimeout bounds a lookup or store in a shared store: past it
-	// the call goes on without the cache.
-	cacheOpTimeout = 250 * time.Millisecond
 )
 
 // CacheMetaKey is the _meta key of a cacheable tool's result: a
@@ -303,7 +300,11 @@ func (c *toolCache) lookup(ctx context.Context, tool string, args, inputs map[st
 	case errors.Is(err, cache.ErrMiss):
 		return nil, &cacheFill{key: key}, CacheMiss
 	case err != nil:
-		slog.Warn("result cache unavailable; calling the tool", "tool", tool, "store", c.store.Kind(), "err", err)
+		// While Redis is known to be down, the shared state logs its
+		// transitions; each call does not.
+		if !errors.Is(err, cache.ErrUnavailable) {
+			slog.Warn("result cache unavailable; calling the tool", "tool", tool, "store", c.store.Kind(), "err", err)
+		}
 		return nil, nil, CacheError
 	}
 	var cached *mcp.CallToolResult
@@ -325,13 +326,15 @@ func (c *toolCache) lookup(ctx context.Context, tool string, args, inputs map[st
 	return &out, nil, CacheHit
 }
 
-// opContext bounds an operation of a shared store; the memory store needs
-// no context.
+// opContext is the context of an operation of a shared store: not
+// cancelled with the call (a result is stored after the call's timeout
+// has been released), bounded by the state block's timeout, which the
+// client applies to every command. The memory store needs no context.
 func (c *toolCache) opContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	if _, ok := c.store.(*cache.Memory); ok {
 		return ctx, func() {}
 	}
-	return context.WithTimeout(context.WithoutCancel(ctx), cacheOpTimeout)
+	return context.WithoutCancel(ctx), func() {}
 }
 
 // fill stores res, the redacted result of a miss, unless it is an error or
@@ -349,7 +352,9 @@ func (c *toolCache) fill(ctx context.Context, tool string, f *cacheFill, status 
 			err = c.store.Set(ctx, f.key, cache.Entry{Value: b, Decoded: &stored, At: time.Now()}, c.ttl)
 			cancel()
 			if err != nil {
-				slog.Warn("result cache unavailable; the result is not stored", "tool", tool, "store", c.store.Kind(), "err", err)
+				if !errors.Is(err, cache.ErrUnavailable) {
+					slog.Warn("result cache unavailable; the result is not stored", "tool", tool, "store", c.store.Kind(), "err", err)
+				}
 				status = CacheError
 			}
 		}
@@ -361,9 +366,11 @@ func (c *toolCache) fill(ctx context.Context, tool string, f *cacheFill, status 
 	return res
 }
 
-// initCache gives every cached tool its fingerprint and the store: the
-// in-memory LRU, taken over from prev when its bound is unchanged, so
-// that a reload keeps the entries of the tools it does not change.
+// initCache gives every cached tool its fingerprint and the store: Redis
+// when the server has a state block, so that replicas share results;
+// otherwise the in-memory LRU, taken over from prev when its bound is
+// unchanged, so that a reload keeps the entries of the tools it does not
+// change.
 func (s *Snapshot) initCache(cfg *config.Config, prev *Snapshot, sc serverCache, secrets []string) {
 	var cached []*Tool
 	for _, t := range s.Tools {
@@ -374,10 +381,18 @@ func (s *Snapshot) initCache(cfg *config.Config, prev *Snapshot, sc serverCache,
 	if len(cached) == 0 {
 		return
 	}
-	if prev != nil && prev.memCache != nil && prev.memCache.MaxBytes() == sc.maxBytes {
-		s.memCache = prev.memCache
+	var store cache.Store
+	if st := s.state; st != nil {
+		// Each tool's max_entry_bytes bounds what it stores; the store's
+		// own bound is the largest allowed.
+		store = cache.NewRedis(st.Client(), func(h string) string { return st.Key("cache", h) }, 1<<30, st)
 	} else {
-		s.memCache = cache.NewMemory(sc.maxBytes)
+		if prev != nil && prev.memCache != nil && prev.memCache.MaxBytes() == sc.maxBytes {
+			s.memCache = prev.memCache
+		} else {
+			s.memCache = cache.NewMemory(sc.maxBytes)
+		}
+		store = s.memCache
 	}
 	decls := make(map[string]*config.Tool, len(cfg.Tools))
 	for _, tc := range cfg.Tools {
@@ -386,23 +401,8 @@ func (s *Snapshot) initCache(cfg *config.Config, prev *Snapshot, sc serverCache,
 	backends, secs := fingerprintInputs(s, secrets)
 	for _, t := range cached {
 		t.cache.fingerprint = toolFingerprint(decls[t.Def.Name], cfg, backends, secs)
-		t.cache.store = s.memCache
+		t.cache.store = store
 	}
-}
-
-// UseSharedCache makes st (Redis) the store of the snapshot's cached
-// tools instead of the in-memory one, so that replicas share results. It
-// must be called before the snapshot serves.
-func (s *Snapshot) UseSharedCache(st cache.Store) {
-	if st == nil {
-		return
-	}
-	for _, t := range s.Tools {
-		if t.cache != nil {
-			t.cache.store = st
-		}
-	}
-	s.memCache = nil
 }
 
 // MemoryCache is the snapshot's in-memory result cache, for its metrics;

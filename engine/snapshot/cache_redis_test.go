@@ -4,10 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
-	"os"
-	"os/exec"
-	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,54 +12,29 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/mcpd/mcpd/engine/cache"
+	"github.com/mcpd/mcpd/engine/sharedstate/sharedstatetest"
 )
 
-// redisAt returns a client of the Redis at addr, or skips the test when
-// none answers, unless MCPD_TEST_REQUIRE_REDIS is set (CI): then it fails.
-func redisAt(t *testing.T, addr string) *redis.Client {
-	t.Helper()
-	c := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second, MaxRetries: -1})
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	if err := c.Ping(ctx).Err(); err != nil {
-		c.Close()
-		if os.Getenv("MCPD_TEST_REQUIRE_REDIS") != "" {
-			t.Fatalf("MCPD_TEST_REQUIRE_REDIS is set and Redis at %s does not answer: %v", addr, err)
-		}
-		t.Skipf("no Redis at %s: %v", addr, err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
+// stateBlock is a server's state block on the Redis at url.
+func stateBlock(url, prefix string) string {
+	return fmt.Sprintf("  state {\n    redis      = %q\n    key_prefix = %q\n  }\n", url, prefix)
 }
 
-// uniquePrefix namespaces a test's keys in a shared Redis.
-func uniquePrefix(t *testing.T) string {
-	return fmt.Sprintf("mcpd-test:%s:%d:%d:", t.Name(), os.Getpid(), time.Now().UnixNano())
-}
-
-func redisStore(c redis.UniversalClient, prefix string) *cache.Redis {
-	return cache.NewRedis(c, func(h string) string { return prefix + "cache:" + h }, 1<<20)
-}
-
-// Two engines (two replicas' snapshots) sharing one Redis: a result one
-// computed is a hit on the other, the backend runs once; two principals
-// still do not share; every key is a hash under the prefix, with a TTL.
+// Two engines (two replicas' snapshots of one config with a state block)
+// sharing one Redis: a result one computed is a hit on the other, the
+// backend runs once; two principals still do not share; every key is the
+// prefix and a hash, with the TTL.
 func TestCacheRedisSharedBetweenReplicas(t *testing.T) {
-	rc := redisAt(t, "127.0.0.1:6379")
-	prefix := uniquePrefix(t)
-	t.Cleanup(func() {
-		keys, _ := rc.Keys(context.Background(), prefix+"*").Result()
-		if len(keys) > 0 {
-			rc.Del(context.Background(), keys...)
-		}
-	})
-	cfg := cachedConfig(`ttl = "1m"`, "")
+	url := sharedstatetest.URL(t)
+	prefix := sharedstatetest.Prefix(t, url)
+	cfg := cachedConfigWith(stateBlock(url, prefix), `ttl = "1m"`, "")
 	fa, fb := newFake(), newFake()
 	a, _ := build(t, fa.register(), nil, cfg)
 	b, _ := build(t, fb.register(), nil, cfg)
-	a.UseSharedCache(redisStore(rc, prefix))
-	b.UseSharedCache(redisStore(rc, prefix))
+	if a.MemoryCache() != nil {
+		t.Error("a state block, yet an in-memory cache")
+	}
+	waitFor(t, func() bool { return a.State().Healthy() && b.State().Healthy() })
 
 	args := json.RawMessage(`{"id":42}`)
 	first := call(tool(t, a, "lookup"), as("ann"), args, nil)
@@ -79,7 +51,10 @@ func TestCacheRedisSharedBetweenReplicas(t *testing.T) {
 	if other := call(tool(t, b, "lookup"), as("bob"), args, nil); cacheStatus(other) != "miss" {
 		t.Errorf("another principal on replica b: %q, want miss", cacheStatus(other))
 	}
-	keys, err := rc.Keys(context.Background(), prefix+"*").Result()
+	opts, _ := redis.ParseURL(url)
+	rc := redis.NewClient(opts)
+	defer rc.Close()
+	keys, err := rc.Keys(context.Background(), prefix+":*").Result()
 	if err != nil || len(keys) != 2 {
 		t.Fatalf("keys under the prefix: %v %v, want 2", keys, err)
 	}
@@ -88,66 +63,23 @@ func TestCacheRedisSharedBetweenReplicas(t *testing.T) {
 		if ttl <= 0 || ttl > time.Minute {
 			t.Errorf("key %s has TTL %s, want (0, 1m]", k, ttl)
 		}
-		if len(k) != len(prefix)+len("cache:")+64 {
+		if !strings.HasPrefix(k, prefix+":cache:") || len(k) != len(prefix)+len(":cache:")+64 || strings.Contains(k, "ann") {
 			t.Errorf("key %q is not the prefix and a hash", k)
 		}
 	}
-}
-
-// startRedis starts a redis-server of the test's own on a free port.
-func startRedis(t *testing.T, port int) *exec.Cmd {
-	t.Helper()
-	path, err := exec.LookPath("redis-server")
-	if err != nil {
-		if os.Getenv("MCPD_TEST_REQUIRE_REDIS") != "" {
-			t.Fatal("MCPD_TEST_REQUIRE_REDIS is set and there is no redis-server")
-		}
-		t.Skip("no redis-server")
-	}
-	cmd := exec.Command(path, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if c, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(port)); err == nil {
-			c.Close()
-			return cmd
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("redis-server did not start")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-func freePort(t *testing.T) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // A Redis killed while calls run: every call still answers (the tool
 // runs; the cache is never fail-closed) and the failures are counted as
 // cache errors; once Redis is back, results are cached again.
 func TestCacheRedisKilledFallsBack(t *testing.T) {
-	port := freePort(t)
-	srv := startRedis(t, port)
-	rc := redisAt(t, "127.0.0.1:"+strconv.Itoa(port))
+	srv := sharedstatetest.NewServer(t)
 	f := newFake()
-	s, _ := build(t, f.register(), nil, cachedConfig(`ttl = "1m"`, ""))
-	s.UseSharedCache(redisStore(rc, uniquePrefix(t)))
+	s, _ := build(t, f.register(), nil, cachedConfigWith(stateBlock(srv.URL(), "killed"), `ttl = "1m"`, ""))
+	waitFor(t, s.State().Healthy)
 	tl := tool(t, s, "lookup")
 
-	var failed, errs atomic.Int32
-	var n atomic.Int32
+	var failed, errs, n atomic.Int32
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for w := range 4 {
@@ -182,22 +114,22 @@ func TestCacheRedisKilledFallsBack(t *testing.T) {
 		}
 	}
 	waitCalls(50)
-	srv.Process.Kill()
-	srv.Wait()
-	waitCalls(50)
+	srv.Kill()
+	waitCalls(200)
 	if errs.Load() == 0 {
 		t.Error("no call counted a cache error with Redis down")
 	}
-	startRedis(t, port)
-	// Recovery: a repeated call is a hit again within seconds.
-	deadline := time.Now().Add(20 * time.Second)
+	srv.Start()
+	// Recovery: a repeated call is a hit again within seconds (the state's
+	// probe backs off up to 5s).
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		call(tl, as("ann"), json.RawMessage(`{"id":999}`), nil)
 		if cacheStatus(call(tl, as("ann"), json.RawMessage(`{"id":999}`), nil)) == "hit" {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("no hit within 20s of Redis coming back")
+			t.Fatal("no hit within 30s of Redis coming back")
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

@@ -19,7 +19,17 @@ import (
 // cachedConfig is a read-only tool that echoes its arguments, counting
 // its backend's calls, with the given cache block body.
 func cachedConfig(cacheBody, extra string) map[string]string {
+	return cachedConfigWith("", cacheBody, extra)
+}
+
+// cachedConfigWith is cachedConfig with a server block's body.
+func cachedConfigWith(server, cacheBody, extra string) map[string]string {
 	return map[string]string{"tools.hcl": `
+server {
+  name = "cache-test"
+` + server + `
+}
+
 fake_backend "b" {
   setting = "x"
 }

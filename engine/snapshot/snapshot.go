@@ -24,6 +24,7 @@ import (
 	"github.com/mcpd/mcpd/engine/funcs"
 	"github.com/mcpd/mcpd/engine/redact"
 	"github.com/mcpd/mcpd/engine/requeststate"
+	"github.com/mcpd/mcpd/engine/sharedstate"
 )
 
 // Snapshot is one compiled config. Its exported lists are in declaration
@@ -49,6 +50,11 @@ type Snapshot struct {
 	// memCache is the in-memory result cache, carried over by a reload
 	// with the same bound; nil when no tool is cached.
 	memCache *cache.Memory
+
+	// state is the shared state of the server's state block; nil: none
+	// (every limit is this process's). Like a backend it is taken over by
+	// the next snapshot when its settings are unchanged.
+	state *sharedstate.Store
 
 	mu       sync.Mutex
 	inflight int
@@ -104,6 +110,7 @@ func Build(cfg *config.Config, reg *adapter.Registry, prev *Snapshot, defaultVer
 	sc, cacheDiags := compileServerCache(cfg.Server)
 	diags = append(diags, cacheDiags...)
 	diags = append(diags, stateDiags...)
+	diags = append(diags, s.openState(cfg, prev, secrets)...)
 	diags = append(diags, s.openBackends(cfg, reg, prev, ft)...)
 	backend := &backendSet{live: s.backends, declared: map[string][]string{}}
 	for _, bc := range cfg.Backends {
@@ -253,8 +260,40 @@ func (ft funcTables) get(dir string) map[string]function.Function {
 	return t
 }
 
-// closeBackends closes the backends s opened that keep is not using.
+// openState compiles the server's state block and opens its Store, or
+// takes prev's over when the block is unchanged. The values its env() and
+// file() calls read go to secrets: a Redis password is redacted like a
+// backend's.
+func (s *Snapshot) openState(cfg *config.Config, prev *Snapshot, secrets *redact.Set) hcl.Diagnostics {
+	if cfg.Server == nil || cfg.Server.State == nil {
+		return nil
+	}
+	sc := cfg.Server.State
+	ectx := &hcl.EvalContext{Functions: funcs.TableWith(sc.Dir, funcs.Options{Secrets: secrets, UnsetEnvUnknown: cfg.UnsetEnvUnknown})}
+	settings, diags := sharedstate.Compile(sc, s.Server.Name, ectx)
+	if settings == nil || diags.HasErrors() {
+		return diags
+	}
+	if prev != nil && prev.state != nil && prev.state.Settings().Fingerprint() == settings.Fingerprint() {
+		s.state = prev.state
+		return diags
+	}
+	s.state = sharedstate.Open(settings, slog.Default())
+	return diags
+}
+
+// State returns the shared state of the server's state block, or nil when
+// there is none: its users then keep their state in memory.
+func (s *Snapshot) State() *sharedstate.Store { return s.state }
+
+// closeBackends closes the backends s opened that keep is not using, and
+// its shared-state store unless keep took it over.
 func (s *Snapshot) closeBackends(keep *Snapshot) {
+	if s.state != nil && (keep == nil || keep.state != s.state) {
+		if err := s.state.Close(); err != nil {
+			slog.Warn("closing shared state", "err", err)
+		}
+	}
 	for key, lb := range s.backends {
 		if keep != nil {
 			if other, ok := keep.backends[key]; ok && other == lb {
