@@ -20,6 +20,7 @@ import (
 	"github.com/mcpd/mcpd/engine/buildinfo"
 	"github.com/mcpd/mcpd/engine/reload"
 	"github.com/mcpd/mcpd/engine/serve"
+	"github.com/mcpd/mcpd/engine/sharedstate"
 	"github.com/mcpd/mcpd/engine/snapshot"
 	"github.com/mcpd/mcpd/engine/telemetry"
 )
@@ -129,6 +130,7 @@ func watchState(m *telemetry.Metrics, r *reload.Reloader, srv *serve.Server, cur
 		st := mc.Stats()
 		return telemetry.CacheStats{Entries: st.Entries, Bytes: st.Bytes, MaxBytes: mc.MaxBytes(), Evictions: st.Evictions}, true
 	})
+	m.WatchSharedState(func() *sharedstate.Status { return sharedStatus(current) })
 	m.WatchPools(func() []adapter.PoolStats {
 		var out []adapter.PoolStats
 		current.Load().Backends(func(_, _ string, b adapter.Backend) {
@@ -159,10 +161,22 @@ func health(o *opsFlags, r *reload.Reloader, srv *serve.Server, current *snapsho
 			return rep
 		},
 	}
+	h.State = func() *sharedstate.Status { return sharedStatus(current) }
 	if o.readyBackends {
 		h.CheckBackends = func(ctx context.Context) map[string]string { return pingBackends(ctx, current) }
 	}
 	return h
+}
+
+// sharedStatus is the status of the running config's shared state; nil
+// without a state block.
+func sharedStatus(current *snapshot.Current) *sharedstate.Status {
+	st := current.Load().State()
+	if st == nil {
+		return nil
+	}
+	s := st.Status()
+	return &s
 }
 
 // pingBackends pings, in parallel, every backend that can be pinged.

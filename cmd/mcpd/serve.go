@@ -139,6 +139,11 @@ func serveCmd(args []string, stderr io.Writer) error {
 		}
 		return nil
 	}
+	if current.Load().NeedsSharedStateKey() {
+		// Checked at start only: a reload that adds the first ask block
+		// is rarer than a deployment that never set the key.
+		logger.Warn("tools or prompts ask their client for input and server.request_state_key is not set: each process signs requestState with a random key, so with more than one replica an answer that reaches another replica is refused; set request_state_key = env(\"MCPD_REQUEST_STATE_KEY\") to the same value on every replica (docs/operations.md, \"Scale-out\")")
+	}
 	ln, err := limits.listen(*addr)
 	if err != nil {
 		return listenError(*addr, err)

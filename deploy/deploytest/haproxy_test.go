@@ -55,6 +55,7 @@ const publicHost = "mcp.example.test"
 // that auth block and admits publicHost, as docs/operations.md says.
 type replica struct {
 	id, addr, conf, data, keyFile string
+	env                           []string // more environment, NAME=value
 	cmd                           *exec.Cmd
 	logs                          *logTail
 	exited                        chan error
@@ -74,6 +75,7 @@ func (r *replica) start(t *testing.T) {
 		}
 	}
 	cmd.Env = append(cmd.Env, "REPLICA="+r.id, "MCPD_DATA_DIR="+r.data)
+	cmd.Env = append(cmd.Env, r.env...)
 	if r.keyFile != "" {
 		cmd.Env = append(cmd.Env, "MCPD_API_KEY_FILE="+r.keyFile)
 	}

@@ -124,6 +124,11 @@ func strings_(v any) []string {
 // files) make.
 func checkApp(t *testing.T, name string, objs []object) {
 	t.Helper()
+	// A companion an overlay adds (the redis overlay's Redis) is an app of
+	// its own, with labels of its own: its overlay's case checks it.
+	objs = slices.DeleteFunc(slices.Clone(objs), func(o object) bool {
+		return labelsAt(o, "metadata", "labels")["app.kubernetes.io/component"] == "shared-state"
+	})
 	byID := map[string]object{}
 	for _, o := range objs {
 		if _, dup := byID[o.id()]; dup {
@@ -451,6 +456,8 @@ func TestKubeOverlaysBuild(t *testing.T) {
 				if len(from) < 2 {
 					t.Errorf("the MCP port admits %v, want the proxies' namespace too", from)
 				}
+			case "redis":
+				checkRedisOverlay(t, objs, ctr)
 			case "in-flight-hpa":
 				if got := dig(find(objs, "HorizontalPodAutoscaler/mcpd"), "spec", "metrics", 0, "pods", "metric", "name"); got != "mcpd_tool_calls_in_flight" {
 					t.Errorf("the HPA's first metric is %v, want mcpd_tool_calls_in_flight", got)
@@ -511,4 +518,73 @@ labels:
 			t.Errorf("the second HPA scales %v", got)
 		}
 	})
+}
+
+// checkRedisOverlay checks the redis overlay: mcpd's pods get the Redis
+// URL and the password from the mcpd-redis Secret; the config has the
+// state block; the Redis Service selects the Redis pod and nothing of
+// mcpd's (nor mcpd's Service the Redis pod); its NetworkPolicy admits
+// mcpd's pods only, on the Redis port.
+func checkRedisOverlay(t *testing.T, objs []object, ctr any) {
+	t.Helper()
+	env := map[string]any{}
+	for _, e := range dig(ctr, "env").([]any) {
+		env[fmt.Sprint(dig(e, "name"))] = e
+	}
+	if got := dig(env["MCPD_REDIS_URL"], "value"); got != "redis://mcpd-redis:6379" {
+		t.Errorf("MCPD_REDIS_URL = %v, want redis://mcpd-redis:6379", got)
+	}
+	if got := dig(env["MCPD_REDIS_PASSWORD"], "valueFrom", "secretKeyRef", "name"); got != "mcpd-redis" {
+		t.Errorf("MCPD_REDIS_PASSWORD comes from %v, want the mcpd-redis Secret", got)
+	}
+	tools, _ := dig(find(objs, "ConfigMap/mcpd-config"), "data", "tools.hcl").(string)
+	if !strings.Contains(tools, "state {") || !strings.Contains(tools, `env("MCPD_REDIS_URL")`) {
+		t.Errorf("the config has no state block reading MCPD_REDIS_URL:\n%s", tools)
+	}
+	redisDep, redisSvc, policy := find(objs, "Deployment/mcpd-redis"), find(objs, "Service/mcpd-redis"), find(objs, "NetworkPolicy/mcpd-redis")
+	if redisDep == nil || redisSvc == nil || policy == nil {
+		t.Fatalf("want Deployment, Service and NetworkPolicy mcpd-redis; have %v %v %v", redisDep != nil, redisSvc != nil, policy != nil)
+	}
+	redisPods := labelsAt(redisDep, "spec", "template", "metadata", "labels")
+	mcpdPods := labelsAt(find(objs, "Deployment/mcpd"), "spec", "template", "metadata", "labels")
+	selects := func(sel, pods map[string]string) bool {
+		if len(sel) == 0 {
+			return false
+		}
+		for k, v := range sel {
+			if pods[k] != v {
+				return false
+			}
+		}
+		return true
+	}
+	if sel := labelsAt(redisSvc, "spec", "selector"); !selects(sel, redisPods) || selects(sel, mcpdPods) {
+		t.Errorf("Service mcpd-redis selects %v: want the Redis pod %v and not mcpd's %v", sel, redisPods, mcpdPods)
+	}
+	for _, o := range objs {
+		if o.kind() == "Service" && o.id() != "Service/mcpd-redis" && selects(labelsAt(o, "spec", "selector"), redisPods) {
+			t.Errorf("%s selects the Redis pod", o.id())
+		}
+	}
+	if sel := labelsAt(policy, "spec", "podSelector", "matchLabels"); !selects(sel, redisPods) {
+		t.Errorf("NetworkPolicy mcpd-redis applies to %v, not the Redis pod", sel)
+	}
+	rules, _ := dig(policy, "spec", "ingress").([]any)
+	if len(rules) == 0 {
+		t.Fatal("NetworkPolicy mcpd-redis has no ingress rule: it would admit nobody, mcpd included")
+	}
+	for i, r := range rules {
+		from, _ := dig(r, "from").([]any)
+		if len(from) == 0 {
+			t.Errorf("rule %d admits every source", i)
+		}
+		for _, f := range from {
+			if dig(f, "namespaceSelector") != nil || dig(f, "ipBlock") != nil || !selects(labelsAt(f, "podSelector", "matchLabels"), mcpdPods) {
+				t.Errorf("rule %d admits %v, want mcpd's pods only", i, f)
+			}
+		}
+		if port := dig(r, "ports", 0, "port"); port != 6379 {
+			t.Errorf("rule %d opens port %v, want 6379", i, port)
+		}
+	}
 }

@@ -37,6 +37,7 @@ type Store struct {
 	up        atomic.Bool
 	failures  atomic.Uint64 // operations that failed for the store's sake
 	fallbacks atomic.Uint64 // calls served by a fail-open fallback
+	refusals  atomic.Uint64 // calls refused by a fail-closed user
 
 	mu        sync.Mutex
 	lastErr   string
@@ -130,6 +131,7 @@ type Status struct {
 	Error     string    `json:"error,omitempty"`
 	Failures  uint64    `json:"failures"`
 	Fallbacks uint64    `json:"fallbacks"`
+	Refusals  uint64    `json:"refusals"`
 }
 
 // Status returns the store's state.
@@ -139,7 +141,7 @@ func (s *Store) Status() Status {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := Status{Addr: s.settings.Addr, Up: s.up.Load(), Since: s.since, Failures: s.failures.Load(), Fallbacks: s.fallbacks.Load()}
+	st := Status{Addr: s.settings.Addr, Up: s.up.Load(), Since: s.since, Failures: s.failures.Load(), Fallbacks: s.fallbacks.Load(), Refusals: s.refusals.Load()}
 	if !st.Up {
 		st.Error = s.lastErr
 	}
@@ -162,6 +164,10 @@ func (s *Store) Observe(err error) bool {
 	s.setDown(err)
 	return true
 }
+
+// Refused counts one call that a fail-closed user refused because the
+// store was down.
+func (s *Store) Refused() { s.refusals.Add(1) }
 
 // FellBack counts one call that a fail-open user served with its local
 // state because the store was down.

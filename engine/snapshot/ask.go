@@ -711,6 +711,27 @@ func compileToolAsks(tc *config.Tool, scope *adapter.Scope, confirmDestructive b
 	return a, diags
 }
 
+// NeedsSharedStateKey reports whether replicas serving s over HTTP must
+// share server.request_state_key: a tool or prompt asks its client for
+// input (2026-07-28 requestState round trips, which may reach another
+// replica), and no key is set (each process signs with a random one).
+func (s *Snapshot) NeedsSharedStateKey() bool {
+	if s.Server.StateSealer != nil {
+		return false
+	}
+	for _, t := range s.Tools {
+		if t.asks != nil {
+			return true
+		}
+	}
+	for _, p := range s.Prompts {
+		if p.asks != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // minStateKey is the shortest request_state_key accepted: shorter keys
 // can be guessed, and a guessed key lets a client forge answers.
 const minStateKey = 16

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"strconv"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/config"
 	"github.com/mcpd/mcpd/engine/principal"
+	"github.com/mcpd/mcpd/engine/sharedstate"
 )
 
 // Defaults of the limits (docs/security.md, "Limits").
@@ -35,6 +37,12 @@ const (
 type serverLimits struct {
 	defaultTimeout time.Duration
 	maxTimeout     time.Duration // 0: no cap
+
+	// hasState is true when the server declares a state block; state is
+	// its Store (nil when the block's URL is unknown at load: validating
+	// without the secrets).
+	hasState bool
+	state    *sharedstate.Store
 }
 
 func compileServerLimits(sv *config.Server) (serverLimits, hcl.Diagnostics) {
@@ -92,6 +100,13 @@ type limitSpec struct {
 	perTool      *rateSpec
 	perCaller    *rateSpec
 	burst        int // 0: each rate's N
+
+	// rateGlobal: the rates hold across the replicas (in the shared
+	// state); concGlobal: so does max_concurrency. failMode is what both
+	// do while the shared state does not answer.
+	rateGlobal bool
+	concGlobal bool
+	failMode   sharedstate.FailMode
 }
 
 // limits is a tool's limit state: its slots and token buckets. It is
@@ -103,6 +118,11 @@ type limits struct {
 	slots   chan struct{} // nil: unlimited
 	tool    *rate.Limiter // nil: no per-tool rate
 	callers *callerLimiters
+
+	// state holds the global limits (spec.rateGlobal, spec.concGlobal);
+	// nil: every limit is this process's. The local slots and buckets
+	// above stay ready for a fail-open fallback.
+	state *sharedstate.Store
 }
 
 func compileLimits(tc *config.Tool, sl serverLimits) (*limits, hcl.Diagnostics) {
@@ -155,11 +175,45 @@ func compileLimits(tc *config.Tool, sl serverLimits) (*limits, hcl.Diagnostics) 
 			diags = append(diags, d...)
 			spec.burst = n
 		}
+		// With a state block, rates are global unless the author keeps
+		// them per replica: a limit that changes with the replica count
+		// is not the limit the author wrote.
+		spec.rateGlobal = sl.hasState
+		if rl.Scope != nil {
+			global, d := staticScope(rl.Scope, sl.hasState)
+			diags = append(diags, d...)
+			spec.rateGlobal = global
+		}
+	}
+	if tc.ConcurrencyScope != nil {
+		// Per replica by default: max_concurrency is mostly there to
+		// protect what a replica holds (its connection pool, its CPU, a
+		// backend's per-client quota), and a global count costs two round
+		// trips and a renewal per call.
+		global, d := staticScope(tc.ConcurrencyScope, sl.hasState)
+		diags = append(diags, d...)
+		if !d.HasErrors() && tc.MaxConcurrency == nil {
+			diags = append(diags, attrDiag(tc.ConcurrencyScope, "concurrency_scope says where max_concurrency is counted; set max_concurrency too"))
+		}
+		spec.concGlobal = global
+	}
+	spec.failMode = sl.state.OnFailure()
+	if tc.OnStateFailure != nil {
+		if !sl.hasState {
+			diags = append(diags, attrDiag(tc.OnStateFailure, "on_state_failure is what the tool's shared limits do while the shared state does not answer; the server has no state block"))
+		} else {
+			m, d := sharedstate.ParseFailMode(tc.OnStateFailure, nil)
+			diags = append(diags, d...)
+			spec.failMode = m
+		}
 	}
 	if diags.HasErrors() {
 		return nil, diags
 	}
 	l := &limits{spec: spec}
+	if (spec.rateGlobal && (spec.perTool != nil || spec.perCaller != nil)) || (spec.concGlobal && spec.maxConc > 0) {
+		l.state = sl.state
+	}
 	if spec.maxConc > 0 {
 		l.slots = make(chan struct{}, spec.maxConc)
 	}
@@ -197,6 +251,28 @@ func carryLimits(next, prev *limits) {
 	if next.spec.burst == prev.spec.burst && sameRate(next.spec.perTool, prev.spec.perTool) && sameRate(next.spec.perCaller, prev.spec.perCaller) {
 		next.tool, next.callers = prev.tool, prev.callers
 	}
+}
+
+// staticScope decodes "global" or "replica". "global" needs the state
+// block.
+func staticScope(a *hcl.Attribute, hasState bool) (global bool, diags hcl.Diagnostics) {
+	v, d := a.Expr.Value(nil)
+	if d.HasErrors() {
+		return false, d
+	}
+	if v.IsNull() || !v.IsKnown() || v.Type() != cty.String {
+		return false, hcl.Diagnostics{attrDiag(a, a.Name+" is \"global\" or \"replica\"")}
+	}
+	switch v.AsString() {
+	case "replica":
+		return false, nil
+	case "global":
+		if !hasState {
+			return false, hcl.Diagnostics{attrDiag(a, a.Name+" = \"global\" counts across replicas in the shared state, and the server has no state block: add server { state { redis = env(\"MCPD_REDIS_URL\") } } or use \"replica\"")}
+		}
+		return true, nil
+	}
+	return false, hcl.Diagnostics{attrDiag(a, fmt.Sprintf("%s is \"global\" (across replicas, in the shared state) or \"replica\" (each process alone), not %q", a.Name, v.AsString()))}
 }
 
 // staticCount decodes a whole number in [lo, hi], with the messages every
@@ -301,17 +377,49 @@ func callerKey(p *principal.Principal) string {
 // admit applies the rate limits and takes a concurrency slot. It returns
 // the function that frees the slot, or the tool error text to answer
 // with: when to retry, in words a model can act on.
+//
+// Global limits go to the shared state; while it does not answer, a
+// fail-open tool falls back to this replica's own buckets and slots (the
+// limits hold per replica for that while), and a fail-closed one is
+// refused.
 func (l *limits) admit(ctx context.Context, tool string, p *principal.Principal) (release func(), refusal string) {
 	if l == nil {
 		return func() {}, ""
 	}
+	local := true
+	if l.state != nil && l.spec.rateGlobal && (l.tool != nil || l.callers != nil) {
+		var ok bool
+		if ok, refusal = l.admitShared(ctx, tool, p); refusal != "" {
+			return nil, refusal
+		}
+		local = !ok
+	}
+	if local {
+		if refusal = l.admitLocal(tool, p); refusal != "" {
+			return nil, refusal
+		}
+	}
+	if l.slots == nil {
+		return func() {}, ""
+	}
+	if l.state != nil && l.spec.concGlobal {
+		release, refusal, ok := l.acquireShared(ctx, tool)
+		if ok || refusal != "" {
+			return release, refusal
+		}
+	}
+	return l.acquireLocal(ctx, tool)
+}
+
+// admitLocal applies the rate limits with this process's buckets.
+func (l *limits) admitLocal(tool string, p *principal.Principal) (refusal string) {
 	now := time.Now()
 	var held *rate.Reservation
 	if l.tool != nil {
 		r := l.tool.ReserveN(now, 1)
 		if d := r.DelayFrom(now); !r.OK() || d > 0 {
 			r.CancelAt(now)
-			return nil, fmt.Sprintf("tool %s is rate limited (%s for all callers); retry in %s", tool, l.spec.perTool.text, retryIn(d))
+			return l.rateRefusal(tool, true, d)
 		}
 		held = r
 	}
@@ -323,12 +431,106 @@ func (l *limits) admit(ctx context.Context, tool string, p *principal.Principal)
 				// This call will not run: give the tool's token back.
 				held.CancelAt(now)
 			}
-			return nil, fmt.Sprintf("tool %s is rate limited (%s per caller) and you have used your share; retry in %s", tool, l.spec.perCaller.text, retryIn(d))
+			return l.rateRefusal(tool, false, d)
 		}
 	}
-	if l.slots == nil {
-		return func() {}, ""
+	return ""
+}
+
+func (l *limits) rateRefusal(tool string, perTool bool, d time.Duration) string {
+	if perTool {
+		return fmt.Sprintf("tool %s is rate limited (%s for all callers); retry in %s", tool, l.spec.perTool.text, retryIn(d))
 	}
+	return fmt.Sprintf("tool %s is rate limited (%s per caller) and you have used your share; retry in %s", tool, l.spec.perCaller.text, retryIn(d))
+}
+
+// stateRetry is the retry hint of a call refused because the shared state
+// does not answer: about the store's longest reconnect backoff.
+const stateRetry = 5 * time.Second
+
+// sharedDown handles a shared limit whose store did not answer: it
+// returns the refusal of a fail-closed tool, or "" after counting the
+// fallback of a fail-open one.
+func (l *limits) sharedDown(tool, what string, err error) string {
+	if l.spec.failMode == sharedstate.FailClosed {
+		l.state.Refused()
+		return fmt.Sprintf("tool %s was not run: its %s is shared by every replica of this server and the shared state (Redis) does not answer; retry in %s", tool, what, retryIn(stateRetry))
+	}
+	l.state.FellBack()
+	if err != nil && !sharedstate.IsUnavailable(err) {
+		// Redis answered with an error: not an outage, a bug or a
+		// misconfiguration (a read-only replica, a key of the wrong type)
+		// that the logs must show.
+		slog.Error("shared limit failed; falling back to this replica's limits", "tool", tool, "limit", what, "err", err)
+	} else {
+		slog.Debug("shared state down; this replica's limits apply", "tool", tool, "limit", what)
+	}
+	return ""
+}
+
+// admitShared applies the rate limits in the shared state, in one round
+// trip. ok is false when the store did not answer and the tool fails open:
+// the local buckets apply.
+func (l *limits) admitShared(ctx context.Context, tool string, p *principal.Principal) (ok bool, refusal string) {
+	if !l.state.Healthy() {
+		return false, l.sharedDown(tool, "rate limit", nil)
+	}
+	var buckets [2]sharedstate.Bucket
+	n := 0
+	if r := l.spec.perTool; r != nil {
+		buckets[n] = sharedstate.Bucket{Key: l.state.Key("rl", tool, "tool"), Interval: r.period / time.Duration(r.n), Burst: l.spec.burstFor(r)}
+		n++
+	}
+	if r := l.spec.perCaller; r != nil {
+		buckets[n] = sharedstate.Bucket{Key: l.state.Key("rl", tool, "caller", callerKey(p)), Interval: r.period / time.Duration(r.n), Burst: l.spec.burstFor(r)}
+		n++
+	}
+	i, retry, err := l.state.Take(ctx, buckets[:n]...)
+	if err != nil {
+		if ctx.Err() != nil {
+			return false, fmt.Sprintf("tool %s: cancelled while checking its rate limit", tool)
+		}
+		return false, l.sharedDown(tool, "rate limit", err)
+	}
+	if i < 0 {
+		return true, ""
+	}
+	return true, l.rateRefusal(tool, l.spec.perTool != nil && i == 0, retry)
+}
+
+// sharedPoll bounds the wait between two tries for a global slot.
+const sharedPoll = 100 * time.Millisecond
+
+// acquireShared takes one of the tool's max_concurrency slots counted
+// across replicas. ok is false when the store did not answer and the tool
+// fails open: the local slots apply.
+func (l *limits) acquireShared(ctx context.Context, tool string) (release func(), refusal string, ok bool) {
+	if !l.state.Healthy() {
+		refusal = l.sharedDown(tool, "max_concurrency", nil)
+		return nil, refusal, false
+	}
+	sem := sharedstate.Semaphore{Key: l.state.Key("conc", tool), Max: l.spec.maxConc}
+	wctx, cancel := context.WithTimeout(ctx, l.spec.queueTimeout)
+	defer cancel()
+	lease, err := l.state.Acquire(wctx, sem, sharedPoll)
+	switch {
+	case err == nil:
+		return lease.Release, "", true
+	case ctx.Err() != nil:
+		return nil, fmt.Sprintf("tool %s: cancelled while waiting for one of its %d calls running at once to finish", tool, l.spec.maxConc), true
+	case errors.Is(err, sharedstate.ErrBusy):
+		return nil, l.busy(tool, " across all replicas"), true
+	}
+	refusal = l.sharedDown(tool, "max_concurrency", err)
+	return nil, refusal, false
+}
+
+func (l *limits) busy(tool, where string) string {
+	return fmt.Sprintf("tool %s is busy: it already runs its maximum of %d calls at once (max_concurrency%s) and none finished within %s; retry in %s", tool, l.spec.maxConc, where, l.spec.queueTimeout, retryIn(max(l.spec.queueTimeout, time.Second)))
+}
+
+// acquireLocal takes one of this process's slots.
+func (l *limits) acquireLocal(ctx context.Context, tool string) (release func(), refusal string) {
 	select {
 	case l.slots <- struct{}{}:
 		return func() { <-l.slots }, ""
@@ -342,7 +544,7 @@ func (l *limits) admit(ctx context.Context, tool string, p *principal.Principal)
 	case <-ctx.Done():
 		return nil, fmt.Sprintf("tool %s: cancelled while waiting for one of its %d calls running at once to finish", tool, cap(l.slots))
 	case <-wait.C:
-		return nil, fmt.Sprintf("tool %s is busy: it already runs its maximum of %d calls at once (max_concurrency) and none finished within %s; retry in %s", tool, cap(l.slots), l.spec.queueTimeout, retryIn(max(l.spec.queueTimeout, time.Second)))
+		return nil, l.busy(tool, "")
 	}
 }
 

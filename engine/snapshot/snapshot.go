@@ -111,6 +111,7 @@ func Build(cfg *config.Config, reg *adapter.Registry, prev *Snapshot, defaultVer
 	diags = append(diags, cacheDiags...)
 	diags = append(diags, stateDiags...)
 	diags = append(diags, s.openState(cfg, prev, secrets)...)
+	sl.hasState, sl.state = cfg.Server != nil && cfg.Server.State != nil, s.state
 	diags = append(diags, s.openBackends(cfg, reg, prev, ft)...)
 	backend := &backendSet{live: s.backends, declared: map[string][]string{}}
 	for _, bc := range cfg.Backends {

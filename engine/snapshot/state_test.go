@@ -60,3 +60,24 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// Replicas must share request_state_key when something asks (serve warns).
+func TestNeedsSharedStateKey(t *testing.T) {
+	asking := "tool \"t\" {\n  description = \"x\"\n  ask \"roots\" { roots = true }\n  fake {\n    mode = \"echo\"\n  }\n}\n"
+	plain := "tool \"t\" {\n  description = \"x\"\n  fake {\n    mode = \"echo\"\n  }\n}\n"
+	key := "server {\n  request_state_key = \"0123456789abcdef0123\"\n}\n"
+	for _, tc := range []struct {
+		name, config string
+		want         bool
+	}{
+		{"asks without key", asking, true},
+		{"asks with key", key + asking, false},
+		{"no asks", plain, false},
+	} {
+		f := newFake()
+		s, _ := build(t, f.register(), nil, map[string]string{"mcpd.hcl": tc.config})
+		if got := s.NeedsSharedStateKey(); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"time"
+
+	"github.com/mcpd/mcpd/engine/sharedstate"
 )
 
 // Health answers /healthz and /readyz.
@@ -19,6 +21,13 @@ type Health struct {
 	CheckBackends func(ctx context.Context) map[string]string
 	// CheckTimeout bounds CheckBackends (default 2s).
 	CheckTimeout time.Duration
+	// State, when not nil, reports the shared state of the running config
+	// (nil: no state block). It is shown, never a reason to answer 503:
+	// every replica shares the one Redis, so an unready Redis would take
+	// every replica out of the load balancer at once, tools without shared
+	// limits included; fail-open tools keep working on local limits and
+	// fail-closed ones answer a clear tool error instead.
+	State func() *sharedstate.Status
 }
 
 // ConfigReport is the config part of a health answer.
@@ -37,6 +46,8 @@ type healthBody struct {
 	Status   string            `json:"status"` // ok, draining, unavailable
 	Config   ConfigReport      `json:"config"`
 	Backends map[string]string `json:"backends,omitempty"`
+	// State is the shared state's status, when the config has one.
+	State *sharedstate.Status `json:"state,omitempty"`
 }
 
 // Healthz answers 200 while the process serves HTTP at all: a liveness
@@ -55,6 +66,9 @@ func (h *Health) Healthz(w http.ResponseWriter, r *http.Request) {
 // backend checks on, while a backend does not answer.
 func (h *Health) Readyz(w http.ResponseWriter, r *http.Request) {
 	body := healthBody{Status: "ok", Config: h.Config()}
+	if h.State != nil {
+		body.State = h.State()
+	}
 	code := http.StatusOK
 	if !h.Ready() {
 		body.Status, code = "draining", http.StatusServiceUnavailable

@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/sharedstate"
 )
 
 // ConfigState is what the reloader knows about the running config.
@@ -47,6 +48,50 @@ func (m *Metrics) WatchSessions(count func() int) {
 		Name: "mcpd_sessions_open",
 		Help: "MCP sessions open: the stdio client, 2025 HTTP sessions, and 2026 requests being served.",
 	}, func() float64 { return float64(count()) }))
+}
+
+// WatchSharedState exports the shared state's health and its fallbacks,
+// read at every scrape; status returns nil when the running config has no
+// state block (the metrics are then absent). The counters are the Store's:
+// a reload that changes the state block starts them again (a counter
+// reset).
+func (m *Metrics) WatchSharedState(status func() *sharedstate.Status) {
+	m.reg.MustRegister(&stateCollector{status: status})
+}
+
+var (
+	stateUp = prometheus.NewDesc("mcpd_shared_state_up",
+		"1 while the shared state (Redis of the state block) answers, 0 while the tools' limits fall back (on_state_failure).", nil, nil)
+	stateFailures = prometheus.NewDesc("mcpd_shared_state_failures_total",
+		"Operations on the shared state that failed because it did not answer.", nil, nil)
+	stateFallbacks = prometheus.NewDesc("mcpd_shared_state_fallbacks_total",
+		"Calls of fail-open tools admitted by this replica's own limits while the shared state was down.", nil, nil)
+	stateRefusals = prometheus.NewDesc("mcpd_shared_state_refusals_total",
+		"Calls of fail-closed tools refused while the shared state was down.", nil, nil)
+)
+
+type stateCollector struct{ status func() *sharedstate.Status }
+
+func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- stateUp
+	ch <- stateFailures
+	ch <- stateFallbacks
+	ch <- stateRefusals
+}
+
+func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.status()
+	if st == nil {
+		return
+	}
+	up := 0.0
+	if st.Up {
+		up = 1
+	}
+	ch <- prometheus.MustNewConstMetric(stateUp, prometheus.GaugeValue, up)
+	ch <- prometheus.MustNewConstMetric(stateFailures, prometheus.CounterValue, float64(st.Failures))
+	ch <- prometheus.MustNewConstMetric(stateFallbacks, prometheus.CounterValue, float64(st.Fallbacks))
+	ch <- prometheus.MustNewConstMetric(stateRefusals, prometheus.CounterValue, float64(st.Refusals))
 }
 
 // WatchPools exports the statistics of the connection pools of the running
