@@ -37,8 +37,8 @@ func TestCacheRedisSharedBetweenReplicas(t *testing.T) {
 	waitFor(t, func() bool { return a.State().Healthy() && b.State().Healthy() })
 
 	args := json.RawMessage(`{"id":42}`)
-	first := call(tool(t, a, "lookup"), as("ann"), args, nil)
-	second := call(tool(t, b, "lookup"), as("ann"), args, nil)
+	first := call(tool(t, a, "lookup"), asCaller("ann"), args, nil)
+	second := call(tool(t, b, "lookup"), asCaller("ann"), args, nil)
 	if cacheStatus(first) != "miss" || cacheStatus(second) != "hit" {
 		t.Fatalf("replica a: %q, replica b: %q; want miss then hit", cacheStatus(first), cacheStatus(second))
 	}
@@ -48,7 +48,7 @@ func TestCacheRedisSharedBetweenReplicas(t *testing.T) {
 	if backendCalls(fa)+backendCalls(fb) != 1 {
 		t.Errorf("backends called %d+%d times, want 1 in all", backendCalls(fa), backendCalls(fb))
 	}
-	if other := call(tool(t, b, "lookup"), as("bob"), args, nil); cacheStatus(other) != "miss" {
+	if other := call(tool(t, b, "lookup"), asCaller("bob"), args, nil); cacheStatus(other) != "miss" {
 		t.Errorf("another principal on replica b: %q, want miss", cacheStatus(other))
 	}
 	opts, _ := redis.ParseURL(url)
@@ -92,7 +92,7 @@ func TestCacheRedisKilledFallsBack(t *testing.T) {
 					return
 				default:
 				}
-				res := call(tl, as("ann"), json.RawMessage(fmt.Sprintf(`{"id":%d}`, (w*1000+i)%50)), nil)
+				res := call(tl, asCaller("ann"), json.RawMessage(fmt.Sprintf(`{"id":%d}`, (w*1000+i)%50)), nil)
 				n.Add(1)
 				if res.IsError {
 					failed.Add(1)
@@ -124,8 +124,8 @@ func TestCacheRedisKilledFallsBack(t *testing.T) {
 	// probe backs off up to 5s).
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		call(tl, as("ann"), json.RawMessage(`{"id":999}`), nil)
-		if cacheStatus(call(tl, as("ann"), json.RawMessage(`{"id":999}`), nil)) == "hit" {
+		call(tl, asCaller("ann"), json.RawMessage(`{"id":999}`), nil)
+		if cacheStatus(call(tl, asCaller("ann"), json.RawMessage(`{"id":999}`), nil)) == "hit" {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -3,8 +3,6 @@ package snapshot_test
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -74,7 +72,7 @@ func backendCalls(f *fake) int32 { return f.opened()[0].calls.Load() }
 
 func cacheStatus(res *mcp.CallToolResult) string { return snapshot.CacheStatus(res) }
 
-func as(name string) context.Context {
+func asCaller(name string) context.Context {
 	if name == "" {
 		return context.Background()
 	}
@@ -118,7 +116,7 @@ func TestCacheKeys(t *testing.T) {
 			tl := tool(t, s, "lookup")
 			var first string
 			for i, c := range tc.calls {
-				res := call(tl, as(c.who), json.RawMessage(c.args), nil)
+				res := call(tl, asCaller(c.who), json.RawMessage(c.args), nil)
 				if res.IsError {
 					t.Fatalf("call %d: %s", i, render(res))
 				}
@@ -144,8 +142,8 @@ func TestCacheMeta(t *testing.T) {
 	f := newFake()
 	s, _ := build(t, f.register(), nil, cachedConfig(`ttl = "90s"`, ""))
 	tl := tool(t, s, "lookup")
-	miss := call(tl, as("ann"), json.RawMessage(`{"id":7}`), nil)
-	hit := call(tl, as("ann"), json.RawMessage(`{"id":7}`), nil)
+	miss := call(tl, asCaller("ann"), json.RawMessage(`{"id":7}`), nil)
+	hit := call(tl, asCaller("ann"), json.RawMessage(`{"id":7}`), nil)
 	for _, c := range []struct {
 		res  *mcp.CallToolResult
 		want string
@@ -176,9 +174,9 @@ func TestCacheTTLExpiry(t *testing.T) {
 	f := newFake()
 	s, _ := build(t, f.register(), nil, cachedConfig(`ttl = "100ms"`, ""))
 	tl := tool(t, s, "lookup")
-	call(tl, as("ann"), json.RawMessage(`{"id":1}`), nil)
+	call(tl, asCaller("ann"), json.RawMessage(`{"id":1}`), nil)
 	time.Sleep(300 * time.Millisecond)
-	res := call(tl, as("ann"), json.RawMessage(`{"id":1}`), nil)
+	res := call(tl, asCaller("ann"), json.RawMessage(`{"id":1}`), nil)
 	if got := cacheStatus(res); got != "miss" {
 		t.Errorf("after the TTL: cache %q, want miss", got)
 	}
@@ -194,7 +192,7 @@ func TestCacheSkipsErrorsAndLargeResults(t *testing.T) {
 	s, _ := build(t, f.register(), nil, cachedConfig(`ttl = "1h"
     max_entry_bytes = 64`, ""))
 	for i := range 2 {
-		res := call(tool(t, s, "failing"), as("ann"), nil, nil)
+		res := call(tool(t, s, "failing"), asCaller("ann"), nil, nil)
 		if !res.IsError || cacheStatus(res) != "" {
 			t.Fatalf("call %d: %s (cache %q), want an uncached error", i, render(res), cacheStatus(res))
 		}
@@ -205,7 +203,7 @@ func TestCacheSkipsErrorsAndLargeResults(t *testing.T) {
 	// The echo of these arguments is more than 64 bytes of JSON.
 	big := json.RawMessage(`{"id":1,"lang":"` + strings.Repeat("x", 80) + `"}`)
 	for range 2 {
-		call(tool(t, s, "lookup"), as("ann"), big, nil)
+		call(tool(t, s, "lookup"), asCaller("ann"), big, nil)
 	}
 	if got := backendCalls(f); got != 4 {
 		t.Errorf("large result: backend called %d times in all, want 4", got)
@@ -218,7 +216,7 @@ func TestCacheReload(t *testing.T) {
 	f := newFake()
 	cfg := cachedConfig(`ttl = "1h"`, "")
 	s1, dir := build(t, f.register(), nil, cfg)
-	call(tool(t, s1, "lookup"), as("ann"), json.RawMessage(`{"id":1}`), nil)
+	call(tool(t, s1, "lookup"), asCaller("ann"), json.RawMessage(`{"id":1}`), nil)
 
 	// Unchanged: the same entry.
 	l := loader.Load([]string{dir}, f.register(), s1, "test")
@@ -226,13 +224,13 @@ func TestCacheReload(t *testing.T) {
 		t.Fatalf("reload: %v", l.Diagnostics)
 	}
 	s2 := l.Snapshot
-	if res := call(tool(t, s2, "lookup"), as("ann"), json.RawMessage(`{"id":1}`), nil); cacheStatus(res) != "hit" {
+	if res := call(tool(t, s2, "lookup"), asCaller("ann"), json.RawMessage(`{"id":1}`), nil); cacheStatus(res) != "hit" {
 		t.Errorf("unchanged tool after a reload: cache %q, want hit", cacheStatus(res))
 	}
 	// Changed: a new description is a new tool.
 	changed := cachedConfig(`ttl = "1h"`, "  title = \"Lookup\"\n")
 	s3, _ := build(t, f.register(), s2, changed)
-	if res := call(tool(t, s3, "lookup"), as("ann"), json.RawMessage(`{"id":1}`), nil); cacheStatus(res) != "miss" {
+	if res := call(tool(t, s3, "lookup"), asCaller("ann"), json.RawMessage(`{"id":1}`), nil); cacheStatus(res) != "miss" {
 		t.Errorf("changed tool after a reload: cache %q, want miss", cacheStatus(res))
 	}
 }
@@ -315,12 +313,5 @@ func TestCacheLoadErrors(t *testing.T) {
 				t.Errorf("diagnostics:\n%s\nwant one containing %q", text, tc.want)
 			}
 		})
-	}
-}
-
-func writeFile(t *testing.T, dir, name, text string) {
-	t.Helper()
-	if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
-		t.Fatal(err)
 	}
 }
