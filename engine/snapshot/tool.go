@@ -378,7 +378,9 @@ func (t *Tool) MaxOutputBytes() int64 {
 }
 
 // Call runs one call of the tool: validate, bind the caller, answer the
-// ask blocks, admit (rate limits, concurrency), call the adapter under the
+// ask blocks, answer from the result cache when the tool is cached and
+// the result is there (cache.go), admit (rate limits, concurrency), call
+// the adapter under the
 // tool's timeout, shape, redact. Every failure of the tool, including a
 // panic, is a tool error the model can read, in the result. The error is
 // a protocol error, about the request rather than the tool: a
