@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -10,6 +11,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpd/mcpd/engine/sharedstate/sharedstatetest"
 )
 
 // cacheE2EConfig is a read-only tool whose every run appends a line to
@@ -163,5 +166,54 @@ func TestCacheE2E(t *testing.T) {
 	}
 	if hits < 3 || misses < 2 {
 		t.Errorf("audit: %d hits and %d misses, want at least 3 and 2", hits, misses)
+	}
+}
+
+// Two real mcpd processes with one state block share their results
+// through Redis: a call answered by one is a hit on the other, and the
+// tool ran once.
+func TestCacheRedisTwoProcesses(t *testing.T) {
+	url := sharedstatetest.URL(t)
+	prefix := sharedstatetest.Prefix(t, url)
+	state := fmt.Sprintf("server {\n  name = \"cache-e2e\"\n  state {\n    redis      = %q\n    key_prefix = %q\n  }\n}\n", url, prefix)
+	dir := configDir(t, map[string]string{"tools.hcl": state + cacheE2EConfig("v1", "")})
+	counter := filepath.Join(t.TempDir(), "runs")
+	var sessions []*mcp.ClientSession
+	for range 2 {
+		cmd := mcpdCommand("serve", "--http", "127.0.0.1:0", "-c", dir)
+		cmd.Env = append(cmd.Env, "CACHE_E2E_COUNTER="+counter)
+		endpoint, _ := startHTTPLogs(t, cmd)
+		sessions = append(sessions, connectHTTP(t, endpoint, "2025-11-25", nil))
+	}
+	ctx := bounded(t)
+	call := func(cs *mcp.ClientSession) *mcp.CallToolResult {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "forecast", Arguments: map[string]any{"city": "Bergen"}})
+		if err != nil || res.IsError {
+			t.Fatalf("forecast: %v %v", err, res)
+		}
+		return res
+	}
+	// The state is probed when a process starts: until Redis is seen up,
+	// calls run uncached. Wait for the first process's result to be
+	// stored, then ask the second.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		res := call(sessions[0])
+		if m, _ := res.Meta["mcpd/cache"].(map[string]any); m != nil && m["hit"] == true {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the first process never answered from the cache")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	runs := countLines(t, counter)
+	res := call(sessions[1])
+	if m, _ := res.Meta["mcpd/cache"].(map[string]any); m == nil || m["hit"] != true {
+		t.Errorf("the second process: _meta %v, want a hit from the first's result", res.Meta)
+	}
+	if got := countLines(t, counter); got != runs {
+		t.Errorf("the tool ran %d times, want %d: the second process ran it", got, runs)
 	}
 }
