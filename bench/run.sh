@@ -194,6 +194,31 @@ else
   echo "no Redis at $redis_url: the Redis result cache sections are left out" | tee -a "$REPORT"
 fi
 
+# --- shared state: rate limits in memory against Redis ------------------------------------
+
+# A rate-limited call whose limits are checked in this process against the
+# same call checked in Redis (the state block: one EVALSHA per call), and
+# an unlimited call against the in-memory limit. The Redis is a private
+# redis-server on a free port, pinned beside the load generator, so that
+# it takes no CPU from the server; "CPU s" is mcpd's own CPU (not Redis's).
+if command -v redis-server >/dev/null; then
+  REDIS_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null || echo 6390)
+  "${PIN_CLIENT[@]}" redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly no --loglevel warning &
+  REDIS_PID=$!
+  trap 'kill $REDIS_PID 2>/dev/null || true' EXIT
+  export MCPD_BENCH_REDIS_URL="redis://127.0.0.1:$REDIS_PORT"
+  RL="$BIN/mcpd serve --http {addr} --no-watch --log-level warn -c bench/configs/ratelimit"
+  section "Rate-limited call: no limit (A) against limits in memory (B), HTTP, stateless, C=16" \
+    "${LG[@]}" -mode call -transport http-modern -c 16 -tool work "${CALL[@]}" -label-a unlimited -label-b memory \
+    -a "$RL-none.hcl" -b "$RL-memory.hcl"
+  section "Rate-limited call: limits in memory (A) against limits in Redis (B), HTTP, stateless, C=16" \
+    "${LG[@]}" -mode call -transport http-modern -c 16 -tool work "${CALL[@]}" -label-a memory -label-b redis \
+    -a "$RL-memory.hcl" -b "$RL-redis.hcl"
+  kill "$REDIS_PID" 2>/dev/null || true
+else
+  echo "redis-server is not installed: the shared-state sections are skipped" >&2
+fi
+
 # --- stdio, sessions, lists --------------------------------------------------------------
 
 section "Static tool, stdio, C=1" \

@@ -25,7 +25,7 @@ import (
 )
 
 // compile loads src as a config file and compiles its state block.
-func compile(t *testing.T, src string) (*sharedstate.Settings, hcl.Diagnostics) {
+func compile(t testing.TB, src string) (*sharedstate.Settings, hcl.Diagnostics) {
 	t.Helper()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "mcpd.hcl")
@@ -178,6 +178,11 @@ func TestFingerprint(t *testing.T) {
 }
 
 func mustCompile(t *testing.T, src string) *sharedstate.Settings {
+	t.Helper()
+	return mustCompileB(t, src)
+}
+
+func mustCompileB(t testing.TB, src string) *sharedstate.Settings {
 	t.Helper()
 	s, diags := compile(t, src)
 	if diags.HasErrors() || s == nil {

@@ -45,6 +45,8 @@ type Store struct {
 	kick      chan struct{}
 	stop      chan struct{}
 	done      chan struct{}
+	takes     chan *takeReq // see Take
+	wg        sync.WaitGroup
 	closeOnce sync.Once
 }
 
@@ -65,6 +67,7 @@ func Open(settings *Settings, log *slog.Logger) *Store {
 		kick:     make(chan struct{}, 1),
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
+		takes:    make(chan *takeReq, maxBatch),
 	}
 	// The first probe runs before Open returns, so that the first calls
 	// find the store up (and their limits global) when Redis answers; when
@@ -76,6 +79,8 @@ func Open(settings *Settings, log *slog.Logger) *Store {
 		s.up.Store(true)
 	}
 	go s.probe()
+	s.wg.Add(1)
+	go s.batchTakes()
 	return s
 }
 
@@ -291,6 +296,7 @@ func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		close(s.stop)
 		<-s.done
+		s.wg.Wait()
 		err = s.client.Close()
 	})
 	return err
