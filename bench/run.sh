@@ -169,6 +169,31 @@ section "SQLite point query, HTTP, stateless 2026-07-28 requests, C=16" \
   "${LG[@]}" -mode call -transport http-modern -c 16 "${SQLITE_CALL[@]}" "${CALL[@]}" -label-a sdk-sqlite -label-b mcpd-sqlite \
   -a "$SQLITE_BASE" -b "$SQLITE_MCPD"
 
+# The result cache: the same SQLite point query uncached against answered
+# from the cache (in memory, then on Redis), over 200 ids that the warmup
+# caches. Redis: $MCPD_BENCH_REDIS (default redis://127.0.0.1:6379); the
+# Redis section is left out when none answers.
+CACHED_MCPD="$BIN/mcpd serve -c bench/configs/sqlite-point-cached.hcl --http {addr} --no-watch --log-level warn"
+REDIS_MCPD="env MCPD_BENCH_REDIS_PREFIX=mcpd-bench-$$ $BIN/mcpd serve -c bench/configs/sqlite-point-redis.hcl --http {addr} --no-watch --log-level warn"
+CACHE_CALL=(-tool get_item -args '{"id":{seq}}' -seq-max 200)
+
+section "Result cache: SQLite point query uncached against a cache hit in memory, HTTP, legacy, C=16" \
+  "${LG[@]}" -mode call -transport http -c 16 "${CACHE_CALL[@]}" "${CALL[@]}" -label-a uncached -label-b mem-hit \
+  -a "$SQLITE_MCPD" -b "$CACHED_MCPD"
+
+redis_url=${MCPD_BENCH_REDIS:-redis://127.0.0.1:6379}
+redis_hostport=${redis_url#redis://}
+if command -v redis-cli >/dev/null && redis-cli -h "${redis_hostport%%:*}" -p "${redis_hostport##*:}" ping >/dev/null 2>&1; then
+  section "Result cache: SQLite point query uncached against a cache hit on Redis, HTTP, legacy, C=16" \
+    "${LG[@]}" -mode call -transport http -c 16 "${CACHE_CALL[@]}" "${CALL[@]}" -label-a uncached -label-b redis-hit \
+    -a "$SQLITE_MCPD" -b "$REDIS_MCPD"
+  section "Result cache: a cache hit in memory against one on Redis, HTTP, legacy, C=16" \
+    "${LG[@]}" -mode call -transport http -c 16 "${CACHE_CALL[@]}" "${CALL[@]}" -label-a mem-hit -label-b redis-hit \
+    -a "$CACHED_MCPD" -b "$REDIS_MCPD"
+else
+  echo "no Redis at $redis_url: the Redis result cache sections are left out" | tee -a "$REPORT"
+fi
+
 # --- shared state: rate limits in memory against Redis ------------------------------------
 
 # A rate-limited call whose limits are checked in this process against the
@@ -241,7 +266,7 @@ done
 # --- micro-benchmarks ----------------------------------------------------------------------
 
 section "go test micro-benchmarks: the per-call path" \
-  go test -run '^$' -bench 'Validate|DecodeJSON|CallContext|EvalTemplate|BenchmarkRun|BenchmarkCall|SQLitePointQuery|RowText' \
+  go test -run '^$' -bench 'Validate|DecodeJSON|CallContext|EvalTemplate|BenchmarkRun|BenchmarkCall|SQLitePointQuery|RowText|CacheHit' \
   -benchmem -count 1 ./engine/schema ./engine/adapter ./engine/shape ./engine/snapshot ./adapters/sql
 
 section "go test benchmarks: loading and listing (runtime GC defaults)" \

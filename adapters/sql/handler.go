@@ -68,6 +68,10 @@ func (h *handler) ReadsEval() bool {
 	return false
 }
 
+// ReadOnly reports whether the tool runs in a read-only transaction or
+// connection (adapter.ReadOnlyReporter): read_only, true by default.
+func (h *handler) ReadOnly() bool { return h.readOnly }
+
 // MaxOutputBytes is the result's byte cap (adapter.OutputBounder).
 func (h *handler) MaxOutputBytes() int64 { return int64(h.maxBytes) }
 

@@ -82,6 +82,7 @@ func rootSchema(reg *adapter.Registry) *blockSchema {
 		"log":         implied(&config.Log{}, nil),
 		"ask":         implied(&config.Ask{}, nil),
 		"rate_limit":  implied(&config.RateLimit{}, nil),
+		"cache":       implied(&config.Cache{}, nil),
 	})
 	for _, name := range reg.ToolBlocks() {
 		a, _ := reg.Adapter(name)
@@ -92,7 +93,7 @@ func rootSchema(reg *adapter.Registry) *blockSchema {
 		tool.blocks[name] = fromAdapter(name, as)
 	}
 	root := implied(&fileContentDoc{}, map[string]*blockSchema{
-		"server":            implied(&config.Server{}, nil),
+		"server":            implied(&config.Server{}, map[string]*blockSchema{"cache": implied(&config.Cache{}, nil)}),
 		"tool":              tool,
 		"resource":          implied(&config.Resource{}, nil),
 		"resource_template": implied(&config.ResourceTemplate{}, nil),

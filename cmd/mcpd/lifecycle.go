@@ -122,6 +122,14 @@ func watchState(m *telemetry.Metrics, r *reload.Reloader, srv *serve.Server, cur
 		return telemetry.ConfigState{Generation: st.Generation(), Successes: st.Reloads, Failures: st.Failures, LastSuccess: st.LastOK}
 	})
 	m.WatchSessions(srv.SessionCount)
+	m.WatchCache(func() (telemetry.CacheStats, bool) {
+		mc := current.Load().MemoryCache()
+		if mc == nil {
+			return telemetry.CacheStats{}, false
+		}
+		st := mc.Stats()
+		return telemetry.CacheStats{Entries: st.Entries, Bytes: st.Bytes, MaxBytes: mc.MaxBytes(), Evictions: st.Evictions}, true
+	})
 	m.WatchSharedState(func() *sharedstate.Status { return sharedStatus(current) })
 	m.WatchPools(func() []adapter.PoolStats {
 		var out []adapter.PoolStats

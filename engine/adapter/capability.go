@@ -21,6 +21,14 @@ type Pinger interface {
 	Ping(ctx context.Context) error
 }
 
+// A ReadOnlyReporter is a Handler that knows whether its calls can change
+// anything (a sql block's read_only, enforced by the database). The
+// engine caches only the results of tools that only read: for a Handler
+// that does not implement it, the tool's annotations must say read_only.
+type ReadOnlyReporter interface {
+	ReadOnly() bool
+}
+
 // A PoolReporter is a Backend that holds connection pools, whose
 // statistics the metrics export (mcpd_db_client_connections and friends).
 type PoolReporter interface {

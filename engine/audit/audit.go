@@ -80,6 +80,10 @@ type Entry struct {
 	// --toolset, or /mcp serving server.default_toolset); left out when
 	// it came through an endpoint that serves everything.
 	Toolset string `json:"toolset,omitempty"`
+	// Cache is the result cache's part in a call of a cached tool: "hit"
+	// (answered from the cache: the tool did not run), "miss" or "error"
+	// (the shared store failed); absent for a tool that is not cached.
+	Cache string `json:"cache,omitempty"`
 }
 
 // MarshalJSON writes the line's fields in a fixed order, time first.

@@ -29,7 +29,7 @@ func (l *Logger) ObserveCall(c *event.Call) {
 		RequestID: strconv.FormatUint(rand.Uint64(), 16),
 		Transport: c.Transport, Protocol: c.Protocol, Client: c.Client,
 		Kind: c.Kind, Name: c.Target, Outcome: c.Outcome, BytesOut: c.ResultBytes, Error: c.Error,
-		Generation: c.Generation, Toolset: c.Toolset,
+		Generation: c.Generation, Toolset: c.Toolset, Cache: c.Cache,
 		Identity: c.Delegation.Mode, IdentitySubject: c.Delegation.Subject, Actor: c.Delegation.Actor,
 	}
 	red := c.Snapshot.Redactor()

@@ -80,10 +80,31 @@ type Server struct {
 	// DefaultToolset, when set, names the toolset that /mcp and stdio
 	// without --toolset serve; unset, they serve everything.
 	DefaultToolset *hcl.Attribute `hcl:"default_toolset,optional"`
+	// Cache holds the defaults of the tools' cache blocks and the bound
+	// of the whole result cache (docs/config.md, "cache"). It caches
+	// nothing by itself: a tool opts in with its own cache block.
+	Cache *Cache `hcl:"cache,block"`
+
 	// State is the shared-state block: the Redis that the replicas of one
 	// deployment share their limits (and cache) through. nil: all state is
 	// in this process.
 	State *State `hcl:"state,block"`
+}
+
+// Cache is a `cache { ... }` block: on a read-only tool, how long its
+// results are reused; in the server block, the defaults of the tools'
+// blocks and, with max_bytes, the bound of the in-memory cache.
+type Cache struct {
+	// TTL is how long a result is reused ("30s").
+	TTL *hcl.Attribute `hcl:"ttl,optional"`
+	// Shared makes one result serve every caller; by default each
+	// principal has its own entries.
+	Shared *hcl.Attribute `hcl:"shared,optional"`
+	// MaxEntryBytes bounds one result; larger ones are not cached.
+	MaxEntryBytes *hcl.Attribute `hcl:"max_entry_bytes,optional"`
+	// MaxBytes bounds the whole in-memory cache (server block only).
+	MaxBytes  *hcl.Attribute `hcl:"max_bytes,optional"`
+	DeclRange hcl.Range      `hcl:",def_range"`
 }
 
 // State is the server's `state { ... }` block. Its attributes are kept as
@@ -162,6 +183,8 @@ type Tool struct {
 	// do while the shared state does not answer (default: the state
 	// block's on_failure).
 	OnStateFailure *hcl.Attribute `hcl:"on_state_failure,optional"`
+	// Cache reuses the tool's results for a time; read-only tools only.
+	Cache *Cache `hcl:"cache,block"`
 }
 
 // RateLimit is a tool's `rate_limit { ... }` block: token buckets for the

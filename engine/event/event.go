@@ -92,6 +92,10 @@ type Call struct {
 	// input_required result, a question for the user instead of an
 	// answer; its Outcome is OutcomeOK.
 	InputRequired bool
+	// Cache is the result cache's part in a call of a cached tool:
+	// snapshot.CacheHit, CacheMiss or CacheError; "" for a tool that is
+	// not cached, and for tool errors.
+	Cache string
 
 	Detail
 }

@@ -139,6 +139,9 @@ func (s *Server) observeEnd(o *observed, ctx context.Context, res mcp.Result, er
 	ev.Result, ev.Err = res, err
 	tr, _ := res.(*mcp.CallToolResult)
 	_, ev.InputRequired = res.(*inputRequired)
+	if tr != nil {
+		ev.Cache = snapshot.CacheStatus(tr)
+	}
 	if ev.Kind != "" {
 		isError := tr != nil && tr.IsError
 		// The context is asked only when the outcome depends on it.
@@ -156,6 +159,9 @@ func (s *Server) observeEnd(o *observed, ctx context.Context, res mcp.Result, er
 				o.label = toolLabel(ev)
 			}
 			s.opts.Metrics.CallDone(o.label, ev.Outcome, ev.Duration)
+			if ev.Cache != "" {
+				s.opts.Metrics.CacheLookup(o.label, ev.Cache)
+			}
 		}
 		if ev.Kind != "" && ev.Toolset != "" {
 			s.opts.Metrics.ToolsetCallDone(ev.Toolset, ev.Kind, ev.Outcome)

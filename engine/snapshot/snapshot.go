@@ -20,6 +20,7 @@ import (
 	"github.com/zclconf/go-cty/cty/function"
 
 	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/cache"
 	"github.com/mcpd/mcpd/engine/config"
 	"github.com/mcpd/mcpd/engine/funcs"
 	"github.com/mcpd/mcpd/engine/redact"
@@ -55,6 +56,10 @@ type Snapshot struct {
 	fp     [3]string
 
 	redactor *redact.Redactor // nil: no secrets
+
+	// memCache is the in-memory result cache, carried over by a reload
+	// with the same bound; nil when no tool is cached.
+	memCache *cache.Memory
 
 	// state is the shared state of the server's state block; nil: none
 	// (every limit is this process's). Like a backend it is taken over by
@@ -116,6 +121,8 @@ func Build(cfg *config.Config, reg *adapter.Registry, prev *Snapshot, defaultVer
 	ft := funcTables{opts: funcs.Options{UnsetEnvUnknown: cfg.UnsetEnvUnknown}, tables: map[string]map[string]function.Function{}}
 	ft.auth = authInfo(cfg.Auth, ft)
 	sl, diags := compileServerLimits(cfg.Server)
+	sc, cacheDiags := compileServerCache(cfg.Server)
+	diags = append(diags, cacheDiags...)
 	diags = append(diags, stateDiags...)
 	diags = append(diags, s.openState(cfg, prev, secrets)...)
 	sl.hasState, sl.state = cfg.Server != nil && cfg.Server.State != nil, s.state
@@ -125,7 +132,7 @@ func Build(cfg *config.Config, reg *adapter.Registry, prev *Snapshot, defaultVer
 		backend.declared[bc.Type] = append(backend.declared[bc.Type], bc.Name)
 	}
 	for _, tc := range cfg.Tools {
-		t, d := compileTool(tc, reg, backend, ft, sl, cfg.Server != nil && cfg.Server.ConfirmDestructive)
+		t, d := compileTool(tc, reg, backend, ft, sl, sc, cfg.Server != nil && cfg.Server.ConfirmDestructive)
 		diags = append(diags, d...)
 		if t != nil {
 			if prev != nil {
@@ -171,6 +178,7 @@ func Build(cfg *config.Config, reg *adapter.Registry, prev *Snapshot, defaultVer
 		return nil, diags
 	}
 	s.setRedactor(secrets.Redactor())
+	s.initCache(cfg, prev, sc, secrets.Values())
 	s.initAccess()
 	return s, diags
 }

@@ -58,6 +58,8 @@ type Tool struct {
 	// sensitive are the arguments marked "writeOnly": true in the input
 	// schema (sensitive = true on a param); nil when none.
 	sensitive map[string]bool
+	// cache reuses the tool's results (cache.go); nil: not cached.
+	cache *toolCache
 }
 
 type result struct {
@@ -75,7 +77,7 @@ type progressSpec struct {
 // ProgressFunc reports progress for the call being served.
 type ProgressFunc func(progress, total float64, message string)
 
-func compileTool(tc *config.Tool, reg *adapter.Registry, backend *backendSet, ft funcTables, sl serverLimits, confirmDestructive bool) (*Tool, hcl.Diagnostics) {
+func compileTool(tc *config.Tool, reg *adapter.Registry, backend *backendSet, ft funcTables, sl serverLimits, sc serverCache, confirmDestructive bool) (*Tool, hcl.Diagnostics) {
 	scope := &adapter.Scope{Dir: tc.Dir, Functions: ft.get(tc.Dir), Auth: ft.auth}
 	ectx := scope.EvalContext()
 	var diags hcl.Diagnostics
@@ -171,6 +173,11 @@ func compileTool(tc *config.Tool, reg *adapter.Registry, backend *backendSet, ft
 				t.needsEval = true
 			}
 		}
+	}
+	{
+		var d hcl.Diagnostics
+		t.cache, d = compileCache(tc, t.handler, sc)
+		diags = append(diags, d...)
 	}
 	if tc.Result != nil {
 		rvars := vars
@@ -372,7 +379,9 @@ func (t *Tool) MaxOutputBytes() int64 {
 }
 
 // Call runs one call of the tool: validate, bind the caller, answer the
-// ask blocks, admit (rate limits, concurrency), call the adapter under the
+// ask blocks, answer from the result cache when the tool is cached and
+// the result is there (cache.go), admit (rate limits, concurrency), call
+// the adapter under the
 // tool's timeout, shape, redact. Every failure of the tool, including a
 // panic, is a tool error the model can read, in the result. The error is
 // a protocol error, about the request rather than the tool: a
@@ -408,9 +417,20 @@ func (t *Tool) Asks() bool { return t.asks != nil }
 // not make that stack grow, which copies it.
 func (t *Tool) call(ctx context.Context, req *CallRequest, protoErr *error) (res *mcp.CallToolResult) {
 	raw := req.Args
+	var fill *cacheFill
+	cacheStatus := ""
 	// Registered first, so it runs last: over every result, errors and the
-	// panic message included.
-	defer func() { res = redactResult(t.redact, t.scrubSensitive(raw, res)) }()
+	// panic message included; a cache hit was redacted when stored. The
+	// result is stored redacted.
+	defer func() {
+		if cacheStatus == CacheHit {
+			return
+		}
+		res = redactResult(t.redact, t.scrubSensitive(raw, res))
+		if cacheStatus != "" {
+			res = t.cache.fill(ctx, t.Def.Name, fill, cacheStatus, res)
+		}
+	}()
 	defer t.recoverCall(&res)
 	progress := req.Progress
 	if progress == nil {
@@ -448,6 +468,14 @@ func (t *Tool) call(ctx context.Context, req *CallRequest, protoErr *error) (res
 	}
 	for k, v := range bound {
 		args[k] = v
+	}
+	if t.cache != nil {
+		// After validation, binding and the asks, which the key covers;
+		// before the limits, which a hit does not need (cache.go).
+		var hit *mcp.CallToolResult
+		if hit, fill, cacheStatus = t.cache.lookup(ctx, t.Def.Name, args, inputs, caller); hit != nil {
+			return hit
+		}
 	}
 	release, refusal := t.limits.admit(ctx, t.Def.Name, caller)
 	if refusal != "" {

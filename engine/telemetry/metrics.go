@@ -41,6 +41,7 @@ type Metrics struct {
 	httpReqs   *prometheus.CounterVec
 	httpTime   *prometheus.HistogramVec
 	toolsets   *prometheus.CounterVec
+	cache      *prometheus.CounterVec
 	toolsCache sync.Map // tool name -> *toolSeries
 	// okRequests are the requests histogram's children for success, by
 	// method label, built once: the common case hashes no labels.
@@ -70,7 +71,14 @@ var httpCodes = [...]int{200, 202, 204, 400, 401, 403, 404, 405, 406, 413, 415, 
 type toolSeries struct {
 	outcomes map[string]prometheus.Counter
 	duration prometheus.Observer
+	// cache are the result cache's lookups by result, made on first use:
+	// only cached tools have the series.
+	cache [len(CacheResults)]atomic.Pointer[prometheus.Counter]
 }
+
+// CacheResults are the values of mcpd_tool_cache_lookups_total's result
+// label: the snapshot's cache statuses.
+var CacheResults = [...]string{"hit", "miss", "error"}
 
 // NewMetrics is NewMetricsFor the running binary with this version.
 func NewMetrics(version string) *Metrics { return NewMetricsFor(buildinfo.Read(version, "")) }
@@ -118,6 +126,10 @@ func NewMetricsFor(bi buildinfo.Info) *Metrics {
 		Name: "mcpd_toolset_calls_total",
 		Help: "Calls (kind: tool, resource, prompt) answered through a toolset's endpoint (/mcp/<toolset>, stdio --toolset, or /mcp serving server.default_toolset), by toolset, kind and outcome.",
 	}, []string{"toolset", "kind", "outcome"})
+	m.cache = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mcpd_tool_cache_lookups_total",
+		Help: "Result cache lookups of cached tools, by tool and result: hit (answered from the cache), miss (the tool ran; its result was stored unless an error), error (the shared store failed: the tool ran without the cache).",
+	}, []string{"gen_ai_tool_name", "result"})
 	m.okRequests = map[string]prometheus.Observer{"other": m.requests.WithLabelValues("other", "")}
 	for method := range mcpMethods {
 		m.okRequests[method] = m.requests.WithLabelValues(method, "")
@@ -128,7 +140,7 @@ func NewMetricsFor(bi buildinfo.Info) *Metrics {
 		ConstLabels: prometheus.Labels{"version": bi.Version, "revision": bi.Revision, "goversion": bi.GoVersion},
 	})
 	build.Set(1)
-	m.reg.MustRegister(m.calls, m.duration, m.inFlight, m.requests, m.streams, m.httpReqs, m.httpTime, m.toolsets, build,
+	m.reg.MustRegister(m.cache, m.calls, m.duration, m.inFlight, m.requests, m.streams, m.httpReqs, m.httpTime, m.toolsets, build,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -178,6 +190,61 @@ func (m *Metrics) ToolsetCallDone(toolset, kind, outcome string) {
 	if m != nil {
 		m.toolsets.WithLabelValues(toolset, kind, outcome).Inc()
 	}
+}
+
+// CacheLookup records a cached tool's lookup: result is one of
+// CacheResults ("hit", "miss", "error"); any other value is ignored.
+func (m *Metrics) CacheLookup(tool, result string) {
+	if m == nil {
+		return
+	}
+	for i, r := range CacheResults {
+		if r != result {
+			continue
+		}
+		slot := &m.tool(tool).cache[i]
+		c := slot.Load()
+		if c == nil {
+			n := m.cache.WithLabelValues(tool, r)
+			slot.CompareAndSwap(nil, &n)
+			c = slot.Load()
+		}
+		(*c).Inc()
+		return
+	}
+}
+
+// CacheStats are the in-memory result cache's size.
+type CacheStats struct {
+	Entries   int
+	Bytes     int64
+	MaxBytes  int64
+	Evictions uint64
+}
+
+// WatchCache exports the in-memory result cache's size, read at every
+// scrape; stats returns false when the running config caches nothing in
+// memory.
+func (m *Metrics) WatchCache(stats func() (CacheStats, bool)) {
+	get := func(f func(CacheStats) float64) func() float64 {
+		return func() float64 {
+			st, ok := stats()
+			if !ok {
+				return 0
+			}
+			return f(st)
+		}
+	}
+	m.reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "mcpd_tool_cache_entries", Help: "Results held by the in-memory result cache."},
+			get(func(s CacheStats) float64 { return float64(s.Entries) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "mcpd_tool_cache_bytes", Help: "Bytes held by the in-memory result cache (results' JSON size plus a fixed overhead per entry)."},
+			get(func(s CacheStats) float64 { return float64(s.Bytes) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "mcpd_tool_cache_max_bytes", Help: "The in-memory result cache's bound (server cache block's max_bytes)."},
+			get(func(s CacheStats) float64 { return float64(s.MaxBytes) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "mcpd_tool_cache_evictions_total", Help: "Results the in-memory result cache evicted to stay within its bound."},
+			get(func(s CacheStats) float64 { return float64(s.Evictions) })),
+	)
 }
 
 // mcpMethods are the methods recorded under their own name; anything else

@@ -77,10 +77,16 @@ tool "get_ticket" {
   }
 }
 
+# The same for every caller and fine a minute old: cached, so that a model
+# asking again does not run the aggregate again (docs/config.md, "cache").
 tool "ticket_stats" {
   description = "Tickets per status: how many, how many urgent, and their average age in hours."
   annotations {
     read_only = true
+  }
+  cache {
+    ttl    = "1m"
+    shared = true
   }
   sql {
     database = "support"

@@ -1,0 +1,141 @@
+package snapshot_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/mcpd/mcpd/engine/sharedstate/sharedstatetest"
+)
+
+// stateBlock is a server's state block on the Redis at url.
+func stateBlock(url, prefix string) string {
+	return fmt.Sprintf("  state {\n    redis      = %q\n    key_prefix = %q\n  }\n", url, prefix)
+}
+
+// Two engines (two replicas' snapshots of one config with a state block)
+// sharing one Redis: a result one computed is a hit on the other, the
+// backend runs once; two principals still do not share; every key is the
+// prefix and a hash, with the TTL.
+func TestCacheRedisSharedBetweenReplicas(t *testing.T) {
+	url := sharedstatetest.URL(t)
+	prefix := sharedstatetest.Prefix(t, url)
+	cfg := cachedConfigWith(stateBlock(url, prefix), `ttl = "1m"`, "")
+	fa, fb := newFake(), newFake()
+	a, _ := build(t, fa.register(), nil, cfg)
+	b, _ := build(t, fb.register(), nil, cfg)
+	if a.MemoryCache() != nil {
+		t.Error("a state block, yet an in-memory cache")
+	}
+	waitFor(t, func() bool { return a.State().Healthy() && b.State().Healthy() })
+
+	args := json.RawMessage(`{"id":42}`)
+	first := call(tool(t, a, "lookup"), asCaller("ann"), args, nil)
+	second := call(tool(t, b, "lookup"), asCaller("ann"), args, nil)
+	if cacheStatus(first) != "miss" || cacheStatus(second) != "hit" {
+		t.Fatalf("replica a: %q, replica b: %q; want miss then hit", cacheStatus(first), cacheStatus(second))
+	}
+	if render(first) != render(second) {
+		t.Errorf("the hit %q differs from the result %q", render(second), render(first))
+	}
+	if backendCalls(fa)+backendCalls(fb) != 1 {
+		t.Errorf("backends called %d+%d times, want 1 in all", backendCalls(fa), backendCalls(fb))
+	}
+	if other := call(tool(t, b, "lookup"), asCaller("bob"), args, nil); cacheStatus(other) != "miss" {
+		t.Errorf("another principal on replica b: %q, want miss", cacheStatus(other))
+	}
+	opts, _ := redis.ParseURL(url)
+	rc := redis.NewClient(opts)
+	defer rc.Close()
+	keys, err := rc.Keys(context.Background(), prefix+":*").Result()
+	if err != nil || len(keys) != 2 {
+		t.Fatalf("keys under the prefix: %v %v, want 2", keys, err)
+	}
+	for _, k := range keys {
+		ttl := rc.PTTL(context.Background(), k).Val()
+		if ttl <= 0 || ttl > time.Minute {
+			t.Errorf("key %s has TTL %s, want (0, 1m]", k, ttl)
+		}
+		if !strings.HasPrefix(k, prefix+":cache:") || len(k) != len(prefix)+len(":cache:")+64 || strings.Contains(k, "ann") {
+			t.Errorf("key %q is not the prefix and a hash", k)
+		}
+	}
+}
+
+// A Redis killed while calls run: every call still answers (the tool
+// runs; the cache is never fail-closed) and the failures are counted as
+// cache errors; once Redis is back, results are cached again.
+func TestCacheRedisKilledFallsBack(t *testing.T) {
+	srv := sharedstatetest.NewServer(t)
+	f := newFake()
+	s, _ := build(t, f.register(), nil, cachedConfigWith(stateBlock(srv.URL(), "killed"), `ttl = "1m"`, ""))
+	waitFor(t, s.State().Healthy)
+	tl := tool(t, s, "lookup")
+
+	var failed, errs, n atomic.Int32
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				res := call(tl, asCaller("ann"), json.RawMessage(fmt.Sprintf(`{"id":%d}`, (w*1000+i)%50)), nil)
+				n.Add(1)
+				if res.IsError {
+					failed.Add(1)
+				}
+				if cacheStatus(res) == "error" {
+					errs.Add(1)
+				}
+			}
+		}()
+	}
+	waitCalls := func(more int32) {
+		target := n.Load() + more
+		deadline := time.Now().Add(30 * time.Second)
+		for n.Load() < target {
+			if time.Now().After(deadline) {
+				t.Fatalf("calls stalled at %d", n.Load())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	waitCalls(50)
+	srv.Kill()
+	waitCalls(200)
+	if errs.Load() == 0 {
+		t.Error("no call counted a cache error with Redis down")
+	}
+	srv.Start()
+	// Recovery: a repeated call is a hit again within seconds (the state's
+	// probe backs off up to 5s).
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		call(tl, asCaller("ann"), json.RawMessage(`{"id":999}`), nil)
+		if cacheStatus(call(tl, asCaller("ann"), json.RawMessage(`{"id":999}`), nil)) == "hit" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no hit within 30s of Redis coming back")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	close(stop)
+	wg.Wait()
+	if failed.Load() != 0 {
+		t.Errorf("%d of %d calls failed while Redis was down; want none", failed.Load(), n.Load())
+	}
+}
