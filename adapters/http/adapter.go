@@ -99,6 +99,11 @@ func (h *handler) Vars() []string { return []string{"status", "headers", "body",
 // MaxOutputBytes is the response body cap (adapter.OutputBounder).
 func (h *handler) MaxOutputBytes() int64 { return h.maxBytes }
 
+// ActsAsCaller reports whether calls present the caller's own identity
+// (token exchange or passthrough) rather than the config's or mcpd's
+// (adapter.CallerScoped).
+func (h *handler) ActsAsCaller() bool { return h.identity != nil && h.identity.cfg.needsCaller() }
+
 // CompileTool decodes and checks a tool's http block.
 func (a *Adapter) CompileTool(b *adapter.ToolBlock) (adapter.Handler, hcl.Diagnostics) {
 	d := &decoder{adapter.NewDecoder(b.Scope)}

@@ -72,6 +72,10 @@ func (h *handler) ReadsEval() bool {
 // connection (adapter.ReadOnlyReporter): read_only, true by default.
 func (h *handler) ReadOnly() bool { return h.readOnly }
 
+// ActsAsCaller reports whether calls run as the caller, in a session set
+// from the caller's claims (adapter.CallerScoped).
+func (h *handler) ActsAsCaller() bool { return h.identity != nil }
+
 // MaxOutputBytes is the result's byte cap (adapter.OutputBounder).
 func (h *handler) MaxOutputBytes() int64 { return int64(h.maxBytes) }
 

@@ -29,6 +29,16 @@ type ReadOnlyReporter interface {
 	ReadOnly() bool
 }
 
+// A CallerScoped is a Handler that can tell whether its calls reach the
+// backend as the caller (a token exchanged or passed through, a database
+// role or session settings from the caller's claims): the backend then
+// answers each caller after its own permissions, so one caller's result
+// must never be served to another. The result cache refuses `shared` for
+// such a tool.
+type CallerScoped interface {
+	ActsAsCaller() bool
+}
+
 // A PoolReporter is a Backend that holds connection pools, whose
 // statistics the metrics export (mcpd_db_client_connections and friends).
 type PoolReporter interface {

@@ -192,6 +192,18 @@ func compileCache(tc *config.Tool, h adapter.Handler, sc serverCache) (*toolCach
 		diags = append(diags, dd...)
 		out.maxEntry = n
 	}
+	if cs, ok := h.(adapter.CallerScoped); ok && out.shared && cs.ActsAsCaller() {
+		rng := c.DeclRange
+		if c.Shared != nil {
+			rng = c.Shared.Range
+		}
+		diags = append(diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Shared cache on a tool that acts as the caller",
+			Detail:   fmt.Sprintf("Tool %q reaches its backend with the caller's own identity (its identity block), so the backend answers each caller after their own permissions: a shared entry would serve one caller's result to another. Set shared = false in this cache block (the server's cache block sets shared = true for every tool that does not say otherwise).", tc.Name),
+			Subject:  &rng,
+		})
+	}
 	if c.MaxBytes != nil {
 		rng := c.MaxBytes.NameRange
 		diags = append(diags, &hcl.Diagnostic{
