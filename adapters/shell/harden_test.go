@@ -312,17 +312,38 @@ func TestQueueTimeout(t *testing.T) {
 		t.Errorf("got %v", err)
 	}
 
-	// A slot freed while a call waits is taken by it.
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+
+	// A slot freed while a call waits is taken by it. The wait is long
+	// here, so that a loaded machine's slow exit of the holder cannot be
+	// mistaken for a queue that never moves.
+	gate2, started2 := filepath.Join(dir, "gate2"), filepath.Join(dir, "started2")
+	h = compile(t, dir, fmt.Sprintf(`shell {
+  command         = ["sh", "-c", "echo $$ > %s; while [ ! -e %s ]; do sleep 0.01; done"]
+  max_concurrency = 1
+  queue_timeout   = "60s"
+}`, started2, gate2), nil)
+	holder := make(chan error, 1)
+	go func() {
+		_, err := call(context.Background(), h, nil, nil, nil)
+		holder <- err
+	}()
+	readPID(t, started2)
 	second := make(chan error, 1)
 	go func() {
 		_, err := call(context.Background(), h, nil, nil, nil)
 		second <- err
 	}()
 	time.Sleep(50 * time.Millisecond)
-	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+	if err := os.WriteFile(gate2, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-first; err != nil {
+	if err := <-holder; err != nil {
 		t.Fatal(err)
 	}
 	if err := <-second; err != nil {
