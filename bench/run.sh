@@ -169,6 +169,18 @@ section "SQLite point query, HTTP, stateless 2026-07-28 requests, C=16" \
   "${LG[@]}" -mode call -transport http-modern -c 16 "${SQLITE_CALL[@]}" "${CALL[@]}" -label-a sdk-sqlite -label-b mcpd-sqlite \
   -a "$SQLITE_BASE" -b "$SQLITE_MCPD"
 
+# The stateless fast path (engine/serve/fastpath.go) against the SDK's own
+# stateless handling of the same requests (--no-fast-path): issue #21's
+# goals are these ratios (point query >= 1.75x, and the static tool's
+# against the bare SDK above >= 2x).
+section "Stateless fast path: SQLite point query, --no-fast-path (A) against the fast path (B), C=16" \
+  "${LG[@]}" -mode call -transport http-modern -c 16 "${SQLITE_CALL[@]}" "${CALL[@]}" -label-a sdk-path -label-b fast-path \
+  -a "$SQLITE_MCPD --no-fast-path" -b "$SQLITE_MCPD"
+
+section "Stateless fast path: static tool, --no-fast-path (A) against the fast path (B), C=16" \
+  "${LG[@]}" -mode call -transport http-modern -c 16 "${CALL[@]}" -label-a sdk-path -label-b fast-path \
+  -a "$MCPD --no-fast-path" -b "$MCPD"
+
 # The result cache: the same SQLite point query uncached against answered
 # from the cache (in memory, then on Redis), over 200 ids that the warmup
 # caches. Redis: $MCPD_BENCH_REDIS (default redis://127.0.0.1:6379); the
@@ -179,6 +191,10 @@ CACHE_CALL=(-tool get_item -args '{"id":{seq}}' -seq-max 200)
 
 section "Result cache: SQLite point query uncached against a cache hit in memory, HTTP, legacy, C=16" \
   "${LG[@]}" -mode call -transport http -c 16 "${CACHE_CALL[@]}" "${CALL[@]}" -label-a uncached -label-b mem-hit \
+  -a "$SQLITE_MCPD" -b "$CACHED_MCPD"
+
+section "Result cache: SQLite point query uncached against a cache hit in memory, HTTP, stateless, C=16" \
+  "${LG[@]}" -mode call -transport http-modern -c 16 "${CACHE_CALL[@]}" "${CALL[@]}" -label-a uncached -label-b mem-hit \
   -a "$SQLITE_MCPD" -b "$CACHED_MCPD"
 
 redis_url=${MCPD_BENCH_REDIS:-redis://127.0.0.1:6379}

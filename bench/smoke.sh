@@ -42,6 +42,12 @@ step "${LG[@]}" -mode call -transport http -c 2 -tool get_item -args '{"id":{seq
 step "${LG[@]}" -mode call -transport http-modern -c 2 -tool get_item -args '{"id":{seq}}' -pairs 1 \
   -a "$BIN/baseline --http {addr} --typed --sqlite $MCPD_BENCH_DB" \
   -b "$BIN/mcpd serve -c bench/configs/sqlite-point.hcl --http {addr} --no-watch --log-level warn"
+# The stateless fast path against the SDK's handling of the same requests:
+# CI's proxy for issue #21's ratios (printed, not asserted).
+step "${LG[@]}" -mode call -transport http-modern -c 4 -tool get_item -args '{"id":{seq}}' -pairs 1 \
+  -label-a sdk-path -label-b fast-path \
+  -a "$BIN/mcpd serve -c bench/configs/sqlite-point.hcl --http {addr} --no-watch --log-level warn --no-fast-path" \
+  -b "$BIN/mcpd serve -c bench/configs/sqlite-point.hcl --http {addr} --no-watch --log-level warn"
 step "${LG[@]}" -mode setup -transport http -c 1 -pairs 1 -a "$BASE" -b "$MCPD"
 step "${LG[@]}" -mode list -transport http -c 1 -server "$BIN/mcpd serve -c $WORK/tools-1000.hcl --http {addr} --no-watch --log-level warn"
 step "${LG[@]}" -mode startup -transport stdio -n 2 -server "$BIN/mcpd serve -c $STATIC --stdio --log-level warn"
