@@ -156,13 +156,36 @@ func (u *upstream) callTool(ctx context.Context, name string, args map[string]an
 	}
 	rctx, forget := u.withRelay(ctx, client)
 	defer forget()
-	res, err := cs.CallTool(rctx, params)
-	if err != nil {
-		u.failures.Add(1)
-		return nil, u.callError(ctx, cs, name, err)
+	for round := 1; ; round++ {
+		res, err := cs.CallTool(rctx, params)
+		if err != nil {
+			u.failures.Add(1)
+			return nil, u.callError(ctx, cs, name, err)
+		}
+		if !res.NeedsInput() {
+			return res, nil
+		}
+		// A 2026-07-28 upstream asks by input_required: its questions are
+		// relayed like a 2025-11-25 upstream's requests, and the call
+		// retried with the answers and the upstream's requestState.
+		if round == maxInputRounds {
+			u.failures.Add(1)
+			return nil, fmt.Errorf("upstream %s still asked for input after %d rounds; mcpd stopped the call", u.cfg.name, round)
+		}
+		responses, err := u.answerInputs(rctx, res.InputRequests)
+		if err != nil {
+			u.failures.Add(1)
+			return nil, err
+		}
+		next := *params
+		next.InputResponses = responses
+		next.RequestState = res.RequestState
+		params = &next
 	}
-	return res, nil
 }
+
+// maxInputRounds bounds the input_required rounds of one upstream call.
+const maxInputRounds = 10
 
 // callError says why a call failed, in terms the model can act on; a
 // broken transport makes the supervisor connect again.

@@ -147,19 +147,49 @@ func (u *upstream) relayRoots(next mcp.MethodHandler) mcp.MethodHandler {
 			return next(ctx, method, req)
 		}
 		params, _ := req.GetParams().(*mcp.ListRootsParams)
-		if params == nil {
-			params = &mcp.ListRootsParams{}
+		return u.onRoots(ctx, params)
+	}
+}
+
+// onRoots relays an upstream's roots/list.
+func (u *upstream) onRoots(ctx context.Context, params *mcp.ListRootsParams) (*mcp.ListRootsResult, error) {
+	if params == nil {
+		params = &mcp.ListRootsParams{}
+	}
+	resp, err := u.relay(ctx, "roots/list", params, func(c *mcp.ClientCapabilities) bool {
+		return c != nil && (c.RootsV2 != nil || c.Roots.ListChanged)
+	}, "roots")
+	if err != nil {
+		return nil, err
+	}
+	r, ok := resp.(*mcp.ListRootsResult)
+	if !ok {
+		return nil, fmt.Errorf("relaying roots/list from upstream %s: the client answered with %T", u.cfg.name, resp)
+	}
+	return r, nil
+}
+
+// answerInputs answers the questions of one input_required round of a
+// 2026-07-28 upstream, each relayed as the request it stands for.
+func (u *upstream) answerInputs(ctx context.Context, reqs mcp.InputRequestMap) (mcp.InputResponseMap, error) {
+	out := make(mcp.InputResponseMap, len(reqs))
+	for id, ir := range reqs {
+		var resp mcp.InputResponse
+		var err error
+		switch p := ir.(type) {
+		case *mcp.ElicitParams:
+			resp, err = u.onElicit(ctx, &mcp.ElicitRequest{Params: p})
+		case *mcp.CreateMessageParams:
+			resp, err = u.onSample(ctx, &mcp.CreateMessageRequest{Params: p})
+		case *mcp.ListRootsParams:
+			resp, err = u.onRoots(ctx, p)
+		default:
+			err = fmt.Errorf("mcpd cannot relay %T from upstream %s", ir, u.cfg.name)
 		}
-		resp, err := u.relay(ctx, method, params, func(c *mcp.ClientCapabilities) bool {
-			return c != nil && (c.RootsV2 != nil || c.Roots.ListChanged)
-		}, "roots")
 		if err != nil {
 			return nil, err
 		}
-		r, ok := resp.(*mcp.ListRootsResult)
-		if !ok {
-			return nil, fmt.Errorf("relaying roots/list from upstream %s: the client answered with %T", u.cfg.name, resp)
-		}
-		return r, nil
+		out[id] = resp
 	}
+	return out, nil
 }

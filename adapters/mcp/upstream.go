@@ -92,6 +92,10 @@ func (c *serverConfig) Open() (adapter.Backend, error) {
 		ElicitationHandler:   u.onElicit,
 		CreateMessageHandler: u.onSample,
 		Capabilities:         &mcp.ClientCapabilities{RootsV2: &mcp.RootCapabilities{}},
+		// A 2026-07-28 upstream's input_required rounds are answered by
+		// callTool, through the same relay: the SDK's own loop would
+		// answer roots/list from the client's fixed list.
+		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
 	})
 	u.client.AddReceivingMiddleware(u.relayRoots)
 	if c.eager {

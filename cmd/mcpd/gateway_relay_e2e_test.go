@@ -141,3 +141,83 @@ func TestGatewayRelayEverything(t *testing.T) {
 		}
 	})
 }
+
+// mcpd itself as the upstream, on both eras: its ask blocks put an
+// elicitation and a roots/list to its client, the gateway, which relays
+// them to its own client.
+func TestGatewayRelayMCPDUpstream(t *testing.T) {
+	upDir := configDir(t, map[string]string{"tools.hcl": `
+tool "greet" {
+  description = "Greets the user by name, with the client's roots."
+  ask "user_name" {
+    elicit = "What is your name?"
+    field "name" { type = "string" }
+  }
+  ask "client_roots" { roots = true }
+  result {
+    content "text" {
+      text = "Hello, ${inputs.user_name.name}! Roots: ${join(", ", [for r in inputs.client_roots : r.uri])}"
+    }
+  }
+}
+`})
+	upURL := startHTTP(t, mcpdCommand("serve", "--http", "127.0.0.1:0", "-c", upDir))
+	for _, era := range []string{"2025-11-25", "2026-07-28"} {
+		t.Run("upstream "+era, func(t *testing.T) {
+			gwDir := configDir(t, map[string]string{"tools.hcl": fmt.Sprintf(`
+mcp_server "up" {
+  url              = %q
+  protocol_version = %q
+  expose {
+    prefix = "up_"
+  }
+}
+`, upURL, era)})
+			gwURL := startHTTP(t, mcpdCommand("serve", "--http", "127.0.0.1:0", "-c", gwDir))
+
+			var mu sync.Mutex
+			var asked []string
+			client := &mcp.ClientOptions{ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				mu.Lock()
+				asked = append(asked, req.Params.Message)
+				mu.Unlock()
+				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Grace"}}, nil
+			}}
+			cs := connectVersionRoots(t, gwURL, client, &mcp.Root{URI: "file:///work/project", Name: "project"})
+			pollUntil(t, "the upstream's tools", func() bool { return toolNames(t, cs)["up_greet"] })
+			res, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "up_greet", Arguments: map[string]any{}})
+			if err != nil || res.IsError {
+				t.Fatalf("up_greet: %v %q", err, textOf(res))
+			}
+			if text := textOf(res); text != "Hello, Grace! Roots: file:///work/project" {
+				t.Errorf("up_greet: %q", text)
+			}
+			mu.Lock()
+			if len(asked) != 1 || asked[0] != "What is your name?" {
+				t.Errorf("the client was asked %q", asked)
+			}
+			mu.Unlock()
+
+			// A client without the capabilities: the upstream's ask fails
+			// with the gateway's reason, as a tool error.
+			bare := connectVersion(t, &mcp.StreamableClientTransport{Endpoint: gwURL, MaxRetries: -1}, "2025-11-25", &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}})
+			res, err = bare.CallTool(bounded(t), &mcp.CallToolParams{Name: "up_greet", Arguments: map[string]any{}})
+			if err != nil || !res.IsError || !strings.Contains(textOf(res), "did not declare the") {
+				t.Errorf("up_greet without capabilities: %v %q", err, textOf(res))
+			}
+		})
+	}
+}
+
+// connectVersionRoots connects a 2025-11-25 HTTP client that has roots.
+func connectVersionRoots(t *testing.T, url string, opts *mcp.ClientOptions, roots ...*mcp.Root) *mcp.ClientSession {
+	t.Helper()
+	c := mcp.NewClient(&mcp.Implementation{Name: "relay-test", Version: "1"}, opts)
+	c.AddRoots(roots...)
+	cs, err := c.Connect(bounded(t), &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
