@@ -24,6 +24,15 @@ tool "ask_user" {
   }
 }
 
+tool "ask_user_briefly" {
+  description = "As ask_user, with a timeout the user misses."
+  timeout     = "2s"
+  mcp {
+    server = "everything"
+    tool   = "trigger-elicitation-request"
+  }
+}
+
 tool "sample" {
   description = "Ask the client's model (the upstream samples)."
   param "prompt" {
@@ -126,6 +135,24 @@ func TestGatewayRelayEverything(t *testing.T) {
 			if err != nil || !res.IsError || !strings.Contains(textOf(res), want) {
 				t.Errorf("%s: %v, isError %v, %q; want a tool error with %q", tc.tool, err, res != nil && res.IsError, textOf(res), want)
 			}
+		}
+	})
+
+	t.Run("2025-11-25 timeout ends the question", func(t *testing.T) {
+		ended := make(chan error, 1)
+		cs := connect(t, "2025-11-25", &mcp.ClientOptions{ElicitationHandler: func(ctx context.Context, _ *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			<-ctx.Done() // the user never answers
+			ended <- ctx.Err()
+			return nil, ctx.Err()
+		}})
+		res, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "ask_user_briefly", Arguments: map[string]any{}})
+		if err != nil || !res.IsError || !strings.Contains(textOf(res), "timed out") {
+			t.Errorf("ask_user_briefly: %v %q", err, textOf(res))
+		}
+		select {
+		case <-ended: // mcpd cancelled the question it relayed
+		case <-bounded(t).Done():
+			t.Error("the relayed elicitation was not cancelled after the call timed out")
 		}
 	})
 
