@@ -29,7 +29,10 @@
 // structuredContent and isError come back as adapter.Output.Result;
 // progress notifications are relayed to the mcpd client; cancellation and
 // mcpd's timeout end the upstream request (the SDK sends
-// notifications/cancelled).
+// notifications/cancelled). The upstream's requests to its client
+// (elicitation, sampling, roots), and a 2026-07-28 upstream's
+// input_required rounds, are relayed to the client of the call through
+// adapter.Request.Client (relay.go).
 //
 // The block also exposes an upstream's tools in bulk (the `expose` block,
 // see expose.go): the live upstream lists them at run time and mcpd

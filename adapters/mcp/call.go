@@ -40,6 +40,10 @@ func (h *handler) Vars() []string { return []string{"content", "structured", "is
 // ReadsEval: only arguments computed per call need the evaluation context.
 func (h *handler) ReadsEval() bool { return len(h.fixed) > 0 }
 
+// RelaysClientRequests: the upstream's elicitation, sampling and roots
+// requests go to the call's client (relay.go).
+func (h *handler) RelaysClientRequests() bool { return true }
+
 // MaxOutputBytes is the cap on one upstream result (adapter.OutputBounder).
 func (h *handler) MaxOutputBytes() int64 { return h.maxBytes }
 
@@ -126,7 +130,7 @@ func (h *handler) Call(ctx context.Context, req *adapter.Request) (*adapter.Outp
 		}
 		args[f.name] = v
 	}
-	res, err := h.up.callTool(ctx, h.upTool, args, req.Progress)
+	res, err := h.up.callTool(ctx, h.upTool, args, req.Progress, req.Client)
 	if err != nil {
 		return nil, err
 	}
@@ -137,7 +141,7 @@ func (h *handler) Call(ctx context.Context, req *adapter.Request) (*adapter.Outp
 }
 
 // callTool calls one upstream tool, relaying its progress to report.
-func (u *upstream) callTool(ctx context.Context, name string, args map[string]any, report func(float64, float64, string)) (*mcp.CallToolResult, error) {
+func (u *upstream) callTool(ctx context.Context, name string, args map[string]any, report func(float64, float64, string), client adapter.ClientAsker) (*mcp.CallToolResult, error) {
 	u.calls.Add(1)
 	cs, err := u.session(ctx)
 	if err != nil {
@@ -150,13 +154,38 @@ func (u *upstream) callTool(ctx context.Context, name string, args map[string]an
 		defer forget()
 		params.SetProgressToken(token)
 	}
-	res, err := cs.CallTool(withRelay(ctx), params)
-	if err != nil {
-		u.failures.Add(1)
-		return nil, u.callError(ctx, cs, name, err)
+	rctx, forget := u.withRelay(ctx, client)
+	defer forget()
+	for round := 1; ; round++ {
+		res, err := cs.CallTool(rctx, params)
+		if err != nil {
+			u.failures.Add(1)
+			return nil, u.callError(ctx, cs, name, err)
+		}
+		if !res.NeedsInput() {
+			return res, nil
+		}
+		// A 2026-07-28 upstream asks by input_required: its questions are
+		// relayed like a 2025-11-25 upstream's requests, and the call
+		// retried with the answers and the upstream's requestState.
+		if round == maxInputRounds {
+			u.failures.Add(1)
+			return nil, fmt.Errorf("upstream %s still asked for input after %d rounds; mcpd stopped the call", u.cfg.name, round)
+		}
+		responses, err := u.answerInputs(rctx, res.InputRequests)
+		if err != nil {
+			u.failures.Add(1)
+			return nil, err
+		}
+		next := *params
+		next.InputResponses = responses
+		next.RequestState = res.RequestState
+		params = &next
 	}
-	return res, nil
 }
+
+// maxInputRounds bounds the input_required rounds of one upstream call.
+const maxInputRounds = 10
 
 // callError says why a call failed, in terms the model can act on; a
 // broken transport makes the supervisor connect again.

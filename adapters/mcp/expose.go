@@ -3,6 +3,7 @@ package mcpadapter
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"iter"
 	"path"
 	"reflect"
@@ -296,6 +297,10 @@ func (u *upstream) getPrompt(ctx context.Context, name string, args map[string]s
 	res, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: name, Arguments: args})
 	if err != nil {
 		return nil, u.callError(ctx, cs, name, err)
+	}
+	if res.NeedsInput() {
+		// mcpd answers input_required rounds for tool calls only (relay.go).
+		return nil, fmt.Errorf("upstream %s's prompt %s asks its client for input, which mcpd relays for tool calls only", u.cfg.name, name)
 	}
 	return res, nil
 }

@@ -3,19 +3,193 @@ package mcpadapter
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpd/mcpd/engine/adapter"
 )
 
-// withRelay is the context of an upstream call. Requests the upstream
-// sends back to its client while a call runs (elicitation) are refused
-// for now: see onElicit.
-func withRelay(ctx context.Context) context.Context { return ctx }
+// Requests an upstream sends back to its client while a call runs
+// (elicitation/create, sampling/createMessage, roots/list) are relayed to
+// the mcpd client that made the call, through the engine's ClientAsker
+// (the same Answerer that asks for mcpd's own ask blocks), when that
+// client declared the capability; otherwise the upstream gets an error
+// that says why, and its tool decides what to do without the answer.
+//
+// Which call a request belongs to: on the 2025-11-25 protocol a server's
+// request carries no reference to the call that caused it, and the SDK
+// hands it to the client session's handlers with the connection's
+// context. mcpd's session to an upstream is shared by all its calls, so a
+// request is relayed only when it can be told apart: when the handler
+// runs within the call (the SDK's multi-round-trip client does that for a
+// 2026-07-28 upstream), or when exactly one call of this upstream is in
+// flight. With several calls in flight the request is refused rather
+// than shown to a user who may not be the one it was meant for.
 
-// onElicit answers an upstream's elicitation/create. mcpd does not relay
-// it to its own client yet (docs/gateway.md, "Limits"): the upstream is
-// told so with an error, and its tool decides what to do without the
-// answer.
-func (u *upstream) onElicit(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-	return nil, fmt.Errorf("mcpd does not relay elicitation from upstream %s to its client", u.cfg.name)
+// relayCall is one upstream call that requests may be relayed to.
+type relayCall struct {
+	ctx    context.Context
+	client adapter.ClientAsker // nil: the caller cannot be asked
+}
+
+type relayCtxKey struct{}
+
+// relays are the upstream's calls in flight.
+type relays struct {
+	mu    sync.Mutex
+	calls map[*relayCall]struct{}
+}
+
+// withRelay registers a call in flight, and returns its context (which
+// carries it) and the function that forgets it.
+func (u *upstream) withRelay(ctx context.Context, client adapter.ClientAsker) (context.Context, func()) {
+	c := &relayCall{ctx: ctx, client: client}
+	u.relays.mu.Lock()
+	if u.relays.calls == nil {
+		u.relays.calls = map[*relayCall]struct{}{}
+	}
+	u.relays.calls[c] = struct{}{}
+	u.relays.mu.Unlock()
+	return context.WithValue(ctx, relayCtxKey{}, c), func() {
+		u.relays.mu.Lock()
+		delete(u.relays.calls, c)
+		u.relays.mu.Unlock()
+	}
+}
+
+// target is the call a request from the upstream belongs to.
+func (u *upstream) target(ctx context.Context, method string) (*relayCall, error) {
+	if c, ok := ctx.Value(relayCtxKey{}).(*relayCall); ok {
+		return c, nil
+	}
+	u.relays.mu.Lock()
+	defer u.relays.mu.Unlock()
+	switch len(u.relays.calls) {
+	case 0:
+		return nil, fmt.Errorf("mcpd relays %s from upstream %s only while one of its tool calls runs, and none does", method, u.cfg.name)
+	case 1:
+		for c := range u.relays.calls {
+			return c, nil
+		}
+	}
+	return nil, fmt.Errorf("mcpd cannot relay %s from upstream %s: %d of its tool calls are in flight and the request does not say which one it belongs to", method, u.cfg.name, len(u.relays.calls))
+}
+
+// relay puts one request of the upstream to the client of the call it
+// belongs to. The question lasts as long as both the upstream's request
+// and the call.
+func (u *upstream) relay(ctx context.Context, method string, req mcp.InputRequest, supported func(*mcp.ClientCapabilities) bool, capName string) (mcp.InputResponse, error) {
+	c, err := u.target(ctx, method)
+	if err != nil {
+		return nil, err
+	}
+	if c.client == nil {
+		return nil, fmt.Errorf("mcpd cannot relay %s from upstream %s: the calling client cannot be asked while a tool runs (a 2026-07-28 stateless client, or the command line); see docs/gateway.md", method, u.cfg.name)
+	}
+	if !supported(c.client.Capabilities()) {
+		return nil, fmt.Errorf("mcpd cannot relay %s from upstream %s: the calling client did not declare the %s capability", method, u.cfg.name, capName)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(c.ctx, cancel)
+	defer stop()
+	resp, err := c.client.Ask(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("relaying %s from upstream %s: %w", method, u.cfg.name, err)
+	}
+	return resp, nil
+}
+
+// onElicit relays an upstream's elicitation/create.
+func (u *upstream) onElicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+	url := req.Params != nil && req.Params.Mode == "url"
+	resp, err := u.relay(ctx, "elicitation/create", req.Params, func(c *mcp.ClientCapabilities) bool {
+		if c == nil || c.Elicitation == nil {
+			return false
+		}
+		if url {
+			return c.Elicitation.URL != nil
+		}
+		return true // {} means form
+	}, map[bool]string{false: "elicitation", true: "elicitation.url"}[url])
+	if err != nil {
+		return nil, err
+	}
+	r, ok := resp.(*mcp.ElicitResult)
+	if !ok {
+		return nil, fmt.Errorf("relaying elicitation/create from upstream %s: the client answered with %T", u.cfg.name, resp)
+	}
+	return r, nil
+}
+
+// onSample relays an upstream's sampling/createMessage.
+func (u *upstream) onSample(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	resp, err := u.relay(ctx, "sampling/createMessage", req.Params, func(c *mcp.ClientCapabilities) bool {
+		return c != nil && c.Sampling != nil
+	}, "sampling")
+	if err != nil {
+		return nil, err
+	}
+	r, ok := resp.(*mcp.CreateMessageResult)
+	if !ok {
+		return nil, fmt.Errorf("relaying sampling/createMessage from upstream %s: the client answered with %T", u.cfg.name, resp)
+	}
+	return r, nil
+}
+
+// relayRoots answers an upstream's roots/list with the calling client's
+// roots: the SDK's client answers roots/list itself from a fixed list,
+// so the request is taken before it gets there.
+func (u *upstream) relayRoots(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method != "roots/list" {
+			return next(ctx, method, req)
+		}
+		params, _ := req.GetParams().(*mcp.ListRootsParams)
+		return u.onRoots(ctx, params)
+	}
+}
+
+// onRoots relays an upstream's roots/list.
+func (u *upstream) onRoots(ctx context.Context, params *mcp.ListRootsParams) (*mcp.ListRootsResult, error) {
+	if params == nil {
+		params = &mcp.ListRootsParams{}
+	}
+	resp, err := u.relay(ctx, "roots/list", params, func(c *mcp.ClientCapabilities) bool {
+		return c != nil && (c.RootsV2 != nil || c.Roots.ListChanged)
+	}, "roots")
+	if err != nil {
+		return nil, err
+	}
+	r, ok := resp.(*mcp.ListRootsResult)
+	if !ok {
+		return nil, fmt.Errorf("relaying roots/list from upstream %s: the client answered with %T", u.cfg.name, resp)
+	}
+	return r, nil
+}
+
+// answerInputs answers the questions of one input_required round of a
+// 2026-07-28 upstream, each relayed as the request it stands for.
+func (u *upstream) answerInputs(ctx context.Context, reqs mcp.InputRequestMap) (mcp.InputResponseMap, error) {
+	out := make(mcp.InputResponseMap, len(reqs))
+	for id, ir := range reqs {
+		var resp mcp.InputResponse
+		var err error
+		switch p := ir.(type) {
+		case *mcp.ElicitParams:
+			resp, err = u.onElicit(ctx, &mcp.ElicitRequest{Params: p})
+		case *mcp.CreateMessageParams:
+			resp, err = u.onSample(ctx, &mcp.CreateMessageRequest{Params: p})
+		case *mcp.ListRootsParams:
+			resp, err = u.onRoots(ctx, p)
+		default:
+			err = fmt.Errorf("mcpd cannot relay %T from upstream %s", ir, u.cfg.name)
+		}
+		if err != nil {
+			return nil, err
+		}
+		out[id] = resp
+	}
+	return out, nil
 }

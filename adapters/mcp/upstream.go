@@ -63,6 +63,7 @@ type upstream struct {
 	progressSeq atomic.Int64
 	progress    sync.Map // progress token (string) -> func(progress, total float64, msg string)
 	calls       atomic.Int64
+	relays      relays
 	failures    atomic.Int64
 }
 
@@ -85,11 +86,18 @@ func (c *serverConfig) Open() (adapter.Backend, error) {
 		ToolListChangedHandler:      func(context.Context, *mcp.ToolListChangedRequest) { go u.relist("tools") },
 		PromptListChangedHandler:    func(context.Context, *mcp.PromptListChangedRequest) { go u.relist("prompts") },
 		ResourceListChangedHandler:  func(context.Context, *mcp.ResourceListChangedRequest) { go u.relist("resources") },
-		ElicitationHandler:          u.onElicit,
-		// Roots and sampling are not offered: an upstream that asks for
-		// them is told the client does not support them.
-		Capabilities: &mcp.ClientCapabilities{},
+		// Elicitation, sampling and roots are relayed to the client of
+		// the call (relay.go); the SDK declares elicitation (form) and
+		// sampling for their handlers, roots from RootsV2.
+		ElicitationHandler:   u.onElicit,
+		CreateMessageHandler: u.onSample,
+		Capabilities:         &mcp.ClientCapabilities{RootsV2: &mcp.RootCapabilities{}},
+		// A 2026-07-28 upstream's input_required rounds are answered by
+		// callTool, through the same relay: the SDK's own loop would
+		// answer roots/list from the client's fixed list.
+		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
 	})
+	u.client.AddReceivingMiddleware(u.relayRoots)
 	if c.eager {
 		u.ensureStarted()
 	}

@@ -146,6 +146,32 @@ type Request struct {
 	// below the level the client asked for, or all of them when it asked
 	// for none, are dropped. Never nil.
 	Log func(level, message string)
+	// Client asks the client that made the call while the call waits
+	// (elicitation/create, sampling/createMessage, roots/list), for an
+	// adapter that relays such requests (adapters/mcp). Nil when the
+	// client cannot be asked within a call: a 2026-07-28 client (it is
+	// asked by input_required rounds, before the adapter runs), the CLI,
+	// resource reads.
+	Client ClientAsker
+}
+
+// A ClientRelayer is a Handler that may put requests to the client of a
+// call while it runs (Request.Client): the engine then sets Request.Client
+// for it. Others get a nil Client.
+type ClientRelayer interface {
+	RelaysClientRequests() bool
+}
+
+// A ClientAsker puts one request to the client of a call while the call
+// waits, and returns its answer.
+type ClientAsker interface {
+	// Capabilities are what the client declared; a request it did not
+	// declare must not be sent (the caller refuses it).
+	Capabilities() *mcp.ClientCapabilities
+	// Ask sends req (*mcp.ElicitParams, *mcp.CreateMessageParams or
+	// *mcp.ListRootsParams) and returns the client's answer (the matching
+	// *mcp.ElicitResult, *mcp.CreateMessageResult or *mcp.ListRootsResult).
+	Ask(ctx context.Context, req mcp.InputRequest) (mcp.InputResponse, error)
 }
 
 // Output is what a Handler produced. The engine turns it into a tool result:

@@ -7,6 +7,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/principal"
 	"github.com/mcpd/mcpd/engine/requeststate"
 )
@@ -84,6 +85,42 @@ type Answers struct {
 // error ends the call (the tool does not run).
 type Answerer interface {
 	Answer(ctx context.Context, questions mcp.InputRequestMap) (mcp.InputResponseMap, error)
+}
+
+// clientAsker is the adapter's view of the Answerer: one request put to
+// the client while the call runs (adapter.Request.Client), nil when the
+// call has no Answerer (a 2026-07-28 client, which is asked only by
+// input_required rounds before the adapter runs).
+func (a *Answers) clientAsker() adapter.ClientAsker {
+	if a.Answerer == nil {
+		return nil
+	}
+	return answererAsker{a.Answerer, a.Caps}
+}
+
+type answererAsker struct {
+	a    Answerer
+	caps *mcp.ClientCapabilities
+}
+
+func (c answererAsker) Capabilities() *mcp.ClientCapabilities { return c.caps }
+
+// relayKey names the one question of a relayed request.
+const relayKey = "relay"
+
+// Ask asks one round of one question. An Answerer leaves out an answer
+// that does not fit an elicitation's form (so that an ask block asks
+// again); a relayed request is asked once, and its requester is told.
+func (c answererAsker) Ask(ctx context.Context, req mcp.InputRequest) (mcp.InputResponse, error) {
+	out, err := c.a.Answer(ctx, mcp.InputRequestMap{relayKey: req})
+	if err != nil {
+		return nil, err
+	}
+	resp, ok := out[relayKey]
+	if !ok || resp == nil {
+		return nil, fmt.Errorf("the client's answer did not fit the request")
+	}
+	return resp, nil
 }
 
 // AnswerFunc is a function as an Answerer.

@@ -403,9 +403,16 @@ func (t *Tool) Call(ctx context.Context, req *CallRequest) (*mcp.CallToolResult,
 // client such as mcpd's console can say so before the first call.
 const AsksMetaKey = "mcpd/asks"
 
-// Asks reports whether the tool has ask blocks: only then does Call read
-// its request's Answers.
-func (t *Tool) Asks() bool { return t.asks != nil }
+// Asks reports whether Call reads its request's Answers: the tool has ask
+// blocks, or its adapter may ask the client while it runs
+// (adapter.ClientRelayer).
+func (t *Tool) Asks() bool {
+	if t.asks != nil {
+		return true
+	}
+	r, ok := t.handler.(adapter.ClientRelayer)
+	return ok && r.RelaysClientRequests()
+}
 
 // call is the body of Call; a protocol error goes to *protoErr (and the
 // result is then meaningless): returned as a second value, it would make
@@ -484,11 +491,11 @@ func (t *Tool) call(ctx context.Context, req *CallRequest, protoErr *error) (res
 	defer release()
 	ctx, cancel := t.limits.withTimeout(ctx)
 	defer cancel()
-	return t.run(ctx, args, inputs, progress, log)
+	return t.run(ctx, args, inputs, progress, log, req.Answers.clientAsker())
 }
 
 // run is call once the arguments are valid and the call admitted.
-func (t *Tool) run(ctx context.Context, args, inputs map[string]any, progress ProgressFunc, log LogFunc) *mcp.CallToolResult {
+func (t *Tool) run(ctx context.Context, args, inputs map[string]any, progress ProgressFunc, log LogFunc, client adapter.ClientAsker) *mcp.CallToolResult {
 	if t.logs != nil {
 		t.sendLogs(true, map[string]any{"args": args}, log)
 	}
@@ -505,7 +512,7 @@ func (t *Tool) run(ctx context.Context, args, inputs map[string]any, progress Pr
 	var out *adapter.Output
 	if t.handler != nil {
 		var err error
-		if out, err = t.callAdapter(ctx, args, ectx, progress, log); err != nil {
+		if out, err = t.callAdapter(ctx, args, ectx, progress, log, client); err != nil {
 			return t.failed(ctx, err, true)
 		}
 	}
@@ -587,9 +594,9 @@ func (t *Tool) resolveAsks(ctx context.Context, args map[string]any, caller *pri
 	return out.inputs, nil
 }
 
-func (t *Tool) callAdapter(ctx context.Context, args map[string]any, ectx *hcl.EvalContext, progress ProgressFunc, log LogFunc) (*adapter.Output, error) {
+func (t *Tool) callAdapter(ctx context.Context, args map[string]any, ectx *hcl.EvalContext, progress ProgressFunc, log LogFunc, client adapter.ClientAsker) (*adapter.Output, error) {
 	actx, span := t.adapterSpan(ctx)
-	out, err := t.handler.Call(actx, &adapter.Request{Tool: t.Def.Name, Args: args, Eval: ectx, Progress: progress, Log: log})
+	out, err := t.handler.Call(actx, &adapter.Request{Tool: t.Def.Name, Args: args, Eval: ectx, Progress: progress, Log: log, Client: client})
 	endAdapterSpan(span, err)
 	if err == nil && out == nil {
 		out = &adapter.Output{}
