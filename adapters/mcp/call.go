@@ -16,7 +16,7 @@ import (
 
 const (
 	defaultMaxOutput = 1 << 20
-	maxMaxOutput     = 1 << 30
+	maxMaxOutput     = 32 << 20
 )
 
 // handler is one tool's mcp block: a call of one upstream tool.

@@ -222,16 +222,17 @@ func (u *upstream) connect() (cs *mcp.ClientSession, stop func(), err error) {
 	stop = func() {}
 	if u.cfg.url != "" {
 		t = &mcp.StreamableClientTransport{
-			Endpoint:   u.cfg.url,
-			HTTPClient: &http.Client{Transport: &headerTransport{headers: u.cfg.headers, base: u.httpTransport()}},
-			MaxRetries: 2,
+			Endpoint:     u.cfg.url,
+			HTTPClient:   &http.Client{Transport: &headerTransport{headers: u.cfg.headers, base: u.httpTransport(), max: maxUpstreamMessage}},
+			MaxRetries:   2,
+			MaxEventSize: maxUpstreamMessage,
 		}
 	} else {
 		p, err := startProcess(u.cfg, u.log)
 		if err != nil {
 			return nil, nil, err
 		}
-		t, stop = &mcp.IOTransport{Reader: p.stdout, Writer: p.stdin}, p.stop
+		t, stop = &mcp.IOTransport{Reader: p.stdout, Writer: p.stdin, MaxLineLength: maxUpstreamMessage}, p.stop
 	}
 	var opts *mcp.ClientSessionOptions
 	if u.cfg.protocolVersion != "" {
@@ -383,6 +384,7 @@ func (u *upstream) httpTransport() http.RoundTripper {
 type headerTransport struct {
 	headers map[string]string
 	base    http.RoundTripper
+	max     int64 // the most one answer's message may hold (limitBody)
 }
 
 func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -392,7 +394,9 @@ func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 			r.Header.Set(k, v)
 		}
 	}
-	return t.base.RoundTrip(r)
+	res, err := t.base.RoundTrip(r)
+	limitBody(res, t.max)
+	return res, err
 }
 
 // process is a stdio upstream's running program.
