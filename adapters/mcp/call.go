@@ -130,9 +130,12 @@ func (h *handler) Call(ctx context.Context, req *adapter.Request) (*adapter.Outp
 		}
 		args[f.name] = v
 	}
-	res, err := h.up.callTool(ctx, h.upTool, args, req.Progress, req.Client)
+	res, ask, err := h.up.callTool(ctx, h.upTool, args, req)
 	if err != nil {
 		return nil, err
+	}
+	if ask != nil {
+		return &adapter.Output{InputRequired: ask}, nil
 	}
 	if n := resultSize(res); n > h.maxBytes {
 		return nil, fmt.Errorf("the upstream's result is %d bytes, over this tool's max_output_bytes %d", n, h.maxBytes)
@@ -140,42 +143,62 @@ func (h *handler) Call(ctx context.Context, req *adapter.Request) (*adapter.Outp
 	return &adapter.Output{Result: res, Vars: resultVars(res)}, nil
 }
 
-// callTool calls one upstream tool, relaying its progress to report.
-func (u *upstream) callTool(ctx context.Context, name string, args map[string]any, report func(float64, float64, string), client adapter.ClientAsker) (*mcp.CallToolResult, error) {
+// callTool calls one upstream tool, relaying its progress and its
+// questions to the client of req. A client asked by input_required rounds
+// (req.Rounds: a 2026-07-28 client) gets the questions as the call's
+// answer (the *adapter.InputRequired), and its retry continues the call
+// (rounds.go).
+func (u *upstream) callTool(ctx context.Context, name string, args map[string]any, req *adapter.Request) (*mcp.CallToolResult, *adapter.InputRequired, error) {
 	u.calls.Add(1)
+	params := &mcp.CallToolParams{Name: name, Arguments: args}
+	round := 1
+	if req.Rounds != nil && req.Rounds.State != "" {
+		st, err := u.openRound(name, req.Rounds.State)
+		if err != nil {
+			u.failures.Add(1)
+			return nil, nil, err
+		}
+		params.InputResponses, params.RequestState, round = req.Rounds.Responses, st.State, st.Round+1
+	}
 	cs, err := u.session(ctx)
 	if err != nil {
 		u.failures.Add(1)
-		return nil, err
+		return nil, nil, err
 	}
-	params := &mcp.CallToolParams{Name: name, Arguments: args}
-	if report != nil {
-		token, forget := u.progressToken(report)
+	if req.Progress != nil {
+		token, forget := u.progressToken(req.Progress)
 		defer forget()
 		params.SetProgressToken(token)
 	}
-	rctx, forget := u.withRelay(ctx, client)
+	rctx, forget := u.withRelay(ctx, req.Client)
 	defer forget()
-	for round := 1; ; round++ {
+	for ; ; round++ {
 		res, err := cs.CallTool(rctx, params)
 		if err != nil {
 			u.failures.Add(1)
-			return nil, u.callError(ctx, cs, name, err)
+			return nil, nil, u.callError(ctx, cs, name, err)
 		}
 		if !res.NeedsInput() {
-			return res, nil
+			return res, nil, nil
 		}
 		// A 2026-07-28 upstream asks by input_required: its questions are
 		// relayed like a 2025-11-25 upstream's requests, and the call
 		// retried with the answers and the upstream's requestState.
-		if round == maxInputRounds {
+		if round >= maxInputRounds {
 			u.failures.Add(1)
-			return nil, fmt.Errorf("upstream %s still asked for input after %d rounds; mcpd stopped the call", u.cfg.name, round)
+			return nil, nil, fmt.Errorf("upstream %s still asked for input after %d rounds of tool %s; mcpd stopped the call", u.cfg.name, round, name)
+		}
+		if req.Rounds != nil {
+			ask, err := u.askByRounds(name, round, res, req.Rounds.Caps)
+			if err != nil {
+				u.failures.Add(1)
+			}
+			return nil, ask, err
 		}
 		responses, err := u.answerInputs(rctx, res.InputRequests)
 		if err != nil {
 			u.failures.Add(1)
-			return nil, err
+			return nil, nil, err
 		}
 		next := *params
 		next.InputResponses = responses

@@ -76,19 +76,63 @@ func (u *upstream) target(ctx context.Context, method string) (*relayCall, error
 	return nil, fmt.Errorf("mcpd cannot relay %s from upstream %s: %d of its tool calls are in flight and the request does not say which one it belongs to", method, u.cfg.name, len(u.relays.calls))
 }
 
+// need is what relaying one request takes of the client: its method (for
+// messages) and the capability it must have declared.
+type need struct {
+	method, capName string
+	has             func(*mcp.ClientCapabilities) bool
+}
+
+// needOf is the need of one request of the upstream.
+func needOf(req mcp.InputRequest) (need, bool) {
+	switch p := req.(type) {
+	case *mcp.ElicitParams:
+		if p != nil && p.Mode == "url" {
+			return need{"elicitation/create", "elicitation.url", func(c *mcp.ClientCapabilities) bool {
+				return c != nil && c.Elicitation != nil && c.Elicitation.URL != nil
+			}}, true
+		}
+		return need{"elicitation/create", "elicitation", func(c *mcp.ClientCapabilities) bool {
+			return c != nil && c.Elicitation != nil // {} means form
+		}}, true
+	case *mcp.CreateMessageParams:
+		return need{"sampling/createMessage", "sampling", func(c *mcp.ClientCapabilities) bool {
+			return c != nil && c.Sampling != nil
+		}}, true
+	case *mcp.ListRootsParams:
+		return need{"roots/list", "roots", func(c *mcp.ClientCapabilities) bool {
+			return c != nil && (c.RootsV2 != nil || c.Roots.ListChanged)
+		}}, true
+	}
+	return need{}, false
+}
+
+// check refuses a request the client did not declare the capability for.
+func (u *upstream) check(req mcp.InputRequest, caps *mcp.ClientCapabilities) error {
+	n, ok := needOf(req)
+	if !ok {
+		return fmt.Errorf("mcpd cannot relay %T from upstream %s", req, u.cfg.name)
+	}
+	if !n.has(caps) {
+		return fmt.Errorf("mcpd cannot relay %s from upstream %s: the calling client did not declare the %s capability", n.method, u.cfg.name, n.capName)
+	}
+	return nil
+}
+
 // relay puts one request of the upstream to the client of the call it
 // belongs to. The question lasts as long as both the upstream's request
 // and the call.
-func (u *upstream) relay(ctx context.Context, method string, req mcp.InputRequest, supported func(*mcp.ClientCapabilities) bool, capName string) (mcp.InputResponse, error) {
-	c, err := u.target(ctx, method)
+func (u *upstream) relay(ctx context.Context, req mcp.InputRequest) (mcp.InputResponse, error) {
+	n, _ := needOf(req)
+	c, err := u.target(ctx, n.method)
 	if err != nil {
 		return nil, err
 	}
 	if c.client == nil {
-		return nil, fmt.Errorf("mcpd cannot relay %s from upstream %s: the calling client cannot be asked while a tool runs (a 2026-07-28 stateless client, or the command line); see docs/gateway.md", method, u.cfg.name)
+		return nil, fmt.Errorf("mcpd cannot relay %s from upstream %s: the calling client cannot be asked while a tool runs (a 2026-07-28 stateless client, or the command line); see docs/gateway.md", n.method, u.cfg.name)
 	}
-	if !supported(c.client.Capabilities()) {
-		return nil, fmt.Errorf("mcpd cannot relay %s from upstream %s: the calling client did not declare the %s capability", method, u.cfg.name, capName)
+	if err := u.check(req, c.client.Capabilities()); err != nil {
+		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -96,23 +140,14 @@ func (u *upstream) relay(ctx context.Context, method string, req mcp.InputReques
 	defer stop()
 	resp, err := c.client.Ask(ctx, req)
 	if err != nil {
-		return nil, fmt.Errorf("relaying %s from upstream %s: %w", method, u.cfg.name, err)
+		return nil, fmt.Errorf("relaying %s from upstream %s: %w", n.method, u.cfg.name, err)
 	}
 	return resp, nil
 }
 
 // onElicit relays an upstream's elicitation/create.
 func (u *upstream) onElicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-	url := req.Params != nil && req.Params.Mode == "url"
-	resp, err := u.relay(ctx, "elicitation/create", req.Params, func(c *mcp.ClientCapabilities) bool {
-		if c == nil || c.Elicitation == nil {
-			return false
-		}
-		if url {
-			return c.Elicitation.URL != nil
-		}
-		return true // {} means form
-	}, map[bool]string{false: "elicitation", true: "elicitation.url"}[url])
+	resp, err := u.relay(ctx, req.Params)
 	if err != nil {
 		return nil, err
 	}
@@ -125,9 +160,7 @@ func (u *upstream) onElicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.E
 
 // onSample relays an upstream's sampling/createMessage.
 func (u *upstream) onSample(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-	resp, err := u.relay(ctx, "sampling/createMessage", req.Params, func(c *mcp.ClientCapabilities) bool {
-		return c != nil && c.Sampling != nil
-	}, "sampling")
+	resp, err := u.relay(ctx, req.Params)
 	if err != nil {
 		return nil, err
 	}
@@ -156,9 +189,7 @@ func (u *upstream) onRoots(ctx context.Context, params *mcp.ListRootsParams) (*m
 	if params == nil {
 		params = &mcp.ListRootsParams{}
 	}
-	resp, err := u.relay(ctx, "roots/list", params, func(c *mcp.ClientCapabilities) bool {
-		return c != nil && (c.RootsV2 != nil || c.Roots.ListChanged)
-	}, "roots")
+	resp, err := u.relay(ctx, params)
 	if err != nil {
 		return nil, err
 	}

@@ -150,14 +150,50 @@ type Request struct {
 	// (elicitation/create, sampling/createMessage, roots/list), for an
 	// adapter that relays such requests (adapters/mcp). Nil when the
 	// client cannot be asked within a call: a 2026-07-28 client (it is
-	// asked by input_required rounds, before the adapter runs), the CLI,
-	// resource reads.
+	// asked by input_required rounds: see Rounds), resource reads.
 	Client ClientAsker
+	// Rounds, when not nil, is how a ClientRelayer asks a client that
+	// cannot be asked while a call runs (a 2026-07-28 client): the
+	// handler ends the call with Output.InputRequired, the engine answers
+	// the client with input_required, and the client's retry brings the
+	// answers and the handler's state back here. Nil when Client is set,
+	// and when the call cannot be asked at all (resource reads).
+	Rounds *Rounds
+}
+
+// Rounds is what a call brings for a handler's input_required rounds.
+type Rounds struct {
+	// Caps are the client's capabilities, as declared with this request;
+	// nil: it can answer nothing. A question it did not declare must not
+	// be put to it (the handler refuses the call instead).
+	Caps *mcp.ClientCapabilities
+	// Responses are the client's answers, by the keys of the questions
+	// the handler asked last; nil on the first call, and when the retry
+	// answers the tool's own ask blocks rather than the handler.
+	Responses mcp.InputResponseMap
+	// State is the InputRequired.State of the handler's last round, as
+	// the handler gave it; "" on the first call.
+	State string
+}
+
+// InputRequired ends a call with questions for its client (see Rounds).
+type InputRequired struct {
+	// Requests are the questions (*mcp.ElicitParams,
+	// *mcp.CreateMessageParams, *mcp.ListRootsParams), by keys the client
+	// answers with.
+	Requests mcp.InputRequestMap
+	// State is what the handler needs on the retry. The engine carries it
+	// inside its own requestState, signed, bound to the tool, its
+	// arguments and the caller, and expiring: it comes back unaltered
+	// (Rounds.State) or the retry is refused. It is signed, not
+	// encrypted: the client can read it.
+	State string
 }
 
 // A ClientRelayer is a Handler that may put requests to the client of a
-// call while it runs (Request.Client): the engine then sets Request.Client
-// for it. Others get a nil Client.
+// call while it runs: the engine then sets Request.Client for it, or,
+// for a client that is asked by input_required rounds, Request.Rounds,
+// and honours Output.InputRequired. Others get neither.
 type ClientRelayer interface {
 	RelaysClientRequests() bool
 }
@@ -196,6 +232,10 @@ type Output struct {
 	// isError), after the same redaction and checks as any other result;
 	// Text, Media and Structured are then ignored.
 	Result *mcp.CallToolResult
+	// InputRequired, when not nil, ends the call with questions for the
+	// client instead of a result (only for a Request with Rounds); the
+	// rest of the Output is ignored.
+	InputRequired *InputRequired
 }
 
 // Media is one binary content block.

@@ -28,6 +28,10 @@ type State struct {
 	Round int `json:"r"`
 	// Answers are the inputs gathered so far, by ask name.
 	Answers map[string]any `json:"a,omitempty"`
+	// Handler is the state of the tool's adapter when the client answers
+	// the adapter's questions (adapter.InputRequired.State): those
+	// rounds come after every round of the ask blocks.
+	Handler string `json:"h,omitempty"`
 	// Bind is Bind(kind, name, args) of the call the state belongs to.
 	Bind string `json:"b"`
 	// Expires is the Unix time after which the state is refused.

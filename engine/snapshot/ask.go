@@ -550,16 +550,17 @@ func contentText(c mcp.Content) string {
 // the call; without, it returns the open questions and a state to retry
 // with. bind is what the state is bound to (see callBind).
 func (a *asker) resolve(ctx context.Context, args map[string]any, bind string, in *Answers) (*askOutcome, error) {
-	st := requeststate.State{Round: 1}
-	if in.State != "" {
-		if in.Sealer == nil {
-			return nil, &StateError{requeststate.ErrTampered}
-		}
-		var err error
-		if st, err = in.Sealer.Open(in.State, bind); err != nil {
-			return nil, &StateError{err}
-		}
+	st, err := in.open(bind)
+	if err != nil {
+		return nil, err
 	}
+	return a.resolveFrom(ctx, args, bind, st, in)
+}
+
+// resolveFrom is resolve from the opened state st. A state past the last
+// round (one the tool's adapter asked with: see handlerRounds) carries
+// every input already.
+func (a *asker) resolveFrom(ctx context.Context, args map[string]any, bind string, st requeststate.State, in *Answers) (*askOutcome, error) {
 	inputs := make(map[string]any, len(a.asks))
 	for k, v := range st.Answers {
 		inputs[k] = v

@@ -87,6 +87,27 @@ type Answerer interface {
 	Answer(ctx context.Context, questions mcp.InputRequestMap) (mcp.InputResponseMap, error)
 }
 
+// open returns the state the request brings, bound to bind: round 1 and
+// no answers on a first call, a *StateError when it is refused.
+func (a *Answers) open(bind string) (requeststate.State, error) {
+	if a.State == "" {
+		return requeststate.State{Round: 1}, nil
+	}
+	if a.Sealer == nil {
+		return requeststate.State{}, &StateError{requeststate.ErrTampered}
+	}
+	st, err := a.Sealer.Open(a.State, bind)
+	if err != nil {
+		return requeststate.State{}, &StateError{err}
+	}
+	return st, nil
+}
+
+// byRounds reports whether the client is asked by input_required rounds
+// (a 2026-07-28 client): there is no Answerer, and a Sealer for the
+// requestState.
+func (a *Answers) byRounds() bool { return a.Answerer == nil && a.Sealer != nil }
+
 // clientAsker is the adapter's view of the Answerer: one request put to
 // the client while the call runs (adapter.Request.Client), nil when the
 // call has no Answerer (a 2026-07-28 client, which is asked only by

@@ -467,9 +467,10 @@ func (t *Tool) call(ctx context.Context, req *CallRequest, protoErr *error) (res
 		}
 	}
 	var inputs map[string]any
-	if t.asks != nil {
+	var rounds *handlerRounds
+	if t.asks != nil || t.asksByRounds(&req.Answers) {
 		var done *mcp.CallToolResult
-		if inputs, done = t.resolveAsks(ctx, args, caller, bound, &req.Answers, protoErr); done != nil {
+		if inputs, rounds, done = t.resolveAsks(ctx, args, caller, bound, &req.Answers, protoErr); done != nil {
 			return done
 		}
 	}
@@ -491,11 +492,11 @@ func (t *Tool) call(ctx context.Context, req *CallRequest, protoErr *error) (res
 	defer release()
 	ctx, cancel := t.limits.withTimeout(ctx)
 	defer cancel()
-	return t.run(ctx, args, inputs, progress, log, req.Answers.clientAsker())
+	return t.run(ctx, args, inputs, progress, log, callAsk{client: req.Answers.clientAsker(), rounds: rounds})
 }
 
 // run is call once the arguments are valid and the call admitted.
-func (t *Tool) run(ctx context.Context, args, inputs map[string]any, progress ProgressFunc, log LogFunc, client adapter.ClientAsker) *mcp.CallToolResult {
+func (t *Tool) run(ctx context.Context, args, inputs map[string]any, progress ProgressFunc, log LogFunc, ask callAsk) *mcp.CallToolResult {
 	if t.logs != nil {
 		t.sendLogs(true, map[string]any{"args": args}, log)
 	}
@@ -512,8 +513,11 @@ func (t *Tool) run(ctx context.Context, args, inputs map[string]any, progress Pr
 	var out *adapter.Output
 	if t.handler != nil {
 		var err error
-		if out, err = t.callAdapter(ctx, args, ectx, progress, log, client); err != nil {
+		if out, err = t.callAdapter(ctx, args, ectx, progress, log, ask); err != nil {
 			return t.failed(ctx, err, true)
+		}
+		if out.InputRequired != nil {
+			return t.inputRequired(ask.rounds, out.InputRequired)
 		}
 	}
 	if t.logs != nil {
@@ -567,11 +571,29 @@ func (t *Tool) failed(ctx context.Context, err error, adapter bool) *mcp.CallToo
 }
 
 // resolveAsks answers the tool's ask blocks: their inputs, or the result
-// to answer with instead of running. The requestState is bound to the
-// tool, its arguments, the caller and what is bound from it.
-func (t *Tool) resolveAsks(ctx context.Context, args map[string]any, caller *principal.Principal, bound map[string]any, in *Answers, protoErr *error) (map[string]any, *mcp.CallToolResult) {
+// to answer with instead of running; and, for a client asked by
+// input_required rounds, what its adapter's rounds need (nil otherwise).
+// The requestState is bound to the tool, its arguments, the caller and
+// what is bound from it.
+func (t *Tool) resolveAsks(ctx context.Context, args map[string]any, caller *principal.Principal, bound map[string]any, in *Answers, protoErr *error) (map[string]any, *handlerRounds, *mcp.CallToolResult) {
 	bind := requeststate.BindCaller("tool", t.Def.Name, args, callerID(caller), bound)
-	out, err := t.asks.resolve(ctx, args, bind, in)
+	st, err := in.open(bind)
+	out := &askOutcome{}
+	if err == nil && t.asks != nil {
+		out, err = t.asks.resolveFrom(ctx, args, bind, st, in)
+	}
+	if done := t.askFailed(err, out, protoErr); done != nil {
+		return nil, nil, done
+	}
+	if !t.asksByRounds(in) {
+		return out.inputs, nil, nil
+	}
+	return out.inputs, t.newHandlerRounds(bind, st, out.inputs, in), nil
+}
+
+// askFailed is the result a call answers with when its asks did not give
+// every input: an error, a refusal, or open questions; nil when they did.
+func (t *Tool) askFailed(err error, out *askOutcome, protoErr *error) *mcp.CallToolResult {
 	var se *StateError
 	var me *MissingCapabilityError
 	var ae *AnswerError
@@ -579,24 +601,28 @@ func (t *Tool) resolveAsks(ctx context.Context, args map[string]any, caller *pri
 	switch {
 	case errors.As(err, &se) || errors.As(err, &me):
 		*protoErr = err
-		return nil, toolError(err.Error())
+		return toolError(err.Error())
 	case errors.As(err, &ae):
-		return nil, toolError(fmt.Sprintf("tool %s did not run: %v", t.Def.Name, err))
+		return toolError(fmt.Sprintf("tool %s did not run: %v", t.Def.Name, err))
 	case errors.As(err, &nv):
-		return nil, toolError(fmt.Sprintf("tool %s: %v; it did not run", t.Def.Name, err))
+		return toolError(fmt.Sprintf("tool %s: %v; it did not run", t.Def.Name, err))
 	case err != nil:
-		return nil, t.errorf(err)
+		return t.errorf(err)
 	case out.declined != "":
-		return nil, &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: out.declined}}}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: out.declined}}}
 	case out.requests != nil:
-		return nil, &mcp.CallToolResult{InputRequests: out.requests, RequestState: out.state}
+		return &mcp.CallToolResult{InputRequests: out.requests, RequestState: out.state}
 	}
-	return out.inputs, nil
+	return nil
 }
 
-func (t *Tool) callAdapter(ctx context.Context, args map[string]any, ectx *hcl.EvalContext, progress ProgressFunc, log LogFunc, client adapter.ClientAsker) (*adapter.Output, error) {
+func (t *Tool) callAdapter(ctx context.Context, args map[string]any, ectx *hcl.EvalContext, progress ProgressFunc, log LogFunc, ask callAsk) (*adapter.Output, error) {
 	actx, span := t.adapterSpan(ctx)
-	out, err := t.handler.Call(actx, &adapter.Request{Tool: t.Def.Name, Args: args, Eval: ectx, Progress: progress, Log: log, Client: client})
+	req := &adapter.Request{Tool: t.Def.Name, Args: args, Eval: ectx, Progress: progress, Log: log, Client: ask.client}
+	if ask.rounds != nil {
+		req.Rounds = &ask.rounds.req
+	}
+	out, err := t.handler.Call(actx, req)
 	endAdapterSpan(span, err)
 	if err == nil && out == nil {
 		out = &adapter.Output{}

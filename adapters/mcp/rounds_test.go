@@ -1,0 +1,317 @@
+package mcpadapter_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	mcpadapter "github.com/mcpd/mcpd/adapters/mcp"
+	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/loader"
+	"github.com/mcpd/mcpd/engine/serve"
+	"github.com/mcpd/mcpd/engine/snapshot"
+)
+
+// An upstream's questions reach a 2026-07-28 client of the gateway as the
+// gateway's own input_required rounds. These tests run real parts only:
+// mcpd (engine/serve over httptest) as the gateway and as a 2026-07-28
+// upstream, go-sdk servers as 2025-11-25 upstreams, and go-sdk clients
+// speaking 2026-07-28 to the gateway.
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+const (
+	legacy = "2025-11-25"
+	modern = "2026-07-28"
+)
+
+// serveConfig serves a config with engine/serve over HTTP and returns its
+// URL; the registry has the mcp adapter only.
+func serveConfig(t *testing.T, config string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "tools.hcl"), []byte(config), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reg := adapter.NewRegistry()
+	reg.Register("mcp", mcpadapter.New(nil))
+	l := loader.Load([]string{dir}, reg, nil, "test")
+	if l.Snapshot == nil {
+		t.Fatalf("config does not load: %v", l.Diagnostics)
+	}
+	cur := &snapshot.Current{}
+	cur.Swap(l.Snapshot)
+	srv := serve.New(cur, serve.Options{Logger: quiet})
+	ts := httptest.NewServer(srv.HTTPHandler(serve.HTTPOptions{}))
+	t.Cleanup(func() {
+		ts.Close()
+		cur.Load().Close()
+	})
+	return ts.URL
+}
+
+// bounded is a liveness bound for one request, not a speed assertion.
+func bounded(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// connect opens a client session to url on the given protocol version.
+// With manual, the client does not answer input_required itself
+// (MultiRoundTrip disabled): the test retries by hand.
+func connect(t *testing.T, url, version string, opts *mcp.ClientOptions, manual bool) *mcp.ClientSession {
+	t.Helper()
+	if opts == nil {
+		opts = &mcp.ClientOptions{}
+	}
+	if manual {
+		opts.MultiRoundTrip = &mcp.MultiRoundTripOptions{Disabled: true}
+	}
+	c := mcp.NewClient(&mcp.Implementation{Name: "rounds-test", Version: "1"}, opts)
+	var so *mcp.ClientSessionOptions
+	if version == legacy {
+		so = &mcp.ClientSessionOptions{ProtocolVersion: legacy}
+	}
+	cs, err := c.Connect(bounded(t), &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1}, so)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	if got := cs.InitializeResult().ProtocolVersion; got != version {
+		t.Fatalf("negotiated %s, want %s", got, version)
+	}
+	return cs
+}
+
+func textOf(res *mcp.CallToolResult) string {
+	if res == nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+// answering is a client's elicitation handler that records the questions
+// and answers each with reply.
+type answering struct {
+	mu    sync.Mutex
+	asked []string
+	reply func(msg string) *mcp.ElicitResult
+}
+
+func (a *answering) elicit(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+	a.mu.Lock()
+	a.asked = append(a.asked, req.Params.Message)
+	a.mu.Unlock()
+	return a.reply(req.Params.Message), nil
+}
+
+func (a *answering) questions() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]string(nil), a.asked...)
+}
+
+func accept(content map[string]any) func(string) *mcp.ElicitResult {
+	return func(string) *mcp.ElicitResult { return &mcp.ElicitResult{Action: "accept", Content: content} }
+}
+
+// upstreamMCPD is mcpd as a 2026-07-28 upstream: its tool asks its client
+// (the gateway) for a name by an ask block, i.e. by input_required.
+const upstreamMCPD = `
+tool "greet" {
+  description = "Greets the user by name."
+  param "greeting" {
+    type    = "string"
+    default = "Hello"
+  }
+  ask "user_name" {
+    elicit = "What is your name?"
+    field "name" { type = "string" }
+  }
+  result {
+    content "text" {
+      text = "${args.greeting}, ${inputs.user_name.name}!"
+    }
+  }
+}
+`
+
+// gatewayConfig puts the upstream at url behind mcpd: greet as it is, and
+// greet_confirmed behind mcpd's own confirmation and ask block.
+func gatewayConfig(url, version, extra string) string {
+	return fmt.Sprintf(`
+server {
+  request_state_key = "0123456789abcdef0123456789abcdef"
+}
+
+mcp_server "up" {
+  url              = %q
+  protocol_version = %q
+}
+
+tool "greet" {
+  description = "Greets the user (the upstream asks for the name)."
+  param "greeting" {
+    type    = "string"
+    default = "Hello"
+  }
+  mcp {
+    server = "up"
+  }
+}
+
+tool "greet_confirmed" {
+  description = "As greet, confirmed and with a greeting asked by mcpd first."
+  confirm     = "Greet someone?"
+  ask "how" {
+    elicit = "Which greeting?"
+    field "greeting" { type = "string" }
+  }
+  mcp {
+    server    = "up"
+    tool      = "greet"
+    arguments = { greeting = inputs.how.greeting }
+  }
+}
+%s`, url, version, extra)
+}
+
+// callManual calls a tool without the client's own retry loop.
+func callManual(t *testing.T, cs *mcp.ClientSession, params *mcp.CallToolParams) (*mcp.CallToolResult, error) {
+	t.Helper()
+	return cs.CallTool(bounded(t), params)
+}
+
+func TestRoundsModernUpstream(t *testing.T) {
+	up := serveConfig(t, upstreamMCPD)
+	gw := serveConfig(t, gatewayConfig(up, modern, ""))
+
+	t.Run("answered", func(t *testing.T) {
+		a := &answering{reply: accept(map[string]any{"name": "Grace"})}
+		cs := connect(t, gw, modern, &mcp.ClientOptions{ElicitationHandler: a.elicit}, false)
+		res, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "greet", Arguments: map[string]any{}})
+		if err != nil || res.IsError || textOf(res) != "Hello, Grace!" {
+			t.Fatalf("greet: %v %v %q", err, res != nil && res.IsError, textOf(res))
+		}
+		if q := a.questions(); len(q) != 1 || q[0] != "What is your name?" {
+			t.Errorf("the client was asked %q", q)
+		}
+	})
+
+	t.Run("the upstream's keys and a sealed state", func(t *testing.T) {
+		cs := connect(t, gw, modern, &mcp.ClientOptions{ElicitationHandler: (&answering{}).elicit}, true)
+		res, err := callManual(t, cs, &mcp.CallToolParams{Name: "greet", Arguments: map[string]any{}})
+		if err != nil || !res.NeedsInput() {
+			t.Fatalf("greet: %v, want input_required", err)
+		}
+		q, ok := res.InputRequests["user_name"].(*mcp.ElicitParams)
+		if !ok || len(res.InputRequests) != 1 || q.Message != "What is your name?" {
+			t.Fatalf("input requests: %#v", res.InputRequests)
+		}
+		// The upstream's state is inside mcpd's, signed: any change is refused.
+		tampered := res.RequestState[:len(res.RequestState)-2] + "xy"
+		if strings.HasSuffix(res.RequestState, "xy") {
+			tampered = res.RequestState[:len(res.RequestState)-2] + "zz"
+		}
+		answer := mcp.InputResponseMap{"user_name": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}}
+		_, err = callManual(t, cs, &mcp.CallToolParams{Name: "greet", Arguments: map[string]any{}, InputResponses: answer, RequestState: tampered})
+		if rpcCode(err) != jsonrpc.CodeInvalidParams || !strings.Contains(err.Error(), "requestState") {
+			t.Errorf("tampered state: %v", err)
+		}
+		// Minted for other arguments: refused.
+		_, err = callManual(t, cs, &mcp.CallToolParams{Name: "greet", Arguments: map[string]any{"greeting": "Hi"}, InputResponses: answer, RequestState: res.RequestState})
+		if rpcCode(err) != jsonrpc.CodeInvalidParams || !strings.Contains(err.Error(), "another call") {
+			t.Errorf("foreign state: %v", err)
+		}
+		// The upstream's own requestState, handed in bare: refused.
+		_, err = callManual(t, cs, &mcp.CallToolParams{Name: "greet", Arguments: map[string]any{}, InputResponses: answer, RequestState: "bare-upstream-state"})
+		if rpcCode(err) != jsonrpc.CodeInvalidParams {
+			t.Errorf("bare state: %v", err)
+		}
+		res, err = callManual(t, cs, &mcp.CallToolParams{Name: "greet", Arguments: map[string]any{}, InputResponses: answer, RequestState: res.RequestState})
+		if err != nil || res.IsError || textOf(res) != "Hello, Ada!" {
+			t.Fatalf("retry: %v %q", err, textOf(res))
+		}
+	})
+
+	t.Run("another replica answers the retry", func(t *testing.T) {
+		other := serveConfig(t, gatewayConfig(up, modern, ""))
+		first := connect(t, gw, modern, &mcp.ClientOptions{ElicitationHandler: (&answering{}).elicit}, true)
+		res, err := callManual(t, first, &mcp.CallToolParams{Name: "greet", Arguments: map[string]any{}})
+		if err != nil || !res.NeedsInput() {
+			t.Fatalf("greet: %v", err)
+		}
+		second := connect(t, other, modern, &mcp.ClientOptions{ElicitationHandler: (&answering{}).elicit}, true)
+		answer := mcp.InputResponseMap{"user_name": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Linus"}}}
+		res, err = callManual(t, second, &mcp.CallToolParams{Name: "greet", Arguments: map[string]any{}, InputResponses: answer, RequestState: res.RequestState})
+		if err != nil || textOf(res) != "Hello, Linus!" {
+			t.Fatalf("retry on the other replica: %v %q", err, textOf(res))
+		}
+	})
+
+	t.Run("declined", func(t *testing.T) {
+		a := &answering{reply: func(string) *mcp.ElicitResult { return &mcp.ElicitResult{Action: "decline"} }}
+		cs := connect(t, gw, modern, &mcp.ClientOptions{ElicitationHandler: a.elicit}, false)
+		res, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "greet", Arguments: map[string]any{}})
+		if err != nil || !strings.Contains(textOf(res), "declined") {
+			t.Fatalf("greet declined: %v %q", err, textOf(res))
+		}
+	})
+
+	t.Run("missing capability refused", func(t *testing.T) {
+		cs := connect(t, gw, modern, nil, false)
+		res, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "greet", Arguments: map[string]any{}})
+		want := "mcpd cannot relay elicitation/create from upstream up: the calling client did not declare the elicitation capability"
+		if err != nil || !res.IsError || !strings.Contains(textOf(res), want) {
+			t.Fatalf("greet without elicitation: %v %q, want a tool error with %q", err, textOf(res), want)
+		}
+	})
+
+	t.Run("mcpd's asks first, then the upstream's", func(t *testing.T) {
+		a := &answering{reply: func(msg string) *mcp.ElicitResult {
+			switch msg {
+			case "Greet someone?":
+				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{}}
+			case "Which greeting?":
+				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"greeting": "Howdy"}}
+			}
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Barbara"}}
+		}}
+		cs := connect(t, gw, modern, &mcp.ClientOptions{ElicitationHandler: a.elicit}, false)
+		res, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "greet_confirmed", Arguments: map[string]any{}})
+		if err != nil || res.IsError || textOf(res) != "Howdy, Barbara!" {
+			t.Fatalf("greet_confirmed: %v %q", err, textOf(res))
+		}
+		q := a.questions()
+		if len(q) != 3 || q[2] != "What is your name?" {
+			t.Errorf("questions in order: %q", q)
+		}
+	})
+}
+
+func rpcCode(err error) int64 {
+	var je *jsonrpc.Error
+	if errors.As(err, &je) {
+		return je.Code
+	}
+	return 0
+}

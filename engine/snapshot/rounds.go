@@ -1,0 +1,80 @@
+package snapshot
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/requeststate"
+)
+
+// The input_required rounds of a tool's adapter. An adapter that relays
+// its backend's questions (adapter.ClientRelayer: an MCP upstream's
+// elicitation, sampling, roots) asks a 2026-07-28 client the way the ask
+// blocks do: the call ends with input_required, and the client retries
+// with its answers and the requestState. Those rounds come after every
+// round of the ask blocks, through the same requestState: sealed, bound to
+// the tool, its arguments and the caller, expiring, and carrying the ask
+// blocks' answers (so they are not asked again) and the adapter's own
+// state (adapter.InputRequired.State).
+
+// callAsk is how the adapter of one call may ask its client: within the
+// call (client), or by input_required rounds (rounds); neither when the
+// client cannot be asked.
+type callAsk struct {
+	client adapter.ClientAsker
+	rounds *handlerRounds
+}
+
+// handlerRounds is what the adapter's rounds of one call need: what the
+// retry brought for the adapter, and what the next round's state holds.
+type handlerRounds struct {
+	req    adapter.Rounds
+	sealer *requeststate.Sealer
+	bind   string
+	// round is the state's Round for the adapter's questions: one past the
+	// ask blocks' last, so that a retry with it skips them.
+	round  int
+	inputs map[string]any // the ask blocks' answers
+}
+
+// asksByRounds reports whether the tool's adapter may ask this request's
+// client by input_required rounds.
+func (t *Tool) asksByRounds(in *Answers) bool {
+	r, ok := t.handler.(adapter.ClientRelayer)
+	return ok && r.RelaysClientRequests() && in.byRounds()
+}
+
+// newHandlerRounds builds the adapter's rounds of a call whose requestState
+// opened as st (round 1 on a first call). The client's responses are the
+// adapter's only when the state is one the adapter asked with; otherwise
+// they answered the ask blocks, which took them.
+func (t *Tool) newHandlerRounds(bind string, st requeststate.State, inputs map[string]any, in *Answers) *handlerRounds {
+	askRounds := 0
+	if t.asks != nil {
+		askRounds = t.asks.rounds
+	}
+	h := &handlerRounds{req: adapter.Rounds{Caps: in.Caps}, sealer: in.Sealer, bind: bind, round: askRounds + 1, inputs: inputs}
+	if in.State != "" && st.Round > askRounds {
+		h.req.Responses, h.req.State = in.Responses, st.Handler
+	}
+	return h
+}
+
+// inputRequired is the input_required result of an adapter that asked.
+func (t *Tool) inputRequired(h *handlerRounds, ir *adapter.InputRequired) *mcp.CallToolResult {
+	if h == nil {
+		// The engine gave the adapter no Rounds: it must not ask so.
+		return t.errorf(errors.New("the adapter asked for input the client cannot be asked for in this call"))
+	}
+	if len(ir.Requests) == 0 {
+		return t.errorf(errors.New("the adapter asked for input with no question"))
+	}
+	state, err := h.sealer.Seal(requeststate.State{Round: h.round, Answers: h.inputs, Handler: ir.State, Bind: h.bind})
+	if err != nil {
+		return t.errorf(fmt.Errorf("sealing the requestState: %w", err))
+	}
+	return &mcp.CallToolResult{InputRequests: ir.Requests, RequestState: state}
+}
