@@ -95,6 +95,7 @@ var serverSchema = &adapter.Schema{
 		{Name: "headers"},
 		{Name: "protocol_version"},
 		{Name: "connect_timeout"},
+		{Name: "answer_timeout"},
 		{Name: "start"},
 	},
 	Blocks: []adapter.BlockSchema{

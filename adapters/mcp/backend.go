@@ -45,7 +45,10 @@ type serverConfig struct {
 
 	protocolVersion string
 	connectTimeout  time.Duration
-	eager           bool // start = "load": connect when opened
+	// answerTimeout is how long a call held for a client's answer
+	// waits for its retry (held.go).
+	answerTimeout time.Duration
+	eager         bool // start = "load": connect when opened
 
 	expose *exposeConfig // nil: no bulk exposure
 
@@ -76,7 +79,7 @@ func (a *Adapter) DecodeBackend(b *adapter.BackendBlock) (adapter.BackendConfig,
 		return nil, d.Diags
 	}
 	attrs := content.Attributes
-	c := &serverConfig{name: b.Name, connectTimeout: defaultConnectTimeout, groups: a.groups}
+	c := &serverConfig{name: b.Name, connectTimeout: defaultConnectTimeout, answerTimeout: defaultAnswerTimeout, groups: a.groups}
 	// A value that reads an unset environment variable, in a load that
 	// allows it (validation without secrets), is skipped: the loader
 	// reports the variable, and the server stays declared for its tools.
@@ -176,6 +179,11 @@ func (a *Adapter) DecodeBackend(b *adapter.BackendBlock) (adapter.BackendConfig,
 			c.connectTimeout = dur
 		}
 	}
+	if attr := attrs["answer_timeout"]; attr != nil {
+		if dur, ok := d.Duration(attr, "answer_timeout", 100*time.Millisecond, time.Hour); ok {
+			c.answerTimeout = dur
+		}
+	}
 	if attr := attrs["start"]; attr != nil {
 		if s, ok := d.String(attr, "start"); ok {
 			switch s {
@@ -246,7 +254,7 @@ func (c *serverConfig) Fingerprint() string {
 		w(k)
 		w(c.env[k])
 	}
-	w(fmt.Sprint(c.inheritEnv, c.eager, c.connectTimeout))
+	w(fmt.Sprint(c.inheritEnv, c.eager, c.connectTimeout, c.answerTimeout))
 	w(c.dir)
 	w(c.url)
 	for _, k := range sortedKeys(c.headers) {

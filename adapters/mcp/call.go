@@ -158,6 +158,9 @@ func (u *upstream) callTool(ctx context.Context, name string, args map[string]an
 			u.failures.Add(1)
 			return nil, nil, err
 		}
+		if st.Held != "" {
+			return u.resume(ctx, name, st, req)
+		}
 		params.InputResponses, params.RequestState, round = req.Rounds.Responses, st.State, st.Round+1
 	}
 	cs, err := u.session(ctx)
@@ -165,12 +168,24 @@ func (u *upstream) callTool(ctx context.Context, name string, args map[string]an
 		u.failures.Add(1)
 		return nil, nil, err
 	}
+	if req.Rounds != nil && protocolOf(cs) < "2026-07-28" {
+		// A 2025-11-25 upstream asks within the call: hold it for the
+		// client's answers (held.go), on a session of its own when the
+		// upstream can have several.
+		own := u.cfg.url != ""
+		if own {
+			if cs, err = u.ownSession(ctx); err != nil {
+				return nil, nil, err
+			}
+		}
+		return u.await(ctx, u.startHeld(cs, own, name, params, req))
+	}
 	if req.Progress != nil {
 		token, forget := u.progressToken(req.Progress)
 		defer forget()
 		params.SetProgressToken(token)
 	}
-	rctx, forget := u.withRelay(ctx, req.Client)
+	rctx, forget := u.withRelay(ctx, req.Client, nil, nil)
 	defer forget()
 	for ; ; round++ {
 		res, err := cs.CallTool(rctx, params)

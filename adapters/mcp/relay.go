@@ -23,14 +23,23 @@ import (
 // context. mcpd's session to an upstream is shared by all its calls, so a
 // request is relayed only when it can be told apart: when the handler
 // runs within the call (the SDK's multi-round-trip client does that for a
-// 2026-07-28 upstream), or when exactly one call of this upstream is in
-// flight. With several calls in flight the request is refused rather
-// than shown to a user who may not be the one it was meant for.
+// 2026-07-28 upstream), when it comes on a session of the call's own (a
+// call held for a 2026-07-28 client of an HTTP upstream: held.go), or
+// when exactly one call of this upstream is in flight on the shared
+// session. With several calls in flight there the request is refused
+// rather than shown to a user who may not be the one it was meant for.
 
 // relayCall is one upstream call that requests may be relayed to.
 type relayCall struct {
-	ctx    context.Context
-	client adapter.ClientAsker // nil: the caller cannot be asked
+	ctx context.Context
+	// client asks the caller within the call; held, for a caller asked by
+	// input_required rounds, holds the call until its retry (held.go).
+	// Neither: the caller cannot be asked.
+	client adapter.ClientAsker
+	held   *heldCall
+	// session, when not nil, is the call's own session to the upstream:
+	// the requests that come on it are this call's, and no other's.
+	session *mcp.ClientSession
 }
 
 type relayCtxKey struct{}
@@ -43,8 +52,8 @@ type relays struct {
 
 // withRelay registers a call in flight, and returns its context (which
 // carries it) and the function that forgets it.
-func (u *upstream) withRelay(ctx context.Context, client adapter.ClientAsker) (context.Context, func()) {
-	c := &relayCall{ctx: ctx, client: client}
+func (u *upstream) withRelay(ctx context.Context, client adapter.ClientAsker, held *heldCall, session *mcp.ClientSession) (context.Context, func()) {
+	c := &relayCall{ctx: ctx, client: client, held: held, session: session}
 	u.relays.mu.Lock()
 	if u.relays.calls == nil {
 		u.relays.calls = map[*relayCall]struct{}{}
@@ -58,22 +67,32 @@ func (u *upstream) withRelay(ctx context.Context, client adapter.ClientAsker) (c
 	}
 }
 
-// target is the call a request from the upstream belongs to.
-func (u *upstream) target(ctx context.Context, method string) (*relayCall, error) {
+// target is the call a request from the upstream, which came on session,
+// belongs to.
+func (u *upstream) target(ctx context.Context, method string, session *mcp.ClientSession) (*relayCall, error) {
 	if c, ok := ctx.Value(relayCtxKey{}).(*relayCall); ok {
 		return c, nil
 	}
 	u.relays.mu.Lock()
 	defer u.relays.mu.Unlock()
-	switch len(u.relays.calls) {
+	var found *relayCall
+	n := 0
+	for c := range u.relays.calls {
+		if c.session != nil {
+			if c.session == session {
+				return c, nil
+			}
+			continue // its requests come on its own session
+		}
+		found, n = c, n+1
+	}
+	switch n {
 	case 0:
 		return nil, fmt.Errorf("mcpd relays %s from upstream %s only while one of its tool calls runs, and none does", method, u.cfg.name)
 	case 1:
-		for c := range u.relays.calls {
-			return c, nil
-		}
+		return found, nil
 	}
-	return nil, fmt.Errorf("mcpd cannot relay %s from upstream %s: %d of its tool calls are in flight and the request does not say which one it belongs to", method, u.cfg.name, len(u.relays.calls))
+	return nil, fmt.Errorf("mcpd cannot relay %s from upstream %s: %d of its tool calls are in flight and the request does not say which one it belongs to", method, u.cfg.name, n)
 }
 
 // need is what relaying one request takes of the client: its method (for
@@ -122,14 +141,24 @@ func (u *upstream) check(req mcp.InputRequest, caps *mcp.ClientCapabilities) err
 // relay puts one request of the upstream to the client of the call it
 // belongs to. The question lasts as long as both the upstream's request
 // and the call.
-func (u *upstream) relay(ctx context.Context, req mcp.InputRequest) (mcp.InputResponse, error) {
+func (u *upstream) relay(ctx context.Context, session *mcp.ClientSession, req mcp.InputRequest) (mcp.InputResponse, error) {
 	n, _ := needOf(req)
-	c, err := u.target(ctx, n.method)
+	c, err := u.target(ctx, n.method, session)
 	if err != nil {
 		return nil, err
 	}
+	if c.held != nil {
+		if err := u.check(req, c.held.capabilities()); err != nil {
+			return nil, err
+		}
+		resp, err := c.held.ask(ctx, req)
+		if err != nil {
+			return nil, fmt.Errorf("relaying %s from upstream %s: %w", n.method, u.cfg.name, err)
+		}
+		return resp, nil
+	}
 	if c.client == nil {
-		return nil, fmt.Errorf("mcpd cannot relay %s from upstream %s: the calling client cannot be asked while a tool runs (a 2026-07-28 stateless client, or the command line); see docs/gateway.md", n.method, u.cfg.name)
+		return nil, fmt.Errorf("mcpd cannot relay %s from upstream %s: the calling client cannot be asked while a tool runs; see docs/gateway.md", n.method, u.cfg.name)
 	}
 	if err := u.check(req, c.client.Capabilities()); err != nil {
 		return nil, err
@@ -147,7 +176,7 @@ func (u *upstream) relay(ctx context.Context, req mcp.InputRequest) (mcp.InputRe
 
 // onElicit relays an upstream's elicitation/create.
 func (u *upstream) onElicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-	resp, err := u.relay(ctx, req.Params)
+	resp, err := u.relay(ctx, req.Session, req.Params)
 	if err != nil {
 		return nil, err
 	}
@@ -160,15 +189,23 @@ func (u *upstream) onElicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.E
 
 // onSample relays an upstream's sampling/createMessage.
 func (u *upstream) onSample(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-	resp, err := u.relay(ctx, req.Params)
+	resp, err := u.relay(ctx, req.Session, req.Params)
 	if err != nil {
 		return nil, err
 	}
-	r, ok := resp.(*mcp.CreateMessageResult)
-	if !ok {
-		return nil, fmt.Errorf("relaying sampling/createMessage from upstream %s: the client answered with %T", u.cfg.name, resp)
+	switch r := resp.(type) {
+	case *mcp.CreateMessageResult:
+		return r, nil
+	case *mcp.CreateMessageWithToolsResult:
+		// A 2026-07-28 client's answer in inputResponses decodes as the
+		// form with a list of content blocks; the request (without
+		// tools) takes one.
+		if len(r.Content) == 1 {
+			return &mcp.CreateMessageResult{Meta: r.Meta, Content: r.Content[0], Model: r.Model, Role: r.Role, StopReason: r.StopReason}, nil
+		}
+		return nil, fmt.Errorf("relaying sampling/createMessage from upstream %s: the client answered with %d content blocks, where the request takes one", u.cfg.name, len(r.Content))
 	}
-	return r, nil
+	return nil, fmt.Errorf("relaying sampling/createMessage from upstream %s: the client answered with %T", u.cfg.name, resp)
 }
 
 // relayRoots answers an upstream's roots/list with the calling client's
@@ -180,16 +217,17 @@ func (u *upstream) relayRoots(next mcp.MethodHandler) mcp.MethodHandler {
 			return next(ctx, method, req)
 		}
 		params, _ := req.GetParams().(*mcp.ListRootsParams)
-		return u.onRoots(ctx, params)
+		session, _ := req.GetSession().(*mcp.ClientSession)
+		return u.onRoots(ctx, session, params)
 	}
 }
 
 // onRoots relays an upstream's roots/list.
-func (u *upstream) onRoots(ctx context.Context, params *mcp.ListRootsParams) (*mcp.ListRootsResult, error) {
+func (u *upstream) onRoots(ctx context.Context, session *mcp.ClientSession, params *mcp.ListRootsParams) (*mcp.ListRootsResult, error) {
 	if params == nil {
 		params = &mcp.ListRootsParams{}
 	}
-	resp, err := u.relay(ctx, params)
+	resp, err := u.relay(ctx, session, params)
 	if err != nil {
 		return nil, err
 	}
@@ -213,7 +251,7 @@ func (u *upstream) answerInputs(ctx context.Context, reqs mcp.InputRequestMap) (
 		case *mcp.CreateMessageParams:
 			resp, err = u.onSample(ctx, &mcp.CreateMessageRequest{Params: p})
 		case *mcp.ListRootsParams:
-			resp, err = u.onRoots(ctx, p)
+			resp, err = u.onRoots(ctx, nil, p)
 		default:
 			err = fmt.Errorf("mcpd cannot relay %T from upstream %s", ir, u.cfg.name)
 		}

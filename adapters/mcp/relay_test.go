@@ -46,9 +46,9 @@ func TestRelayTarget(t *testing.T) {
 				var ctx context.Context
 				var forget func()
 				if c == nil {
-					ctx, forget = u.withRelay(context.Background(), nil)
+					ctx, forget = u.withRelay(context.Background(), nil, nil, nil)
 				} else {
-					ctx, forget = u.withRelay(context.Background(), c)
+					ctx, forget = u.withRelay(context.Background(), c, nil, nil)
 				}
 				defer forget()
 				if i == 0 {
@@ -94,9 +94,33 @@ func TestRelayTarget(t *testing.T) {
 func TestRelayForget(t *testing.T) {
 	u := &upstream{cfg: &serverConfig{name: "up"}}
 	c := &fakeClient{caps: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{}}}
-	_, forget := u.withRelay(context.Background(), c)
+	_, forget := u.withRelay(context.Background(), c, nil, nil)
 	forget()
 	if _, err := u.onElicit(context.Background(), &mcp.ElicitRequest{Params: &mcp.ElicitParams{Message: "late"}}); err == nil || len(c.asked) != 0 {
 		t.Fatalf("a request after the call: %v, asked %v", err, c.asked)
+	}
+}
+
+// A call on a session of its own (held for a 2026-07-28 client) gets the
+// requests that come on that session, and is not counted among the calls
+// a request on the shared session may belong to.
+func TestRelayOwnSession(t *testing.T) {
+	u := &upstream{cfg: &serverConfig{name: "up"}}
+	elicit := &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{}}
+	own := &mcp.ClientSession{}
+	held := &heldCall{caps: elicit}
+	_, forget := u.withRelay(context.Background(), nil, held, own)
+	defer forget()
+	shared := &fakeClient{caps: elicit}
+	_, forget = u.withRelay(context.Background(), shared, nil, nil)
+	defer forget()
+
+	c, err := u.target(context.Background(), "elicitation/create", own)
+	if err != nil || c.held != held {
+		t.Errorf("a request on the call's own session went to %+v (%v)", c, err)
+	}
+	c, err = u.target(context.Background(), "elicitation/create", nil)
+	if err != nil || c.client != shared {
+		t.Errorf("a request on the shared session went to %+v (%v)", c, err)
 	}
 }

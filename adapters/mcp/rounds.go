@@ -20,6 +20,8 @@ import (
 //     expire). The client's retry calls the upstream again with the
 //     client's answers and the upstream's requestState. Nothing is kept
 //     between the rounds: the retry may reach another mcpd replica.
+//   - A 2025-11-25 upstream asks while the call runs: the call is held in
+//     this process until the client's retry brings the answer (held.go).
 
 // roundState is what mcpd keeps of an upstream call between a client's
 // rounds (adapter.InputRequired.State).
@@ -29,8 +31,11 @@ type roundState struct {
 	// Round counts the input_required rounds of the call so far, which
 	// maxInputRounds bounds across retries.
 	Round int `json:"n"`
-	// State is the upstream's requestState.
+	// State is the upstream's requestState (a 2026-07-28 upstream).
 	State string `json:"s,omitempty"`
+	// Held names the call held in this process for the answer (a
+	// 2025-11-25 upstream: held.go).
+	Held string `json:"h,omitempty"`
 }
 
 // openRound decodes the state of the call's last round. The engine has

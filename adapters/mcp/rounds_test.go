@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -314,4 +315,237 @@ func rpcCode(err error) int64 {
 		return je.Code
 	}
 	return 0
+}
+
+// legacyUpstream is a go-sdk server on the 2025-11-25 protocol whose tools
+// ask their client mid-call (session.Elicit): whoami asks for a name and
+// answers "TAG: NAME"; what the Elicit call returned as an error is sent
+// to failed.
+func legacyUpstream(t *testing.T, failed chan<- string) string {
+	t.Helper()
+	s := mcp.NewServer(&mcp.Implementation{Name: "legacy-up", Version: "1"}, nil)
+	type in struct {
+		Tag string `json:"tag"`
+	}
+	mcp.AddTool(s, &mcp.Tool{Name: "whoami", Description: "Asks the user's name."}, func(ctx context.Context, req *mcp.CallToolRequest, args in) (*mcp.CallToolResult, any, error) {
+		res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{
+			Message:         "Name for " + args.Tag + "?",
+			RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}},
+		})
+		if err != nil {
+			if failed != nil {
+				failed <- err.Error()
+			}
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "elicitation failed: " + err.Error()}}}, nil, nil
+		}
+		if res.Action != "accept" {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: args.Tag + ": " + res.Action}}}, nil, nil
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("%s: %v", args.Tag, res.Content["name"])}}}, nil, nil
+	})
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+	t.Cleanup(ts.Close)
+	return ts.URL
+}
+
+// legacyGateway puts whoami of the legacy upstream at url behind mcpd,
+// twice: whoami, and whoami_brief, whose upstream block holds a call for
+// a short answer_timeout only.
+func legacyGateway(url string) string {
+	return fmt.Sprintf(`
+server {
+  request_state_key = "0123456789abcdef0123456789abcdef"
+}
+
+mcp_server "legacy" {
+  url              = %[1]q
+  protocol_version = "2025-11-25"
+}
+
+mcp_server "legacy_brief" {
+  url              = %[1]q
+  protocol_version = "2025-11-25"
+  answer_timeout   = "300ms"
+}
+
+tool "whoami" {
+  description = "Asks the user's name (the upstream elicits mid-call)."
+  param "tag" { type = "string" }
+  mcp {
+    server = "legacy"
+  }
+}
+
+tool "whoami_brief" {
+  description = "As whoami, held for a short time only."
+  param "tag" { type = "string" }
+  mcp {
+    server = "legacy_brief"
+    tool   = "whoami"
+  }
+}
+
+tool "whoami_confirmed" {
+  description = "As whoami, confirmed by mcpd first."
+  confirm     = "Ask for a name?"
+  param "tag" { type = "string" }
+  mcp {
+    server = "legacy"
+    tool   = "whoami"
+  }
+}
+`, url)
+}
+
+func answerName(name string) mcp.InputResponseMap {
+	return mcp.InputResponseMap{"upstream": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": name}}}
+}
+
+func TestRoundsLegacyUpstream(t *testing.T) {
+	failed := make(chan string, 10)
+	up := legacyUpstream(t, failed)
+	gw := serveConfig(t, legacyGateway(up))
+	args := func(tag string) map[string]any { return map[string]any{"tag": tag} }
+
+	t.Run("answered", func(t *testing.T) {
+		a := &answering{reply: accept(map[string]any{"name": "Grace"})}
+		cs := connect(t, gw, modern, &mcp.ClientOptions{ElicitationHandler: a.elicit}, false)
+		res, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "whoami", Arguments: args("one")})
+		if err != nil || res.IsError || textOf(res) != "one: Grace" {
+			t.Fatalf("whoami: %v %q", err, textOf(res))
+		}
+		if q := a.questions(); len(q) != 1 || q[0] != "Name for one?" {
+			t.Errorf("the client was asked %q", q)
+		}
+	})
+
+	t.Run("declined", func(t *testing.T) {
+		a := &answering{reply: func(string) *mcp.ElicitResult { return &mcp.ElicitResult{Action: "decline"} }}
+		cs := connect(t, gw, modern, &mcp.ClientOptions{ElicitationHandler: a.elicit}, false)
+		res, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "whoami", Arguments: args("two")})
+		if err != nil || res.IsError || textOf(res) != "two: decline" {
+			t.Fatalf("whoami declined: %v %q", err, textOf(res))
+		}
+	})
+
+	t.Run("missing capability refused", func(t *testing.T) {
+		cs := connect(t, gw, modern, nil, false)
+		res, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "whoami", Arguments: args("three")})
+		want := "mcpd cannot relay elicitation/create from upstream legacy: the calling client did not declare the elicitation capability"
+		if err != nil || !res.IsError || !strings.Contains(textOf(res), want) {
+			t.Fatalf("whoami without elicitation: %v %q, want %q", err, textOf(res), want)
+		}
+		if got := <-failed; !strings.Contains(got, want) {
+			t.Errorf("the upstream's request failed with %q", got)
+		}
+	})
+
+	t.Run("mcpd's confirmation first, then the upstream's question", func(t *testing.T) {
+		a := &answering{reply: func(msg string) *mcp.ElicitResult {
+			if msg == "Ask for a name?" {
+				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{}}
+			}
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Edsger"}}
+		}}
+		cs := connect(t, gw, modern, &mcp.ClientOptions{ElicitationHandler: a.elicit}, false)
+		res, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "whoami_confirmed", Arguments: args("four")})
+		if err != nil || res.IsError || textOf(res) != "four: Edsger" {
+			t.Fatalf("whoami_confirmed: %v %q", err, textOf(res))
+		}
+		if q := a.questions(); len(q) != 2 || q[0] != "Ask for a name?" || q[1] != "Name for four?" {
+			t.Errorf("questions in order: %q", q)
+		}
+	})
+
+	t.Run("tampered and foreign requestState refused", func(t *testing.T) {
+		cs := connect(t, gw, modern, &mcp.ClientOptions{ElicitationHandler: (&answering{}).elicit}, true)
+		res, err := callManual(t, cs, &mcp.CallToolParams{Name: "whoami", Arguments: args("five")})
+		if err != nil || !res.NeedsInput() {
+			t.Fatalf("whoami: %v, want input_required", err)
+		}
+		if q, ok := res.InputRequests["upstream"].(*mcp.ElicitParams); !ok || q.Message != "Name for five?" {
+			t.Fatalf("input requests: %#v", res.InputRequests)
+		}
+		tampered := "x" + res.RequestState[1:]
+		if res.RequestState[0] == 'x' {
+			tampered = "y" + res.RequestState[1:]
+		}
+		_, err = callManual(t, cs, &mcp.CallToolParams{Name: "whoami", Arguments: args("five"), InputResponses: answerName("Mallory"), RequestState: tampered})
+		if rpcCode(err) != jsonrpc.CodeInvalidParams {
+			t.Errorf("tampered state: %v", err)
+		}
+		_, err = callManual(t, cs, &mcp.CallToolParams{Name: "whoami", Arguments: args("six"), InputResponses: answerName("Mallory"), RequestState: res.RequestState})
+		if rpcCode(err) != jsonrpc.CodeInvalidParams || !strings.Contains(err.Error(), "another call") {
+			t.Errorf("foreign state: %v", err)
+		}
+		// The held call still waits for its own answer.
+		res, err = callManual(t, cs, &mcp.CallToolParams{Name: "whoami", Arguments: args("five"), InputResponses: answerName("Ada"), RequestState: res.RequestState})
+		if err != nil || textOf(res) != "five: Ada" {
+			t.Fatalf("retry: %v %q", err, textOf(res))
+		}
+	})
+
+	t.Run("two calls in flight get their own answers", func(t *testing.T) {
+		cs := connect(t, gw, modern, &mcp.ClientOptions{ElicitationHandler: (&answering{}).elicit}, true)
+		first, err := callManual(t, cs, &mcp.CallToolParams{Name: "whoami", Arguments: args("alpha")})
+		if err != nil || !first.NeedsInput() {
+			t.Fatalf("alpha: %v", err)
+		}
+		// alpha's upstream call waits for its answer: beta's question can
+		// only be beta's.
+		second, err := callManual(t, cs, &mcp.CallToolParams{Name: "whoami", Arguments: args("beta")})
+		if err != nil || !second.NeedsInput() {
+			t.Fatalf("beta: %v", err)
+		}
+		if q := second.InputRequests["upstream"].(*mcp.ElicitParams); q.Message != "Name for beta?" {
+			t.Errorf("beta was asked %q", q.Message)
+		}
+		res, err := callManual(t, cs, &mcp.CallToolParams{Name: "whoami", Arguments: args("beta"), InputResponses: answerName("Bob"), RequestState: second.RequestState})
+		if err != nil || textOf(res) != "beta: Bob" {
+			t.Errorf("beta: %v %q", err, textOf(res))
+		}
+		res, err = callManual(t, cs, &mcp.CallToolParams{Name: "whoami", Arguments: args("alpha"), InputResponses: answerName("Alice"), RequestState: first.RequestState})
+		if err != nil || textOf(res) != "alpha: Alice" {
+			t.Errorf("alpha: %v %q", err, textOf(res))
+		}
+	})
+
+	t.Run("held call expired", func(t *testing.T) {
+		cs := connect(t, gw, modern, &mcp.ClientOptions{ElicitationHandler: (&answering{}).elicit}, true)
+		res, err := callManual(t, cs, &mcp.CallToolParams{Name: "whoami_brief", Arguments: args("late")})
+		if err != nil || !res.NeedsInput() {
+			t.Fatalf("whoami_brief: %v", err)
+		}
+		select {
+		case got := <-failed:
+			if !strings.Contains(got, "did not answer within answer_timeout 300ms") {
+				t.Errorf("the upstream's request failed with %q", got)
+			}
+		case <-bounded(t).Done():
+			t.Fatal("the upstream's request did not end at answer_timeout")
+		}
+		res, err = callManual(t, cs, &mcp.CallToolParams{Name: "whoami_brief", Arguments: args("late"), InputResponses: answerName("Tardy"), RequestState: res.RequestState})
+		if err != nil || !res.IsError || !strings.Contains(textOf(res), "upstream legacy_brief's tool whoami is no longer waiting for this answer") {
+			t.Errorf("late retry: %v %q", err, textOf(res))
+		}
+	})
+
+	t.Run("the retry reaches another replica", func(t *testing.T) {
+		other := serveConfig(t, legacyGateway(up))
+		cs := connect(t, gw, modern, &mcp.ClientOptions{ElicitationHandler: (&answering{}).elicit}, true)
+		res, err := callManual(t, cs, &mcp.CallToolParams{Name: "whoami", Arguments: args("away")})
+		if err != nil || !res.NeedsInput() {
+			t.Fatalf("whoami: %v", err)
+		}
+		there := connect(t, other, modern, &mcp.ClientOptions{ElicitationHandler: (&answering{}).elicit}, true)
+		got, err := callManual(t, there, &mcp.CallToolParams{Name: "whoami", Arguments: args("away"), InputResponses: answerName("Nomad"), RequestState: res.RequestState})
+		if err != nil || !got.IsError || !strings.Contains(textOf(got), "reached another instance") {
+			t.Errorf("retry elsewhere: %v %q", err, textOf(got))
+		}
+		// The instance that holds it still takes the answer.
+		got, err = callManual(t, cs, &mcp.CallToolParams{Name: "whoami", Arguments: args("away"), InputResponses: answerName("Homer"), RequestState: res.RequestState})
+		if err != nil || textOf(got) != "away: Homer" {
+			t.Errorf("retry here: %v %q", err, textOf(got))
+		}
+	})
 }

@@ -64,6 +64,9 @@ type upstream struct {
 	progress    sync.Map // progress token (string) -> func(progress, total float64, msg string)
 	calls       atomic.Int64
 	relays      relays
+	holds       holds // calls held for their clients' answers (held.go)
+	ownOnce     sync.Once
+	ownHTTP     *http.Client // the pool of calls' own sessions (ownSession)
 	failures    atomic.Int64
 }
 
@@ -221,12 +224,7 @@ func (u *upstream) connect() (cs *mcp.ClientSession, stop func(), err error) {
 	var t mcp.Transport
 	stop = func() {}
 	if u.cfg.url != "" {
-		t = &mcp.StreamableClientTransport{
-			Endpoint:     u.cfg.url,
-			HTTPClient:   &http.Client{Transport: &headerTransport{headers: u.cfg.headers, base: u.httpTransport(), max: maxUpstreamMessage}},
-			MaxRetries:   2,
-			MaxEventSize: maxUpstreamMessage,
-		}
+		t = u.streamable(&http.Client{Transport: &headerTransport{headers: u.cfg.headers, base: u.httpTransport(), max: maxUpstreamMessage}})
 	} else {
 		p, err := startProcess(u.cfg, u.log)
 		if err != nil {
@@ -234,11 +232,7 @@ func (u *upstream) connect() (cs *mcp.ClientSession, stop func(), err error) {
 		}
 		t, stop = &mcp.IOTransport{Reader: p.stdout, Writer: p.stdin, MaxLineLength: maxUpstreamMessage}, p.stop
 	}
-	var opts *mcp.ClientSessionOptions
-	if u.cfg.protocolVersion != "" {
-		opts = &mcp.ClientSessionOptions{ProtocolVersion: u.cfg.protocolVersion}
-	}
-	cs, err = u.client.Connect(ctx, t, opts)
+	cs, err = u.client.Connect(ctx, t, u.sessionOptions())
 	if err != nil {
 		stop()
 		if ctx.Err() != nil && u.ctx.Err() == nil {
@@ -248,6 +242,45 @@ func (u *upstream) connect() (cs *mcp.ClientSession, stop func(), err error) {
 	}
 	stopProcess := stop
 	return cs, func() { _ = cs.Close(); stopProcess() }, nil
+}
+
+// streamable is a transport to the HTTP upstream through client.
+func (u *upstream) streamable(client *http.Client) *mcp.StreamableClientTransport {
+	return &mcp.StreamableClientTransport{
+		Endpoint:     u.cfg.url,
+		HTTPClient:   client,
+		MaxRetries:   2,
+		MaxEventSize: maxUpstreamMessage,
+	}
+}
+
+func (u *upstream) sessionOptions() *mcp.ClientSessionOptions {
+	if u.cfg.protocolVersion == "" {
+		return nil
+	}
+	return &mcp.ClientSessionOptions{ProtocolVersion: u.cfg.protocolVersion}
+}
+
+// ownSession connects a session of the HTTP upstream for one call only,
+// so that every request the upstream sends on it belongs to that call
+// (held.go). Its connections come from one pool per upstream (ownHTTP).
+func (u *upstream) ownSession(ctx context.Context) (*mcp.ClientSession, error) {
+	u.ownOnce.Do(func() {
+		u.ownHTTP = &http.Client{Transport: &headerTransport{headers: u.cfg.headers, base: u.httpTransport(), max: maxUpstreamMessage}}
+	})
+	// The session outlives the request, and must not inherit what the
+	// SDK's server put in the request's context (its protocol version
+	// would go to the upstream): it is made under the upstream's context,
+	// ended by the request's.
+	cctx, cancel := context.WithTimeout(u.ctx, u.cfg.connectTimeout)
+	defer cancel()
+	defer context.AfterFunc(ctx, cancel)()
+	cs, err := u.client.Connect(cctx, u.streamable(u.ownHTTP), u.sessionOptions())
+	if err != nil {
+		u.failures.Add(1)
+		return nil, fmt.Errorf("upstream %s: connecting a session for the call: %s", u.cfg.name, u.redact(err.Error()))
+	}
+	return cs, nil
 }
 
 // session returns the connected session, starting the upstream if it was
@@ -298,6 +331,7 @@ func (u *upstream) Close() error {
 	u.state = "closed"
 	u.mu.Unlock()
 	u.cancel()
+	u.closeHeld()
 	u.ensureStarted() // never started: done is closed by it
 	if cs != nil {
 		_ = cs.Close()

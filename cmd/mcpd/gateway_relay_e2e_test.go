@@ -13,7 +13,7 @@ import (
 // Requests of an upstream to its client (elicitation, sampling) are relayed
 // to the mcpd client that made the call when it declared the capability
 // (2025-11-25), and refused as a tool error otherwise; a 2026-07-28 client
-// cannot be asked while a tool runs and gets a tool error that says so.
+// is asked by input_required rounds while mcpd holds the upstream's call.
 
 const relayConfig = `
 tool "ask_user" {
@@ -156,15 +156,29 @@ func TestGatewayRelayEverything(t *testing.T) {
 		}
 	})
 
-	t.Run("2026-07-28 refused", func(t *testing.T) {
+	t.Run("2026-07-28 asked by input_required rounds", func(t *testing.T) {
+		// mcpd holds the upstream's call while the client answers; the
+		// SDK's client answers input_required with its handlers.
 		rc := &relayClient{}
 		cs := connect(t, "2026-07-28", &mcp.ClientOptions{ElicitationHandler: rc.elicit, CreateMessageHandler: rc.sample})
 		res, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "ask_user", Arguments: map[string]any{}})
-		if err != nil || !res.IsError || !strings.Contains(textOf(res), "cannot be asked while a tool runs") {
+		if err != nil || res.IsError || !strings.Contains(textOf(res), "Name: Ada Lovelace") {
 			t.Errorf("ask_user: %v %q", err, textOf(res))
 		}
-		if e, s := rc.counts(); e != 0 || s != 0 {
+		res, err = cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "sample", Arguments: map[string]any{"prompt": "what is 7311?"}})
+		if err != nil || res.IsError || !strings.Contains(textOf(res), "the sampled answer 7311") {
+			t.Errorf("sample: %v %q", err, textOf(res))
+		}
+		if e, s := rc.counts(); e != 1 || s != 1 {
 			t.Errorf("the client was asked %d, %d times", e, s)
+		}
+	})
+
+	t.Run("2026-07-28 without the capability", func(t *testing.T) {
+		cs := connect(t, "2026-07-28", nil)
+		res, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "ask_user", Arguments: map[string]any{}})
+		if err != nil || !res.IsError || !strings.Contains(textOf(res), "did not declare the elicitation capability") {
+			t.Errorf("ask_user: %v %q", err, textOf(res))
 		}
 	})
 }
