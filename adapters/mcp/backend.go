@@ -16,6 +16,7 @@ import (
 
 	"github.com/mcpd/mcpd/adapters/shell"
 	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/requeststate"
 )
 
 const (
@@ -180,7 +181,7 @@ func (a *Adapter) DecodeBackend(b *adapter.BackendBlock) (adapter.BackendConfig,
 		}
 	}
 	if attr := attrs["answer_timeout"]; attr != nil {
-		if dur, ok := d.Duration(attr, "answer_timeout", 100*time.Millisecond, time.Hour); ok {
+		if dur, ok := d.Duration(attr, "answer_timeout", 100*time.Millisecond, requeststate.DefaultTTL); ok {
 			c.answerTimeout = dur
 		}
 	}

@@ -45,6 +45,10 @@ func TestDecodeDiagnostics(t *testing.T) {
   command          = ["x"]
   protocol_version = "2099-01-01"
 }` + tool, "Unknown protocol_version"},
+		{"answer_timeout over a requestState's life", `mcp_server "gh" {
+  command        = ["x"]
+  answer_timeout = "1h"
+}` + tool, "answer_timeout"},
 		{"start", `mcp_server "gh" {
   command = ["x"]
   start   = "now"

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpd/mcpd/engine/adapter"
 )
@@ -98,6 +99,9 @@ func (f *fake) CompileTool(b *adapter.ToolBlock) (adapter.Handler, hcl.Diagnosti
 	if diags.HasErrors() {
 		return nil, diags
 	}
+	if v, d := content.Attributes["mode"].Expr.Value(nil); !d.HasErrors() && v.AsString() == "relay" {
+		return fakeRelay{}, diags
+	}
 	h := &fakeHandler{f: f, tool: b.Tool}
 	if a, ok := content.Attributes["say"]; ok {
 		diags = append(diags, b.Scope.Check(a.Expr)...)
@@ -175,4 +179,29 @@ func (h *fakeHandler) Call(ctx context.Context, req *adapter.Request) (*adapter.
 		return nil, nil
 	}
 	return nil, fmt.Errorf("unknown mode %q", h.mode)
+}
+
+// fakeRelay (mode "relay") asks its client by input_required rounds, as
+// adapters/mcp does for an upstream's questions: "What is your name?"
+// under key "q" with the state "asked", then greets with the answer.
+type fakeRelay struct{}
+
+func (fakeRelay) Vars() []string             { return nil }
+func (fakeRelay) RelaysClientRequests() bool { return true }
+
+func (fakeRelay) Call(_ context.Context, req *adapter.Request) (*adapter.Output, error) {
+	if req.Rounds == nil {
+		return nil, errors.New("the client cannot be asked")
+	}
+	if req.Rounds.State == "" {
+		return &adapter.Output{InputRequired: &adapter.InputRequired{
+			Requests: mcp.InputRequestMap{"q": &mcp.ElicitParams{Message: "What is your name?"}},
+			State:    "asked",
+		}}, nil
+	}
+	r, ok := req.Rounds.Responses["q"].(*mcp.ElicitResult)
+	if req.Rounds.State != "asked" || !ok {
+		return nil, fmt.Errorf("state %q, responses %v", req.Rounds.State, req.Rounds.Responses)
+	}
+	return &adapter.Output{Text: fmt.Sprintf("hello %v", r.Content["name"])}, nil
 }
