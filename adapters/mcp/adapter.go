@@ -31,8 +31,11 @@
 // mcpd's timeout end the upstream request (the SDK sends
 // notifications/cancelled). The upstream's requests to its client
 // (elicitation, sampling, roots), and a 2026-07-28 upstream's
-// input_required rounds, are relayed to the client of the call through
-// adapter.Request.Client (relay.go).
+// input_required rounds, are relayed to the client of the call: asked
+// within the call through adapter.Request.Client (relay.go), or, for a
+// 2026-07-28 client, by mcpd's own input_required rounds through
+// adapter.Request.Rounds (rounds.go; held.go holds a 2025-11-25
+// upstream's call between the client's requests).
 //
 // The block also exposes an upstream's tools in bulk (the `expose` block,
 // see expose.go): the live upstream lists them at run time and mcpd

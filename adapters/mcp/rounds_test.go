@@ -343,6 +343,23 @@ func legacyUpstream(t *testing.T, failed chan<- string) string {
 		}
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("%s: %v", args.Tag, res.Content["name"])}}}, nil, nil
 	})
+	// sample_roots asks twice in one call: the client's model, then its
+	// roots.
+	mcp.AddTool(s, &mcp.Tool{Name: "sample_roots", Description: "Samples, then lists roots."}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		msg, err := req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 10, Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "Say hi"}}}})
+		if err != nil {
+			return nil, nil, err
+		}
+		roots, err := req.Session.ListRoots(ctx, nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		text := msg.Content.(*mcp.TextContent).Text
+		for _, r := range roots.Roots {
+			text += " " + r.URI
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, nil, nil
+	})
 	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
 	t.Cleanup(ts.Close)
 	return ts.URL
@@ -385,6 +402,13 @@ tool "whoami_brief" {
   }
 }
 
+tool "sample_roots" {
+  description = "Samples the client's model, then lists its roots (two questions in one call)."
+  mcp {
+    server = "legacy"
+  }
+}
+
 tool "whoami_confirmed" {
   description = "As whoami, confirmed by mcpd first."
   confirm     = "Ask for a name?"
@@ -416,6 +440,27 @@ func TestRoundsLegacyUpstream(t *testing.T) {
 		}
 		if q := a.questions(); len(q) != 1 || q[0] != "Name for one?" {
 			t.Errorf("the client was asked %q", q)
+		}
+	})
+
+	t.Run("sampling, then roots, in one call", func(t *testing.T) {
+		c := mcp.NewClient(&mcp.Implementation{Name: "rounds-test", Version: "1"}, &mcp.ClientOptions{
+			CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+				return &mcp.CreateMessageResult{Model: "m", Role: "assistant", Content: &mcp.TextContent{Text: "hi"}}, nil
+			},
+		})
+		c.AddRoots(&mcp.Root{URI: "file:///work/project", Name: "project"})
+		cs, err := c.Connect(bounded(t), &mcp.StreamableClientTransport{Endpoint: gw, MaxRetries: -1}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cs.Close()
+		if v := cs.InitializeResult().ProtocolVersion; v != modern {
+			t.Fatalf("negotiated %s", v)
+		}
+		res, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "sample_roots", Arguments: map[string]any{}})
+		if err != nil || res.IsError || textOf(res) != "hi file:///work/project" {
+			t.Fatalf("sample_roots: %v %q", err, textOf(res))
 		}
 	})
 
