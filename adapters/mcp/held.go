@@ -152,7 +152,7 @@ func (u *upstream) startHeld(cs *mcp.ClientSession, own bool, tool string, param
 		forgetRelay()
 		forgetProgress()
 		if own {
-			_ = cs.Close()
+			closeOwn(ctx, cs)
 		}
 		if err != nil {
 			u.failures.Add(1)
@@ -162,6 +162,21 @@ func (u *upstream) startHeld(cs *mcp.ClientSession, own bool, tool string, param
 		close(h.done)
 	}()
 	return h
+}
+
+// cancelGrace is how long a call's own session stays open after the call
+// was cancelled: the SDK sends notifications/cancelled in the background,
+// and closing the session at once would often drop it, leaving the
+// upstream's tool running.
+const cancelGrace = 2 * time.Second
+
+// closeOwn closes a call's own session once the call is over.
+func closeOwn(ctx context.Context, cs *mcp.ClientSession) {
+	if ctx.Err() == nil {
+		_ = cs.Close()
+		return
+	}
+	time.AfterFunc(cancelGrace, func() { _ = cs.Close() })
 }
 
 // await follows a call for one request of its client: to the upstream's

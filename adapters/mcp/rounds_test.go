@@ -360,6 +360,14 @@ func legacyUpstream(t *testing.T, failed chan<- string) string {
 		}
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, nil, nil
 	})
+	// block runs until it is cancelled, and says so on failed.
+	mcp.AddTool(s, &mcp.Tool{Name: "block", Description: "Blocks."}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		<-ctx.Done()
+		if failed != nil {
+			failed <- "block: " + ctx.Err().Error()
+		}
+		return nil, nil, ctx.Err()
+	})
 	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
 	t.Cleanup(ts.Close)
 	return ts.URL
@@ -404,6 +412,14 @@ tool "whoami_brief" {
 
 tool "sample_roots" {
   description = "Samples the client's model, then lists its roots (two questions in one call)."
+  mcp {
+    server = "legacy"
+  }
+}
+
+tool "block" {
+  description = "Runs until cancelled; mcpd's timeout ends it."
+  timeout     = "300ms"
   mcp {
     server = "legacy"
   }
@@ -572,6 +588,22 @@ func TestRoundsLegacyUpstream(t *testing.T) {
 		res, err = callManual(t, cs, &mcp.CallToolParams{Name: "whoami_brief", Arguments: args("late"), InputResponses: answerName("Tardy"), RequestState: res.RequestState})
 		if err != nil || !res.IsError || !strings.Contains(textOf(res), "upstream legacy_brief's tool whoami is no longer waiting for this answer") {
 			t.Errorf("late retry: %v %q", err, textOf(res))
+		}
+	})
+
+	t.Run("the request's end ends a call that is not held", func(t *testing.T) {
+		cs := connect(t, gw, modern, &mcp.ClientOptions{ElicitationHandler: (&answering{}).elicit}, false)
+		res, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "block", Arguments: map[string]any{}})
+		if err != nil || !res.IsError || !strings.Contains(textOf(res), "timed out") {
+			t.Errorf("block: %v %q", err, textOf(res))
+		}
+		select {
+		case got := <-failed:
+			if got != "block: context canceled" {
+				t.Errorf("the upstream's call ended with %q", got)
+			}
+		case <-bounded(t).Done():
+			t.Fatal("the upstream's call was not cancelled")
 		}
 	})
 
