@@ -24,8 +24,9 @@ import (
 // to the waiting request and follows the call on (to its result, or to its
 // next question).
 //
-// Which call a request belongs to: the call of an HTTP upstream is held
-// on a session of its own, made for it (one handshake more per call), so
+// Which call a request belongs to: the call of an HTTP upstream runs on a
+// session of its own, made for it (one handshake more per call of such a
+// client, whether or not the tool asks: which will is not known), so
 // every request on that session is the call's and several calls can wait
 // at once. A stdio upstream has one session, shared by all its calls: its
 // requests are relayed, as for a 2025-11-25 client, only while exactly one
@@ -34,7 +35,8 @@ import (
 // A held call lives in one process. A retry that reaches another replica,
 // or comes after the upstream's answer_timeout, finds nothing and is a tool
 // error that says so; the upstream's request gets an error at the timeout,
-// and its call is cancelled. At most maxHeld calls of one upstream are held
+// and its call ends (cancelled, if the upstream does not end it within
+// expireGrace). At most maxHeld calls of one upstream are held
 // at once: past that the upstream's request gets an error, as when the
 // client cannot answer it, and its tool decides what to do.
 
