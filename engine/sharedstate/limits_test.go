@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/mcpd/mcpd/engine/sharedstate"
 	"github.com/mcpd/mcpd/engine/sharedstate/sharedstatetest"
 )
@@ -219,5 +221,86 @@ func TestTakeWhileRedisDies(t *testing.T) {
 	wg.Wait()
 	if failed == 0 {
 		t.Error("no call failed while Redis was down")
+	}
+}
+
+// One batch (one script run) decides its takes in order, each as if it ran
+// alone: later takes see what earlier ones took from a shared bucket, and
+// a take refused by one of its buckets takes from none of them.
+func TestTakeBatch(t *testing.T) {
+	st := openShared(t)
+	ctx := context.Background()
+	b := func(name string, burst int) sharedstate.Bucket {
+		return sharedstate.Bucket{Key: st.Key("rl", t.Name(), name), Interval: time.Hour, Burst: burst}
+	}
+	tool, alice, bob := b("tool", 3), b("alice", 1), b("bob", 5)
+	got, err := st.TakeBatch(ctx,
+		[]sharedstate.Bucket{tool, alice}, // admitted: tool 2 left, alice 0
+		[]sharedstate.Bucket{tool, alice}, // alice refuses (index 1): tool keeps 2
+		[]sharedstate.Bucket{tool, bob},   // admitted: tool 1 left
+		[]sharedstate.Bucket{tool, bob},   // admitted: tool 0 left
+		[]sharedstate.Bucket{tool, bob},   // tool refuses (index 0): bob keeps 3
+		[]sharedstate.Bucket{bob},         // admitted
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []int{-1, 1, -1, -1, 0, -1}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("batch decided %v, want %v", got, want)
+	}
+	// What the batch stored is what the next call sees: bob has 2 left.
+	for i, want := range []int{-1, -1, 0} {
+		if r, _, err := st.Take(ctx, bob); err != nil || r != want {
+			t.Fatalf("take %d of bob after the batch: refused=%d err=%v, want %d", i+1, r, err, want)
+		}
+	}
+}
+
+// A take whose context ends before its batch is sent takes no token.
+func TestTakeCancelledBeforeSending(t *testing.T) {
+	st := openShared(t)
+	bk := sharedstate.Bucket{Key: st.Key("rl", t.Name()), Interval: time.Hour, Burst: 1}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := st.TakeBatch(ctx, []sharedstate.Bucket{bk}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled take: err=%v, want context.Canceled", err)
+	}
+	if r, _, err := st.Take(context.Background(), bk); err != nil || r != -1 {
+		t.Fatalf("the bucket's one token is gone: refused=%d err=%v", r, err)
+	}
+}
+
+// Get reads string keys, batched: concurrent reads of present and absent
+// keys each get their own answer.
+func TestGet(t *testing.T) {
+	st := openShared(t)
+	ctx := context.Background()
+	for i := 0; i < 20; i += 2 {
+		if err := st.Client().Set(ctx, st.Key("get", t.Name(), fmt.Sprint(i)), fmt.Sprintf("v%d\x00\xff", i), time.Minute).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wg sync.WaitGroup
+	for i := 0; i < 20; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			v, err := st.Get(ctx, st.Key("get", t.Name(), fmt.Sprint(i)))
+			switch {
+			case i%2 == 1 && !errors.Is(err, redis.Nil):
+				t.Errorf("key %d (absent): %q, %v; want redis.Nil", i, v, err)
+			case i%2 == 0 && (err != nil || string(v) != fmt.Sprintf("v%d\x00\xff", i)):
+				t.Errorf("key %d: %q, %v", i, v, err)
+			}
+		}()
+	}
+	wg.Wait()
+	ctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := st.Get(ctx, st.Key("get", t.Name(), "0")); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled read: %v", err)
+	}
+	if !st.Healthy() {
+		t.Fatal("a caller's cancelled read marked the store down")
 	}
 }

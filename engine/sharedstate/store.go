@@ -46,6 +46,7 @@ type Store struct {
 	stop      chan struct{}
 	done      chan struct{}
 	takes     chan *takeReq // see Take
+	gets      chan *getReq  // see Get
 	wg        sync.WaitGroup
 	closeOnce sync.Once
 }
@@ -68,6 +69,7 @@ func Open(settings *Settings, log *slog.Logger) *Store {
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
 		takes:    make(chan *takeReq, maxBatch),
+		gets:     make(chan *getReq, maxBatch),
 	}
 	// The first probe runs before Open returns, so that the first calls
 	// find the store up (and their limits global) when Redis answers; when
@@ -79,8 +81,9 @@ func Open(settings *Settings, log *slog.Logger) *Store {
 		s.up.Store(true)
 	}
 	go s.probe()
-	s.wg.Add(1)
-	go s.batchTakes()
+	s.wg.Add(2)
+	go batches(s, s.takes, s.runTakes)
+	go batches(s, s.gets, s.runGets)
 	return s
 }
 
