@@ -14,12 +14,7 @@ func (l *Lease) StopRenewing() {
 func (s *Store) TakeBatch(ctx context.Context, takes ...[]Bucket) ([]int, error) {
 	batch := make([]*takeReq, len(takes))
 	for i, bs := range takes {
-		r := &takeReq{ctx: ctx, done: make(chan takeRes, 1)}
-		for _, b := range bs {
-			r.keys = append(r.keys, b.Key)
-			r.args = append(r.args, max(b.Interval.Microseconds(), 1), max(b.Burst, 1))
-		}
-		batch[i] = r
+		batch[i] = s.newTake(ctx, bs)
 	}
 	s.runTakes(batch)
 	out := make([]int, len(batch))
@@ -35,3 +30,16 @@ func (s *Store) TakeBatch(ctx context.Context, takes ...[]Bucket) ([]int, error)
 	}
 	return out, nil
 }
+
+// Reserved is how many tokens of key this replica holds.
+func (s *Store) Reserved(key string) int {
+	s.res.mu.Lock()
+	defer s.res.mu.Unlock()
+	if h := s.res.m[key]; h != nil {
+		return h.tokens
+	}
+	return 0
+}
+
+// ReserveTTL is how long reserved tokens are held.
+const ReserveTTL = reserveTTL

@@ -47,6 +47,7 @@ type Store struct {
 	done      chan struct{}
 	takes     chan *takeReq // see Take
 	gets      chan *getReq  // see Get
+	res       *reserves     // tokens reserved by Take
 	wg        sync.WaitGroup
 	closeOnce sync.Once
 }
@@ -70,6 +71,7 @@ func Open(settings *Settings, log *slog.Logger) *Store {
 		done:     make(chan struct{}),
 		takes:    make(chan *takeReq, maxBatch),
 		gets:     make(chan *getReq, maxBatch),
+		res:      newReserves(settings.Reserve),
 	}
 	// The first probe runs before Open returns, so that the first calls
 	// find the store up (and their limits global) when Redis answers; when
@@ -81,9 +83,10 @@ func Open(settings *Settings, log *slog.Logger) *Store {
 		s.up.Store(true)
 	}
 	go s.probe()
-	s.wg.Add(2)
+	s.wg.Add(3)
 	go batches(s, s.takes, s.runTakes)
 	go batches(s, s.gets, s.runGets)
+	go s.sweep()
 	return s
 }
 
