@@ -353,6 +353,11 @@ func TestReservations(t *testing.T) {
 		if b.Reserved(bk.Key) != 0 {
 			t.Fatal("local_reserve = 0 reserved tokens")
 		}
+		// What /metrics reports: a's 16 local admissions; b's 84 checks
+		// (83 admitted, 1 refused), none local.
+		if sa, sb := a.Status(), b.Status(); sa.LocalAdmits != 16 || sb.LocalAdmits != 0 || sb.LimitChecks != 84 {
+			t.Fatalf("status: a local %d, b local %d checks %d; want 16, 0, 84", sa.LocalAdmits, sb.LocalAdmits, sb.LimitChecks)
+		}
 	})
 
 	t.Run("near the limit", func(t *testing.T) {

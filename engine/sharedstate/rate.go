@@ -122,8 +122,10 @@ return out
 // is not sent, so it takes no token.
 func (s *Store) Take(ctx context.Context, buckets ...Bucket) (refused int, retry time.Duration, err error) {
 	if s.res.take(buckets) {
+		s.reserved.Add(1)
 		return -1, 0, nil
 	}
+	s.checked.Add(1)
 	req := s.newTake(ctx, buckets)
 	r, err := enqueue(ctx, s, s.takes, req, req.done)
 	if err == nil && r.err != nil {
