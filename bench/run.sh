@@ -213,7 +213,8 @@ fi
 # --- shared state: rate limits in memory against Redis ------------------------------------
 
 # A rate-limited call whose limits are checked in this process against the
-# same call checked in Redis (the state block: one EVALSHA per call), and
+# same call checked in Redis (the state block: one EVALSHA per batch of
+# concurrent calls, or none while the replica holds reserved tokens), and
 # an unlimited call against the in-memory limit. The Redis is a private
 # redis-server on a free port, pinned beside the load generator, so that
 # it takes no CPU from the server; "CPU s" is mcpd's own CPU (not Redis's).
@@ -230,6 +231,9 @@ if command -v redis-server >/dev/null; then
   section "Rate-limited call: limits in memory (A) against limits in Redis (B), HTTP, stateless, C=16" \
     "${LG[@]}" -mode call -transport http-modern -c 16 -tool work "${CALL[@]}" -label-a memory -label-b redis \
     -a "$RL-memory.hcl" -b "$RL-redis.hcl"
+  section "Rate-limited call: limits in memory (A) against limits in Redis with local_reserve = 0 (B: every call decided in Redis), HTTP, stateless, C=16" \
+    "${LG[@]}" -mode call -transport http-modern -c 16 -tool work "${CALL[@]}" -label-a memory -label-b redis-exact \
+    -a "$RL-memory.hcl" -b "$RL-redis-exact.hcl"
   kill "$REDIS_PID" 2>/dev/null || true
 else
   echo "redis-server is not installed: the shared-state sections are skipped" >&2

@@ -14,40 +14,35 @@ import (
 // Entries are plain Redis strings with a TTL (SET ... PX), so Redis
 // expires them itself and its maxmemory policy may evict them too.
 type Redis struct {
-	client redis.UniversalClient
+	shared Shared
 	key    func(hash string) string
 	// maxEntry bounds what one entry may hold in Redis; larger values are
 	// not stored.
 	maxEntry int
-	health   Health // nil: always try
 }
 
-// Health is what the store asks of the shared state's health
-// (sharedstate.Store): while Redis is known to be down, operations fail at
-// once instead of waiting for a timeout each, and every failure is
-// reported so that the others stop trying too.
-type Health interface {
+// Shared is what the store asks of the shared state (sharedstate.Store):
+// its client; its health, so that while Redis is known to be down
+// operations fail at once instead of waiting for a timeout each, and every
+// failure is reported so that the others stop trying too; and its batched
+// read, so that the hits of concurrent calls share one round trip.
+type Shared interface {
+	Client() redis.UniversalClient
 	Healthy() bool
 	Observe(err error) bool
+	// Get returns a string key's value, or redis.Nil; it reports Redis's
+	// failures to Observe itself.
+	Get(ctx context.Context, key string) ([]byte, error)
 }
 
 // ErrUnavailable is an operation not tried because Redis is known to be
 // down.
 var ErrUnavailable = errors.New("the shared state (Redis) is down")
 
-// NewRedis returns a store on client; key turns a call's key into the
-// Redis key, with the deployment's namespace (sharedstate.Store.Key);
-// health, when not nil, gates and hears of every operation.
-func NewRedis(client redis.UniversalClient, key func(hash string) string, maxEntry int, health Health) *Redis {
-	return &Redis{client: client, key: key, maxEntry: maxEntry, health: health}
-}
-
-func (r *Redis) up() bool { return r.health == nil || r.health.Healthy() }
-
-func (r *Redis) observe(err error) {
-	if r.health != nil && err != nil {
-		r.health.Observe(err)
-	}
+// NewRedis returns a store on shared; key turns a call's key into the
+// Redis key, with the deployment's namespace (sharedstate.Store.Key).
+func NewRedis(shared Shared, key func(hash string) string, maxEntry int) *Redis {
+	return &Redis{shared: shared, key: key, maxEntry: maxEntry}
 }
 
 // Kind is "redis".
@@ -59,15 +54,14 @@ const stampLen = 8
 
 // Get returns the entry of key, with its Value (Decoded is nil).
 func (r *Redis) Get(ctx context.Context, key string) (Entry, error) {
-	if !r.up() {
+	if !r.shared.Healthy() {
 		return Entry{}, ErrUnavailable
 	}
-	b, err := r.client.Get(ctx, r.key(key)).Bytes()
+	b, err := r.shared.Get(ctx, r.key(key))
 	if errors.Is(err, redis.Nil) {
 		return Entry{}, ErrMiss
 	}
 	if err != nil {
-		r.observe(err)
 		return Entry{}, err
 	}
 	if len(b) < stampLen {
@@ -83,13 +77,15 @@ func (r *Redis) Set(ctx context.Context, key string, e Entry, ttl time.Duration)
 	if len(e.Value) > r.maxEntry || ttl <= 0 {
 		return nil
 	}
-	if !r.up() {
+	if !r.shared.Healthy() {
 		return ErrUnavailable
 	}
 	b := make([]byte, stampLen+len(e.Value))
 	binary.BigEndian.PutUint64(b, uint64(e.At.UnixMilli()))
 	copy(b[stampLen:], e.Value)
-	err := r.client.Set(ctx, r.key(key), b, ttl).Err()
-	r.observe(err)
+	err := r.shared.Client().Set(ctx, r.key(key), b, ttl).Err()
+	if err != nil {
+		r.shared.Observe(err)
+	}
 	return err
 }

@@ -122,9 +122,12 @@ type State struct {
 	// "closed": the default of the tools' on_state_failure.
 	OnFailure *hcl.Attribute `hcl:"on_failure,optional"`
 	// Timeout bounds one Redis operation (and a connection's dial).
-	Timeout   *hcl.Attribute `hcl:"timeout,optional"`
-	TLS       *StateTLS      `hcl:"tls,block"`
-	DeclRange hcl.Range      `hcl:",def_range"`
+	Timeout *hcl.Attribute `hcl:"timeout,optional"`
+	// LocalReserve is the most rate-limit tokens a replica reserves per
+	// bucket, to admit calls without a round trip (0: none).
+	LocalReserve *hcl.Attribute `hcl:"local_reserve,optional"`
+	TLS          *StateTLS      `hcl:"tls,block"`
+	DeclRange    hcl.Range      `hcl:",def_range"`
 
 	// Dir is the directory of the file the block is declared in, for
 	// file() and the TLS files.

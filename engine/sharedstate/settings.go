@@ -25,6 +25,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/redis/go-redis/v9"
 	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/gocty"
 
 	"github.com/mcpd/mcpd/engine/config"
 	"github.com/mcpd/mcpd/engine/funcs"
@@ -87,6 +88,9 @@ type Settings struct {
 	// Addr is the server's address, for logs and /readyz (never the
 	// password).
 	Addr string
+	// Reserve is the most rate-limit tokens a replica holds per bucket
+	// (see reserves); 0: every call is decided in Redis.
+	Reserve int
 
 	fingerprint string
 }
@@ -141,6 +145,23 @@ func Compile(sc *config.State, serverName string, ectx *hcl.EvalContext) (*Setti
 				diags = append(diags, attrError(sc.Timeout, "Invalid timeout", fmt.Sprintf("%q is not a duration such as \"500ms\" or \"2s\".", s)))
 			}
 			timeout = d
+		}
+	}
+	reserve := DefaultReserve
+	if a := sc.LocalReserve; a != nil {
+		v, d := a.Expr.Value(ectx)
+		diags = append(diags, d...)
+		switch {
+		case d.HasErrors():
+		case !v.IsKnown():
+			unknown = true
+		default:
+			var n int
+			if v.Type() != cty.Number || gocty.FromCtyValue(v, &n) != nil || n < 0 || n > 1024 {
+				diags = append(diags, attrError(a, "Invalid local_reserve", "local_reserve is a whole number from 0 (every call is checked in Redis) to 1024: the most rate-limit tokens one replica holds per limit."))
+			} else {
+				reserve = n
+			}
 		}
 	}
 	var tlsFiles [][]byte
@@ -226,9 +247,9 @@ func Compile(sc *config.State, serverName string, ectx *hcl.EvalContext) (*Setti
 		prefix = "mcpd:" + escapePart(name)
 	}
 	prefix = strings.TrimSuffix(prefix, ":")
-	s := &Settings{Options: opts, Prefix: prefix, OnFailure: mode, Addr: opts.Addr}
+	s := &Settings{Options: opts, Prefix: prefix, OnFailure: mode, Addr: opts.Addr, Reserve: reserve}
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00%d\x00%v\x00%s\x00%t", url, user, pass, prefix, mode, timeout, tlsConfServerName(tlsConf), tlsConf != nil)
+	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00%d\x00%v\x00%s\x00%t\x00%d", url, user, pass, prefix, mode, timeout, tlsConfServerName(tlsConf), tlsConf != nil, reserve)
 	for _, f := range tlsFiles {
 		h.Write([]byte{0})
 		h.Write(f)

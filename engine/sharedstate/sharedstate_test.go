@@ -53,13 +53,13 @@ func TestCompile(t *testing.T) {
 	for _, tc := range []struct {
 		name, src string
 		// want is a diagnostic's "line:col: summary" or, for a valid block,
-		// "addr prefix password on_failure".
+		// "addr prefix password on_failure db=N reserve=N".
 		want string
 	}{
 		{"env url, default prefix", `server {
   name = "crm"
   state { redis = env("MCPD_TEST_STATE_URL") }
-}`, "10.0.0.7:6380 mcpd:crm s3cret-pass open db=2"},
+}`, "10.0.0.7:6380 mcpd:crm s3cret-pass open db=2 reserve=16"},
 		{"password from env overrides the URL's, prefix, fail closed", `server {
   state {
     redis      = env("MCPD_TEST_STATE_URL")
@@ -67,11 +67,12 @@ func TestCompile(t *testing.T) {
     key_prefix = "team-a:mcpd:"
     on_failure = "closed"
     timeout    = "250ms"
+    local_reserve = 0
   }
-}`, "10.0.0.7:6380 team-a:mcpd other-pass closed db=2"},
+}`, "10.0.0.7:6380 team-a:mcpd other-pass closed db=2 reserve=0"},
 		{"no name", `server {
   state { redis = "redis://127.0.0.1:6379" }
-}`, "127.0.0.1:6379 mcpd:mcpd  open db=0"},
+}`, "127.0.0.1:6379 mcpd:mcpd  open db=0 reserve=16"},
 		{"missing redis", `server {
   state {}
 }`, "2:3: Missing redis"},
@@ -108,6 +109,30 @@ func TestCompile(t *testing.T) {
     timeout = "soon"
   }
 }`, "4:15: Invalid timeout"},
+		{"negative local_reserve", `server {
+  state {
+    redis         = "redis://127.0.0.1:6379"
+    local_reserve = -1
+  }
+}`, "4:21: Invalid local_reserve"},
+		{"local_reserve not a number", `server {
+  state {
+    redis         = "redis://127.0.0.1:6379"
+    local_reserve = "lots"
+  }
+}`, "4:21: Invalid local_reserve"},
+		{"local_reserve too large", `server {
+  state {
+    redis         = "redis://127.0.0.1:6379"
+    local_reserve = 5000
+  }
+}`, "4:21: Invalid local_reserve"},
+		{"local_reserve", `server {
+  state {
+    redis         = "redis://127.0.0.1:6379"
+    local_reserve = 64
+  }
+}`, "127.0.0.1:6379 mcpd:mcpd  open db=0 reserve=64"},
 		{"misspelt attribute", `server {
   state {
     redis     = "redis://127.0.0.1:6379"
@@ -133,7 +158,7 @@ func TestCompile(t *testing.T) {
 			if s == nil {
 				t.Fatal("no settings and no error")
 			}
-			got := fmt.Sprintf("%s %s %s %s db=%d", s.Addr, s.Prefix, s.Options.Password, s.OnFailure, s.Options.DB)
+			got := fmt.Sprintf("%s %s %s %s db=%d reserve=%d", s.Addr, s.Prefix, s.Options.Password, s.OnFailure, s.Options.DB, s.Reserve)
 			if got != tc.want {
 				t.Fatalf("got %q, want %q", got, tc.want)
 			}

@@ -38,6 +38,8 @@ type Store struct {
 	failures  atomic.Uint64 // operations that failed for the store's sake
 	fallbacks atomic.Uint64 // calls served by a fail-open fallback
 	refusals  atomic.Uint64 // calls refused by a fail-closed user
+	reserved  atomic.Uint64 // rate-limit checks answered from local reservations
+	checked   atomic.Uint64 // rate-limit checks decided in Redis
 
 	mu        sync.Mutex
 	lastErr   string
@@ -46,6 +48,8 @@ type Store struct {
 	stop      chan struct{}
 	done      chan struct{}
 	takes     chan *takeReq // see Take
+	gets      chan *getReq  // see Get
+	res       *reserves     // tokens reserved by Take
 	wg        sync.WaitGroup
 	closeOnce sync.Once
 }
@@ -68,6 +72,8 @@ func Open(settings *Settings, log *slog.Logger) *Store {
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
 		takes:    make(chan *takeReq, maxBatch),
+		gets:     make(chan *getReq, maxBatch),
+		res:      newReserves(settings.Reserve),
 	}
 	// The first probe runs before Open returns, so that the first calls
 	// find the store up (and their limits global) when Redis answers; when
@@ -79,8 +85,10 @@ func Open(settings *Settings, log *slog.Logger) *Store {
 		s.up.Store(true)
 	}
 	go s.probe()
-	s.wg.Add(1)
-	go s.batchTakes()
+	s.wg.Add(3)
+	go batches(s, s.takes, s.runTakes)
+	go batches(s, s.gets, s.runGets)
+	go s.sweep()
 	return s
 }
 
@@ -137,6 +145,11 @@ type Status struct {
 	Failures  uint64    `json:"failures"`
 	Fallbacks uint64    `json:"fallbacks"`
 	Refusals  uint64    `json:"refusals"`
+	// LimitChecks are the rate-limit checks decided in Redis, and
+	// LocalAdmits the calls admitted from this replica's reservations
+	// without a round trip (see local_reserve).
+	LimitChecks uint64 `json:"limit_checks"`
+	LocalAdmits uint64 `json:"local_admits"`
 }
 
 // Status returns the store's state.
@@ -146,7 +159,8 @@ func (s *Store) Status() Status {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := Status{Addr: s.settings.Addr, Up: s.up.Load(), Since: s.since, Failures: s.failures.Load(), Fallbacks: s.fallbacks.Load(), Refusals: s.refusals.Load()}
+	st := Status{Addr: s.settings.Addr, Up: s.up.Load(), Since: s.since, Failures: s.failures.Load(), Fallbacks: s.fallbacks.Load(), Refusals: s.refusals.Load(),
+		LimitChecks: s.checked.Load(), LocalAdmits: s.reserved.Load()}
 	if !st.Up {
 		st.Error = s.lastErr
 	}

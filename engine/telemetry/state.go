@@ -68,6 +68,10 @@ var (
 		"Calls of fail-open tools admitted by this replica's own limits while the shared state was down.", nil, nil)
 	stateRefusals = prometheus.NewDesc("mcpd_shared_state_refusals_total",
 		"Calls of fail-closed tools refused while the shared state was down.", nil, nil)
+	stateChecks = prometheus.NewDesc("mcpd_shared_state_limit_checks_total",
+		"Rate-limit checks sent to the shared state (one script run decides a batch of them).", nil, nil)
+	stateLocal = prometheus.NewDesc("mcpd_shared_state_local_admits_total",
+		"Rate-limited calls admitted from tokens this replica reserved, without a round trip (local_reserve).", nil, nil)
 )
 
 type stateCollector struct{ status func() *sharedstate.Status }
@@ -77,6 +81,8 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- stateFailures
 	ch <- stateFallbacks
 	ch <- stateRefusals
+	ch <- stateChecks
+	ch <- stateLocal
 }
 
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
@@ -92,6 +98,8 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(stateFailures, prometheus.CounterValue, float64(st.Failures))
 	ch <- prometheus.MustNewConstMetric(stateFallbacks, prometheus.CounterValue, float64(st.Fallbacks))
 	ch <- prometheus.MustNewConstMetric(stateRefusals, prometheus.CounterValue, float64(st.Refusals))
+	ch <- prometheus.MustNewConstMetric(stateChecks, prometheus.CounterValue, float64(st.LimitChecks))
+	ch <- prometheus.MustNewConstMetric(stateLocal, prometheus.CounterValue, float64(st.LocalAdmits))
 }
 
 // WatchPools exports the statistics of the connection pools of the running

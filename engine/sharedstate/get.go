@@ -1,0 +1,81 @@
+package sharedstate
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Get returns the value of a string key, or redis.Nil when there is none.
+// The reads of concurrent calls are batched into one MGET (see batches).
+// Redis's failures are reported to Observe, as Take's are.
+func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
+	req := &getReq{ctx: ctx, key: key, done: make(chan getRes, 1)}
+	r, err := enqueue(ctx, s, s.gets, req, req.done)
+	if err == nil && r.err != nil {
+		if ctx.Err() == nil {
+			// The batch's error, not the caller's end: Redis failed.
+			s.Observe(r.err)
+		}
+		err = r.err
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !r.found {
+		return nil, redis.Nil
+	}
+	return r.val, nil
+}
+
+type getReq struct {
+	ctx  context.Context // the caller's: a read cancelled before it is sent is dropped
+	key  string
+	done chan getRes
+}
+
+type getRes struct {
+	val   []byte
+	found bool
+	err   error
+}
+
+// runGets reads one batch with one MGET.
+func (s *Store) runGets(batch []*getReq) {
+	live := batch[:0]
+	for _, r := range batch {
+		if r.ctx.Err() != nil {
+			r.done <- getRes{err: r.ctx.Err()}
+			continue
+		}
+		live = append(live, r)
+	}
+	if batch = live; len(batch) == 0 {
+		return
+	}
+	ctx, cancel := s.batchCtx()
+	defer cancel()
+	keys := make([]string, len(batch))
+	for i, r := range batch {
+		keys[i] = r.key
+	}
+	vals, err := s.client.MGet(ctx, keys...).Result()
+	if err == nil && len(vals) != len(batch) {
+		err = fmt.Errorf("MGET answered %d values for %d keys", len(vals), len(batch))
+	}
+	for i, r := range batch {
+		if err != nil {
+			r.done <- getRes{err: err}
+			continue
+		}
+		switch v := vals[i].(type) {
+		case nil:
+			r.done <- getRes{}
+		case string:
+			r.done <- getRes{val: []byte(v), found: true}
+		default:
+			r.done <- getRes{err: fmt.Errorf("MGET answered %T for key %s", v, r.key)}
+		}
+	}
+}
