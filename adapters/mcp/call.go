@@ -27,6 +27,9 @@ type handler struct {
 	fixed    []fixedArg // evaluated per call; they override the model's
 	forward  bool       // pass the validated arguments on (default)
 	maxBytes int64
+	// readsVars: the tool has a result or log block (ToolBlock.ReadsVars);
+	// without one its Vars, a copy of the whole result, are not made.
+	readsVars bool
 }
 
 type fixedArg struct {
@@ -55,7 +58,7 @@ func (a *Adapter) CompileTool(b *adapter.ToolBlock) (adapter.Handler, hcl.Diagno
 		return nil, d.Diags
 	}
 	attrs := content.Attributes
-	h := &handler{tool: b.Tool, upTool: b.Tool, forward: true, maxBytes: defaultMaxOutput}
+	h := &handler{tool: b.Tool, upTool: b.Tool, forward: true, maxBytes: defaultMaxOutput, readsVars: b.ReadsVars}
 	if attr := attrs["server"]; attr != nil {
 		h.up, _ = adapter.LookupBackend[*upstream](d, b, attr, "mcp_server", `mcp_server %q { command = ["..."] }`)
 	}
@@ -140,7 +143,11 @@ func (h *handler) Call(ctx context.Context, req *adapter.Request) (*adapter.Outp
 	if n := resultSize(res); n > h.maxBytes {
 		return nil, fmt.Errorf("the upstream's result is %d bytes, over this tool's max_output_bytes %d", n, h.maxBytes)
 	}
-	return &adapter.Output{Result: res, Vars: resultVars(res)}, nil
+	out := &adapter.Output{Result: res}
+	if h.readsVars {
+		out.Vars = resultVars(res)
+	}
+	return out, nil
 }
 
 // callTool calls one upstream tool, relaying its progress and its

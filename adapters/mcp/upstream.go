@@ -287,6 +287,12 @@ func (u *upstream) ownSession(ctx context.Context) (*mcp.ClientSession, error) {
 // not and waiting for a connection up to connect_timeout (or ctx).
 func (u *upstream) session(ctx context.Context) (*mcp.ClientSession, error) {
 	u.ensureStarted()
+	u.mu.Lock()
+	cs := u.cs
+	u.mu.Unlock()
+	if cs != nil { // the usual case: no timer to make
+		return cs, nil
+	}
 	timer := time.NewTimer(u.cfg.connectTimeout)
 	defer timer.Stop()
 	for {

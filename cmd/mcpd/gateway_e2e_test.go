@@ -101,6 +101,21 @@ tool "echo" {
   }
 }
 
+tool "shout" {
+  description = "Echo a message, shaped by mcpd from the upstream's result."
+  param "message" {
+    type = "string"
+  }
+  mcp {
+    server = "everything"
+    tool   = "echo"
+  }
+  result {
+    text       = "upper(text) + ' (' + string(len(content)) + ' block, ' + content[0].type + ')'"
+    error_when = "is_error"
+  }
+}
+
 tool "sum" {
   description = "Add two numbers."
   param "a" {
@@ -215,6 +230,10 @@ func exerciseGateway(t *testing.T, cs *mcp.ClientSession, progress *progressReco
 	if res := call("echo", map[string]any{"message": "hi"}); res.IsError || textOf(res) != "Echo: hi" {
 		t.Errorf("echo: %+v %q", res.IsError, textOf(res))
 	}
+	// A result block reads the upstream's result (text, content, is_error).
+	if res := call("shout", map[string]any{"message": "hi"}); res.IsError || textOf(res) != "ECHO: HI (1 block, text)" {
+		t.Errorf("shout: %+v %q", res.IsError, textOf(res))
+	}
 	if res := call("sum", map[string]any{"a": 2, "b": 3}); res.IsError || !strings.Contains(textOf(res), "5") {
 		t.Errorf("sum: %q", textOf(res))
 	}
@@ -285,7 +304,7 @@ func TestGatewayEverything(t *testing.T) {
 			}
 			defer cs.Close()
 			tools, err := cs.ListTools(bounded(t), nil)
-			if err != nil || len(tools.Tools) != 8 {
+			if err != nil || len(tools.Tools) != 9 {
 				t.Fatalf("tools/list: %v, %d tools", err, len(tools.Tools))
 			}
 			exerciseGateway(t, cs, progress)

@@ -110,6 +110,11 @@ type ToolBlock struct {
 	// results must carry a structured result (Output.Structured), which an
 	// adapter may otherwise leave out when its text holds the same data.
 	Structured bool
+	// ReadsVars reports that the tool has a result or log block, whose
+	// expressions may read Output.Vars. When it is false the engine never
+	// reads them, and an adapter whose Vars cost work per call (a copy of
+	// a proxied result) may leave them nil.
+	ReadsVars bool
 	// Backend returns the live backend declared by a top-level block of the
 	// given type and name (e.g. "database", "main").
 	Backend func(blockType, name string) (Backend, bool)

@@ -163,7 +163,8 @@ func compileTool(tc *config.Tool, reg *adapter.Registry, backend *backendSet, ft
 		}
 		h, d := a.CompileTool(&adapter.ToolBlock{
 			Tool: tc.Name, Type: tc.Adapter.Type, Body: tc.Adapter.Body, Range: tc.Adapter.DeclRange,
-			Scope: scope, Structured: tc.OutputSchema != nil, Backend: backend.get, BackendNames: backend.names,
+			Scope: scope, Structured: tc.OutputSchema != nil, ReadsVars: tc.Result != nil || len(tc.Logs) > 0,
+			Backend: backend.get, BackendNames: backend.names,
 		})
 		diags = append(diags, d...)
 		t.handler, t.adapterType = h, tc.Adapter.Type
