@@ -61,7 +61,8 @@ type upstream struct {
 	nextW    int
 
 	progressSeq atomic.Int64
-	progress    sync.Map // progress token (string) -> func(progress, total float64, msg string)
+	progress    sync.Map        // progress token (string) -> func(progress, total float64, msg string)
+	pending     pendingProgress // progress notifications read but not yet relayed (progress.go)
 	calls       atomic.Int64
 	relays      relays
 	failures    atomic.Int64
@@ -232,7 +233,8 @@ func (u *upstream) connect() (cs *mcp.ClientSession, stop func(), err error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		t, stop = &mcp.IOTransport{Reader: p.stdout, Writer: p.stdin, MaxLineLength: maxUpstreamMessage}, p.stop
+		stdout := &progressScanner{r: p.stdout, pending: &u.pending}
+		t, stop = &mcp.IOTransport{Reader: stdout, Writer: p.stdin, MaxLineLength: maxUpstreamMessage}, p.stop
 	}
 	var opts *mcp.ClientSessionOptions
 	if u.cfg.protocolVersion != "" {
@@ -359,6 +361,7 @@ func (u *upstream) onProgress(_ context.Context, req *mcp.ProgressNotificationCl
 	if f, ok := u.progress.Load(key); ok {
 		f.(func(float64, float64, string))(req.Params.Progress, req.Params.Total, req.Params.Message)
 	}
+	u.pending.done(key)
 }
 
 // progressToken registers report for the progress of one call and returns
@@ -366,7 +369,11 @@ func (u *upstream) onProgress(_ context.Context, req *mcp.ProgressNotificationCl
 func (u *upstream) progressToken(report func(float64, float64, string)) (string, func()) {
 	key := "mcpd-" + strconv.FormatInt(u.progressSeq.Add(1), 10)
 	u.progress.Store(key, report)
-	return key, func() { u.progress.Delete(key) }
+	return key, func() {
+		// Progress read before the result is relayed before it (progress.go).
+		u.pending.drain(key, progressDrainWait)
+		u.progress.Delete(key)
+	}
 }
 
 // httpTransport is the upstream's connection pool: one per upstream, with
