@@ -124,6 +124,15 @@ func (s *progressScanner) Read(p []byte) (int, error) {
 func (s *progressScanner) Close() error { return s.r.Close() }
 
 func (s *progressScanner) scan(line []byte) {
+	if bytes.Contains(line, []byte(`"notifications/message"`)) {
+		var msg struct {
+			Method string `json:"method"`
+		}
+		if json.Unmarshal(line, &msg) == nil && msg.Method == "notifications/message" {
+			s.pending.seen(logPendingKey)
+		}
+		return
+	}
 	if !bytes.Contains(line, []byte(`"notifications/progress"`)) {
 		return
 	}

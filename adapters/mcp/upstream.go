@@ -62,7 +62,8 @@ type upstream struct {
 
 	progressSeq atomic.Int64
 	progress    sync.Map        // progress token (string) -> func(progress, total float64, msg string)
-	pending     pendingProgress // progress notifications read but not yet relayed (progress.go)
+	pending     pendingProgress // progress (and log) notifications read but not yet relayed (progress.go)
+	logs        logCalls        // log recipients of the calls in flight (logging.go)
 	calls       atomic.Int64
 	relays      relays
 	failures    atomic.Int64
@@ -87,6 +88,7 @@ func (c *serverConfig) Open() (adapter.Backend, error) {
 		ToolListChangedHandler:      func(context.Context, *mcp.ToolListChangedRequest) { go u.relist("tools") },
 		PromptListChangedHandler:    func(context.Context, *mcp.PromptListChangedRequest) { go u.relist("prompts") },
 		ResourceListChangedHandler:  func(context.Context, *mcp.ResourceListChangedRequest) { go u.relist("resources") },
+		LoggingMessageHandler:       u.onLog,
 		// Elicitation, sampling and roots are relayed to the client of
 		// the call (relay.go); the SDK declares elicitation (form) and
 		// sampling for their handlers, roots from RootsV2.
@@ -99,6 +101,7 @@ func (c *serverConfig) Open() (adapter.Backend, error) {
 		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
 	})
 	u.client.AddReceivingMiddleware(u.relayRoots)
+	u.client.AddSendingMiddleware(askLogLevel)
 	if c.eager {
 		u.ensureStarted()
 	}
@@ -141,6 +144,7 @@ func (u *upstream) supervise() {
 		if err == nil {
 			u.setSession(cs, nil)
 			u.log.Info("upstream connected", "transport", u.cfg.transport(), "protocol", protocolOf(cs))
+			u.setUpstreamLogLevel(u.ctx, cs)
 			go u.relist("")
 			err = cs.Wait()
 			u.setSession(nil, connectionEnded(err))
