@@ -100,7 +100,7 @@ func (c *serverConfig) Open() (adapter.Backend, error) {
 		// answer roots/list from the client's fixed list.
 		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
 	})
-	u.client.AddReceivingMiddleware(u.relayRoots)
+	u.client.AddReceivingMiddleware(u.relayRoots, u.relayElicit)
 	u.client.AddSendingMiddleware(askLogLevel)
 	if c.eager {
 		u.ensureStarted()
