@@ -133,6 +133,7 @@ func (h *handler) Call(ctx context.Context, req *adapter.Request) (*adapter.Outp
 		}
 		args[f.name] = v
 	}
+	defer h.up.logTo(req.Log)() // the upstream's log records (logging.go)
 	res, ask, err := h.up.callTool(ctx, h.upTool, args, req)
 	if err != nil {
 		return nil, err

@@ -250,6 +250,11 @@ func (u *upstream) answerInputs(ctx context.Context, reqs mcp.InputRequestMap) (
 			resp, err = u.onElicit(ctx, &mcp.ElicitRequest{Params: p})
 		case *mcp.CreateMessageParams:
 			resp, err = u.onSample(ctx, &mcp.CreateMessageRequest{Params: p})
+		case *mcp.CreateMessageWithToolsParams: // how the SDK decodes every sampling input request
+			var base *mcp.CreateMessageParams
+			if base, err = samplingParams(p, u.cfg.name); err == nil {
+				resp, err = u.onSample(ctx, &mcp.CreateMessageRequest{Params: base})
+			}
 		case *mcp.ListRootsParams:
 			resp, err = u.onRoots(ctx, nil, p)
 		default:

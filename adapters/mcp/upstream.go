@@ -61,7 +61,9 @@ type upstream struct {
 	nextW    int
 
 	progressSeq atomic.Int64
-	progress    sync.Map // progress token (string) -> func(progress, total float64, msg string)
+	progress    sync.Map        // progress token (string) -> func(progress, total float64, msg string)
+	pending     pendingProgress // progress (and log) notifications read but not yet relayed (progress.go)
+	logs        logCalls        // log recipients of the calls in flight (logging.go)
 	calls       atomic.Int64
 	relays      relays
 	holds       holds // calls held for their clients' answers (held.go)
@@ -89,6 +91,7 @@ func (c *serverConfig) Open() (adapter.Backend, error) {
 		ToolListChangedHandler:      func(context.Context, *mcp.ToolListChangedRequest) { go u.relist("tools") },
 		PromptListChangedHandler:    func(context.Context, *mcp.PromptListChangedRequest) { go u.relist("prompts") },
 		ResourceListChangedHandler:  func(context.Context, *mcp.ResourceListChangedRequest) { go u.relist("resources") },
+		LoggingMessageHandler:       u.onLog,
 		// Elicitation, sampling and roots are relayed to the client of
 		// the call (relay.go); the SDK declares elicitation (form) and
 		// sampling for their handlers, roots from RootsV2.
@@ -100,7 +103,8 @@ func (c *serverConfig) Open() (adapter.Backend, error) {
 		// answer roots/list from the client's fixed list.
 		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
 	})
-	u.client.AddReceivingMiddleware(u.relayRoots)
+	u.client.AddReceivingMiddleware(u.relayRoots, u.relayElicit)
+	u.client.AddSendingMiddleware(askLogLevel)
 	if c.eager {
 		u.ensureStarted()
 	}
@@ -143,6 +147,7 @@ func (u *upstream) supervise() {
 		if err == nil {
 			u.setSession(cs, nil)
 			u.log.Info("upstream connected", "transport", u.cfg.transport(), "protocol", protocolOf(cs))
+			u.setUpstreamLogLevel(u.ctx, cs)
 			go u.relist("")
 			err = cs.Wait()
 			u.setSession(nil, connectionEnded(err))
@@ -230,7 +235,8 @@ func (u *upstream) connect() (cs *mcp.ClientSession, stop func(), err error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		t, stop = &mcp.IOTransport{Reader: p.stdout, Writer: p.stdin, MaxLineLength: maxUpstreamMessage}, p.stop
+		stdout := &progressScanner{r: p.stdout, pending: &u.pending}
+		t, stop = &mcp.IOTransport{Reader: stdout, Writer: p.stdin, MaxLineLength: maxUpstreamMessage}, p.stop
 	}
 	cs, err = u.client.Connect(ctx, t, u.sessionOptions())
 	if err != nil {
@@ -399,6 +405,7 @@ func (u *upstream) onProgress(_ context.Context, req *mcp.ProgressNotificationCl
 	if f, ok := u.progress.Load(key); ok {
 		f.(func(float64, float64, string))(req.Params.Progress, req.Params.Total, req.Params.Message)
 	}
+	u.pending.done(key)
 }
 
 // progressToken registers report for the progress of one call and returns
@@ -406,7 +413,11 @@ func (u *upstream) onProgress(_ context.Context, req *mcp.ProgressNotificationCl
 func (u *upstream) progressToken(report func(float64, float64, string)) (string, func()) {
 	key := "mcpd-" + strconv.FormatInt(u.progressSeq.Add(1), 10)
 	u.progress.Store(key, report)
-	return key, func() { u.progress.Delete(key) }
+	return key, func() {
+		// Progress read before the result is relayed before it (progress.go).
+		u.pending.drain(key, progressDrainWait)
+		u.progress.Delete(key)
+	}
 }
 
 // httpTransport is the upstream's connection pool: one per upstream, with
