@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -170,6 +171,8 @@ func (u *upstream) callTool(ctx context.Context, name string, args map[string]an
 			return u.resume(ctx, name, st, req)
 		}
 		params.InputResponses, params.RequestState, round = req.Rounds.Responses, st.State, st.Round+1
+	} else if req.Rounds != nil {
+		params.InputResponses = req.Rounds.Responses // sent with a first call: the upstream's to use or ignore
 	}
 	cs, err := u.session(ctx)
 	if err != nil {
@@ -187,6 +190,14 @@ func (u *upstream) callTool(ctx context.Context, name string, args map[string]an
 			}
 		}
 		return u.await(ctx, u.startHeld(cs, own, name, params, req))
+	}
+	// The upstream sees what the calling client can answer, not what mcpd
+	// could relay: it asks only that (or refuses, as mcpd would).
+	switch {
+	case req.Rounds != nil:
+		params.Meta = mcp.Meta{mcp.MetaKeyClientCapabilities: capsMeta(req.Rounds.Caps)}
+	case req.Client != nil:
+		params.Meta = mcp.Meta{mcp.MetaKeyClientCapabilities: capsMeta(req.Client.Capabilities())}
 	}
 	if req.Progress != nil {
 		token, forget := u.progressToken(req.Progress)
@@ -241,12 +252,34 @@ func (u *upstream) callError(ctx context.Context, cs *mcp.ClientSession, name st
 	}
 	var rpcErr *jsonrpc.Error
 	if errors.As(err, &rpcErr) {
+		msg := fmt.Sprintf("upstream %s refused %s: %s", u.cfg.name, name, u.redact(rpcErr.Message))
+		if rpcErr.Code == mcp.CodeMissingRequiredClientCapabilities {
+			// The calling client lacks what the upstream's tool must ask
+			// (its capabilities went with the call): the client is told
+			// so in the protocol's terms, as by mcpd's own tools.
+			return missingCapabilities(msg, rpcErr.Data)
+		}
 		// The upstream answered with a protocol error (an unknown tool,
 		// arguments it refused): its message is what the model needs.
-		return fmt.Errorf("upstream %s refused %s: %s", u.cfg.name, name, u.redact(rpcErr.Message))
+		return errors.New(msg)
 	}
 	u.broken(cs)
 	return fmt.Errorf("upstream %s failed: %s", u.cfg.name, u.redact(err.Error()))
+}
+
+// missingCapabilities is an upstream's -32021 error as mcpd's: data is
+// its {"requiredCapabilities": {...}}.
+func missingCapabilities(msg string, data json.RawMessage) error {
+	var d struct {
+		Required map[string]any `json:"requiredCapabilities"`
+	}
+	_ = json.Unmarshal(data, &d)
+	caps := make([]string, 0, len(d.Required))
+	for k := range d.Required {
+		caps = append(caps, k)
+	}
+	sort.Strings(caps)
+	return &adapter.MissingCapabilityError{Message: msg, Capabilities: caps}
 }
 
 // resultSize is about what a result holds in memory: its texts, binary

@@ -2,7 +2,9 @@ package mcpadapter
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -118,6 +120,15 @@ func needOf(req mcp.InputRequest) (need, bool) {
 		return need{"sampling/createMessage", "sampling", func(c *mcp.ClientCapabilities) bool {
 			return c != nil && c.Sampling != nil
 		}}, true
+	case *mcp.CreateMessageWithToolsParams: // how the SDK decodes a 2026-07-28 upstream's sampling question
+		if p != nil && (len(p.Tools) > 0 || p.ToolChoice != nil) {
+			return need{"sampling/createMessage", "sampling.tools", func(c *mcp.ClientCapabilities) bool {
+				return c != nil && c.Sampling != nil && c.Sampling.Tools != nil
+			}}, true
+		}
+		return need{"sampling/createMessage", "sampling", func(c *mcp.ClientCapabilities) bool {
+			return c != nil && c.Sampling != nil
+		}}, true
 	case *mcp.ListRootsParams:
 		return need{"roots/list", "roots", func(c *mcp.ClientCapabilities) bool {
 			return c != nil && (c.RootsV2 != nil || c.Roots.ListChanged)
@@ -133,9 +144,36 @@ func (u *upstream) check(req mcp.InputRequest, caps *mcp.ClientCapabilities) err
 		return fmt.Errorf("mcpd cannot relay %T from upstream %s", req, u.cfg.name)
 	}
 	if !n.has(caps) {
-		return fmt.Errorf("mcpd cannot relay %s from upstream %s: the calling client did not declare the %s capability", n.method, u.cfg.name, n.capName)
+		return &adapter.MissingCapabilityError{
+			Message:      fmt.Sprintf("mcpd cannot relay %s from upstream %s: the calling client did not declare the %s capability", n.method, u.cfg.name, n.capName),
+			Asks:         []string{n.method},
+			Capabilities: []string{strings.SplitN(n.capName, ".", 2)[0]},
+		}
 	}
 	return nil
+}
+
+// capsMeta is a client's capabilities as the _meta of a 2026-07-28
+// request carries them (io.modelcontextprotocol/clientCapabilities), so
+// that the upstream asks only what the calling client can answer.
+// mcp.ClientCapabilities always encodes "roots"; it is declared here only
+// when the client declared it.
+func capsMeta(c *mcp.ClientCapabilities) map[string]any {
+	m := map[string]any{}
+	if c == nil {
+		return m
+	}
+	if b, err := json.Marshal(c); err == nil {
+		_ = json.Unmarshal(b, &m)
+	}
+	delete(m, "roots")
+	switch {
+	case c.RootsV2 != nil:
+		m["roots"] = c.RootsV2
+	case c.Roots.ListChanged:
+		m["roots"] = map[string]any{"listChanged": true}
+	}
+	return m
 }
 
 // relay puts one request of the upstream to the client of the call it

@@ -279,11 +279,17 @@ func TestRoundsModernUpstream(t *testing.T) {
 	})
 
 	t.Run("missing capability refused", func(t *testing.T) {
+		// The client's capabilities go with the call: the upstream refuses
+		// with -32021 (it would have to ask), and so does mcpd, as it does
+		// for its own ask blocks.
 		cs := connect(t, gw, modern, nil, false)
 		res, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "greet", Arguments: map[string]any{}})
-		want := "mcpd cannot relay elicitation/create from upstream up: the calling client did not declare the elicitation capability"
-		if err != nil || !res.IsError || !strings.Contains(textOf(res), want) {
-			t.Fatalf("greet without elicitation: %v %q, want a tool error with %q", err, textOf(res), want)
+		var rpcErr *jsonrpc.Error
+		if !errors.As(err, &rpcErr) || rpcErr.Code != mcp.CodeMissingRequiredClientCapabilities || !strings.Contains(rpcErr.Message, "did not declare") {
+			t.Fatalf("greet without elicitation: %v %q, want the -32021 error", err, textOf(res))
+		}
+		if !strings.Contains(string(rpcErr.Data), `"elicitation"`) {
+			t.Fatalf("-32021 data %s does not name elicitation", rpcErr.Data)
 		}
 	})
 

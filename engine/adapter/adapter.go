@@ -173,13 +173,29 @@ type Rounds struct {
 	// be put to it (the handler refuses the call instead).
 	Caps *mcp.ClientCapabilities
 	// Responses are the client's answers, by the keys of the questions
-	// the handler asked last; nil on the first call, and when the retry
-	// answers the tool's own ask blocks rather than the handler.
+	// the handler asked last; on a first call (State ""), what the client
+	// sent unasked, if the tool has no ask blocks of its own; nil when the
+	// retry answers the tool's own ask blocks rather than the handler.
 	Responses mcp.InputResponseMap
 	// State is the InputRequired.State of the handler's last round, as
 	// the handler gave it; "" on the first call.
 	State string
 }
+
+// MissingCapabilityError ends a call whose adapter must ask its client
+// (by Rounds) something the client did not declare it can answer, e.g. an
+// upstream's sampling question for a client without sampling. The engine
+// answers the protocol's error for it (-32021, naming the capabilities),
+// as for the tool's own ask blocks. The message is the adapter's.
+type MissingCapabilityError struct {
+	Message string
+	// Asks are the methods of the questions ("sampling/createMessage"),
+	// and Capabilities the missing capabilities, as keys of
+	// ClientCapabilities ("sampling", "elicitation", "roots").
+	Asks, Capabilities []string
+}
+
+func (e *MissingCapabilityError) Error() string { return e.Message }
 
 // InputRequired ends a call with questions for its client (see Rounds).
 type InputRequired struct {

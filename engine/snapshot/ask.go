@@ -78,9 +78,15 @@ type MissingCapabilityError struct {
 	// Capabilities names the client capabilities missing, as keys of
 	// ClientCapabilities: "elicitation", "roots", "sampling", sorted.
 	Capabilities []string
+	// Message, when set, is the message (an adapter's: see
+	// adapter.MissingCapabilityError).
+	Message string
 }
 
 func (e *MissingCapabilityError) Error() string {
+	if e.Message != "" {
+		return e.Message
+	}
 	return fmt.Sprintf("%s needs to ask the user (%s) but the client did not declare that capability, so it did not run", e.What, strings.Join(e.Asks, ", "))
 }
 

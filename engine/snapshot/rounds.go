@@ -57,8 +57,14 @@ func (t *Tool) newHandlerRounds(bind string, st requeststate.State, inputs map[s
 		askRounds = t.asks.rounds
 	}
 	h := &handlerRounds{req: adapter.Rounds{Caps: in.Caps}, sealer: in.Sealer, bind: bind, round: askRounds + 1, inputs: inputs}
-	if in.State != "" && st.Round > askRounds {
+	switch {
+	case in.State != "" && st.Round > askRounds:
 		h.req.Responses, h.req.State = in.Responses, st.Handler
+	case in.State == "" && askRounds == 0:
+		// Answers sent with a first call (no requestState) are the
+		// adapter's to pass on or ignore, as its backend would if called
+		// directly: the tool has no questions of its own to take them.
+		h.req.Responses = in.Responses
 	}
 	return h
 }

@@ -493,11 +493,12 @@ func (t *Tool) call(ctx context.Context, req *CallRequest, protoErr *error) (res
 	defer release()
 	ctx, cancel := t.limits.withTimeout(ctx)
 	defer cancel()
-	return t.run(ctx, args, inputs, progress, log, callAsk{client: req.Answers.clientAsker(), rounds: rounds})
+	return t.run(ctx, args, inputs, progress, log, callAsk{client: req.Answers.clientAsker(), rounds: rounds}, protoErr)
 }
 
-// run is call once the arguments are valid and the call admitted.
-func (t *Tool) run(ctx context.Context, args, inputs map[string]any, progress ProgressFunc, log LogFunc, ask callAsk) *mcp.CallToolResult {
+// run is call once the arguments are valid and the call admitted; a
+// protocol error goes to *protoErr, as in call.
+func (t *Tool) run(ctx context.Context, args, inputs map[string]any, progress ProgressFunc, log LogFunc, ask callAsk, protoErr *error) *mcp.CallToolResult {
 	if t.logs != nil {
 		t.sendLogs(true, map[string]any{"args": args}, log)
 	}
@@ -515,6 +516,13 @@ func (t *Tool) run(ctx context.Context, args, inputs map[string]any, progress Pr
 	if t.handler != nil {
 		var err error
 		if out, err = t.callAdapter(ctx, args, ectx, progress, log, ask); err != nil {
+			var me *adapter.MissingCapabilityError
+			if ask.rounds != nil && errors.As(err, &me) {
+				// As for the ask blocks: the client is told, by the
+				// protocol's error, what it must declare.
+				*protoErr = &MissingCapabilityError{What: "tool " + t.Def.Name, Asks: me.Asks, Capabilities: me.Capabilities, Message: me.Message}
+				return toolError(me.Message)
+			}
 			return t.failed(ctx, err, true)
 		}
 		if out.InputRequired != nil {
