@@ -134,7 +134,9 @@ func (h *handler) Call(ctx context.Context, req *adapter.Request) (*adapter.Outp
 		}
 		args[f.name] = v
 	}
-	defer h.up.logTo(req.Log)() // the upstream's log records (logging.go)
+	if req.LogWanted {
+		defer h.up.logTo(req.Log)() // the upstream's log records (logging.go)
+	}
 	res, ask, err := h.up.callTool(ctx, h.upTool, args, req)
 	if err != nil {
 		return nil, err
@@ -199,7 +201,16 @@ func (u *upstream) callTool(ctx context.Context, name string, args map[string]an
 	case req.Client != nil:
 		params.Meta = mcp.Meta{mcp.MetaKeyClientCapabilities: capsMeta(req.Client.Capabilities())}
 	}
-	if req.Progress != nil {
+	// Progress and log records only when the client will receive them: a
+	// request that asks for neither is one a 2026-07-28 upstream answers
+	// cheaply (mcpd's own fast path, engine/serve/fastpath.go).
+	if req.LogWanted && modernSession(cs) {
+		if params.Meta == nil {
+			params.Meta = mcp.Meta{}
+		}
+		params.Meta[mcp.MetaKeyLogLevel] = string(upstreamLogLevel)
+	}
+	if req.ProgressWanted && req.Progress != nil {
 		token, forget := u.progressToken(req.Progress)
 		defer forget()
 		params.SetProgressToken(token)

@@ -16,8 +16,9 @@ import (
 // which drops what is below the level that client asked for. mcpd therefore
 // asks the upstream for every record: `logging/setLevel debug` once
 // connected to a 2025-11-25 upstream that declares logging, and
-// `_meta.io.modelcontextprotocol/logLevel: debug` on each tools/call to a
-// 2026-07-28 one. A record carries no reference to a call: it is relayed
+// `_meta.io.modelcontextprotocol/logLevel: debug` on a tools/call to a
+// 2026-07-28 one whose client may receive records (Request.LogWanted:
+// it set a level), and only then. A record carries no reference to a call: it is relayed
 // when exactly one call of the upstream is in flight (as a 2025-11-25
 // upstream's requests are, relay.go), and dropped otherwise. Like progress
 // (progress.go), the records a stdio upstream wrote before its result are
@@ -82,28 +83,6 @@ func (u *upstream) onLog(_ context.Context, req *mcp.LoggingMessageRequest) {
 		msg = string(b)
 	}
 	log(string(req.Params.Level), u.redact(msg))
-}
-
-// askLogLevel is the client's sending middleware that asks a 2026-07-28
-// upstream for every log record of a tools/call.
-func askLogLevel(next mcp.MethodHandler) mcp.MethodHandler {
-	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		if method == "tools/call" {
-			if p, ok := req.GetParams().(*mcp.CallToolParams); ok && p != nil {
-				if cs, ok := req.GetSession().(*mcp.ClientSession); ok && cs != nil && modernSession(cs) {
-					m := p.GetMeta()
-					if m == nil {
-						m = map[string]any{}
-					}
-					if _, set := m[mcp.MetaKeyLogLevel]; !set {
-						m[mcp.MetaKeyLogLevel] = string(upstreamLogLevel)
-						p.SetMeta(m)
-					}
-				}
-			}
-		}
-		return next(ctx, method, req)
-	}
 }
 
 // modernSession reports whether the session speaks 2026-07-28 (or later).

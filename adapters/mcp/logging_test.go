@@ -60,22 +60,3 @@ func TestProgressScannerCountsLogs(t *testing.T) {
 		t.Fatalf("pending %v", p.n)
 	}
 }
-
-// The middleware adds a log level only on a 2026-07-28 session (the
-// conformance run through the gateway, tools-call-with-logging, covers that
-// one end to end); without a session it leaves the request alone.
-func TestAskLogLevelWithoutSession(t *testing.T) {
-	var seen mcp.Request
-	h := askLogLevel(func(_ context.Context, _ string, req mcp.Request) (mcp.Result, error) {
-		seen = req
-		return nil, nil
-	})
-	// Without a session (not modern): nothing is added.
-	p := &mcp.CallToolParams{Name: "x"}
-	if _, err := h(context.Background(), "tools/call", &mcp.ClientRequest[*mcp.CallToolParams]{Params: p}); err != nil {
-		t.Fatal(err)
-	}
-	if seen == nil || p.GetMeta()[mcp.MetaKeyLogLevel] != nil {
-		t.Fatalf("meta %v", p.GetMeta())
-	}
-}

@@ -104,7 +104,6 @@ func (c *serverConfig) Open() (adapter.Backend, error) {
 		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
 	})
 	u.client.AddReceivingMiddleware(u.relayRoots, u.relayElicit)
-	u.client.AddSendingMiddleware(askLogLevel)
 	if c.eager {
 		u.ensureStarted()
 	}

@@ -239,11 +239,12 @@ mcp_server "up" {
 			}
 			mu.Unlock()
 
-			// A client without the capabilities: the upstream's ask fails
-			// with the gateway's reason, as a tool error.
+			// A client without the capabilities: its capabilities go with
+			// the call, so the upstream's tool refuses to run (it would have
+			// to ask), as a tool error saying why.
 			bare := connectVersion(t, &mcp.StreamableClientTransport{Endpoint: gwURL, MaxRetries: -1}, "2025-11-25", &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}})
 			res, err = bare.CallTool(bounded(t), &mcp.CallToolParams{Name: "up_greet", Arguments: map[string]any{}})
-			if err != nil || !res.IsError || !strings.Contains(textOf(res), "did not declare the") {
+			if err != nil || !res.IsError || !strings.Contains(textOf(res), "did not declare") {
 				t.Errorf("up_greet without capabilities: %v %q", err, textOf(res))
 			}
 		})

@@ -151,6 +151,11 @@ type Request struct {
 	// below the level the client asked for, or all of them when it asked
 	// for none, are dropped. Never nil.
 	Log func(level, message string)
+	// ProgressWanted reports that the client asked for progress, and
+	// LogWanted that it may receive log records (it set a level): an
+	// adapter whose backend reports them only when asked (an MCP
+	// upstream) asks only then.
+	ProgressWanted, LogWanted bool
 	// Client asks the client that made the call while the call waits
 	// (elicitation/create, sampling/createMessage, roots/list), for an
 	// adapter that relays such requests (adapters/mcp). Nil when the

@@ -14,9 +14,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"strconv"
 	"sync"
 	"time"
+	"weak"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -90,6 +92,10 @@ type Options struct {
 
 // Server serves the current snapshot over MCP.
 type Server struct {
+	// logLevels are the levels sessions set with logging/setLevel (see
+	// toolLog), by a weak pointer to the session: an entry goes when its
+	// session is collected.
+	logLevels sync.Map
 	current   *snapshot.Current
 	mcp       *mcp.Server
 	opts      Options
@@ -303,6 +309,12 @@ func (s *Server) otherMethod(ctx context.Context, method string, req mcp.Request
 		}
 		defer s.release()
 		return eraResult(r.Session)(s.readResource(ctx, r, toolset))
+	case *mcp.ServerRequest[*mcp.SetLoggingLevelParams]:
+		res, err := next(ctx, method, req)
+		if err == nil && r.Session != nil && r.Params != nil {
+			s.setLogLevel(r.Session, r.Params.Level)
+		}
+		return res, err
 	case *mcp.InitializeRequest:
 		res, err := next(ctx, method, req)
 		if ir, ok := res.(*mcp.InitializeResult); ok && err == nil {
@@ -392,10 +404,10 @@ func (s *Server) progress(ctx context.Context, req *mcp.CallToolRequest) snapsho
 // 2025-11-25 session, _meta logLevel on a 2026-07-28 request), and all of
 // them when it set none.
 func (s *Server) toolLog(ctx context.Context, req *mcp.CallToolRequest) snapshot.LogFunc {
-	if req.Session == nil {
-		// The stateless fast path (fastpath.go) takes no request that set
-		// a log level: the SDK would drop every record.
-		return dropLog
+	if !s.wantsLog(req) {
+		// The SDK would drop every record: none is built (and an
+		// adapter's backend is not asked for them: Request.LogWanted).
+		return nil
 	}
 	name := req.Params.Name
 	return func(level, msg string) {
@@ -406,7 +418,30 @@ func (s *Server) toolLog(ctx context.Context, req *mcp.CallToolRequest) snapshot
 	}
 }
 
-func dropLog(level, msg string) {}
+// wantsLog reports whether the client of req may receive log records: a
+// 2026-07-28 request that names a level in its _meta, or a session that
+// set one (logging/setLevel). Until then the SDK sends none. The stateless
+// fast path (fastpath.go) takes no request that names a level.
+func (s *Server) wantsLog(req *mcp.CallToolRequest) bool {
+	if req.Session == nil {
+		return false
+	}
+	if m := req.Params.GetMeta(); m != nil {
+		if _, ok := m[mcp.MetaKeyLogLevel]; ok {
+			return true
+		}
+	}
+	_, ok := s.logLevels.Load(weak.Make(req.Session))
+	return ok
+}
+
+// setLogLevel records that ss set a log level, until ss is collected.
+func (s *Server) setLogLevel(ss *mcp.ServerSession, level mcp.LoggingLevel) {
+	key := weak.Make(ss)
+	if _, loaded := s.logLevels.Swap(key, level); !loaded {
+		runtime.AddCleanup(ss, func(k weak.Pointer[mcp.ServerSession]) { s.logLevels.Delete(k) }, key)
+	}
+}
 
 func (s *Server) cacheable() mcp.Cacheable {
 	return mcp.Cacheable{TTLMs: int(s.opts.ListTTL / time.Millisecond), CacheScope: "public"}

@@ -26,6 +26,9 @@ import (
 type callAsk struct {
 	client adapter.ClientAsker
 	rounds *handlerRounds
+	// progress and log: the client asked for progress, and may receive
+	// log records (adapter.Request's ProgressWanted and LogWanted).
+	progress, log bool
 }
 
 // handlerRounds is what the adapter's rounds of one call need: what the

@@ -493,7 +493,8 @@ func (t *Tool) call(ctx context.Context, req *CallRequest, protoErr *error) (res
 	defer release()
 	ctx, cancel := t.limits.withTimeout(ctx)
 	defer cancel()
-	return t.run(ctx, args, inputs, progress, log, callAsk{client: req.Answers.clientAsker(), rounds: rounds}, protoErr)
+	ask := callAsk{client: req.Answers.clientAsker(), rounds: rounds, progress: req.Progress != nil, log: req.Log != nil}
+	return t.run(ctx, args, inputs, progress, log, ask, protoErr)
 }
 
 // run is call once the arguments are valid and the call admitted; a
@@ -627,7 +628,8 @@ func (t *Tool) askFailed(err error, out *askOutcome, protoErr *error) *mcp.CallT
 
 func (t *Tool) callAdapter(ctx context.Context, args map[string]any, ectx *hcl.EvalContext, progress ProgressFunc, log LogFunc, ask callAsk) (*adapter.Output, error) {
 	actx, span := t.adapterSpan(ctx)
-	req := &adapter.Request{Tool: t.Def.Name, Args: args, Eval: ectx, Progress: progress, Log: log, Client: ask.client}
+	req := &adapter.Request{Tool: t.Def.Name, Args: args, Eval: ectx, Progress: progress, Log: log, Client: ask.client,
+		ProgressWanted: ask.progress, LogWanted: ask.log}
 	if ask.rounds != nil {
 		req.Rounds = &ask.rounds.req
 	}
