@@ -17,9 +17,20 @@ import (
 // maxBatch bounds one batch.
 const maxBatch = 128
 
+// batchReq is one caller's request in a batch, and batchRes its answer.
+type batchReq interface {
+	caller() context.Context // a request whose caller has gone is not sent
+	fail(err error)          // answers the request with err
+}
+
+type batchRes interface {
+	failure() error // the batch's error, if it failed
+}
+
 // batches runs batches of what queue receives with run, one batch at a
-// time, until the store closes.
-func batches[R any](s *Store, queue <-chan R, run func([]R)) {
+// time, until the store closes. Requests whose caller has gone while they
+// waited are answered with its error, not sent.
+func batches[R batchReq](s *Store, queue <-chan R, run func([]R)) {
 	defer s.wg.Done()
 	batch := make([]R, 0, maxBatch)
 	for {
@@ -39,13 +50,29 @@ func batches[R any](s *Store, queue <-chan R, run func([]R)) {
 				break more
 			}
 		}
-		run(batch)
+		if batch = live(batch); len(batch) > 0 {
+			run(batch)
+		}
 	}
 }
 
+// live answers the requests whose caller has gone and returns the others.
+func live[R batchReq](batch []R) []R {
+	out := batch[:0]
+	for _, r := range batch {
+		if err := r.caller().Err(); err != nil {
+			r.fail(err)
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
 // enqueue puts r in queue and waits for its answer on done (buffered: the
-// batcher never waits for a caller).
-func enqueue[R any, A any](ctx context.Context, s *Store, queue chan<- R, r R, done <-chan A) (A, error) {
+// batcher never waits for a caller). A failed batch is reported to
+// Observe, unless the caller's own end failed it.
+func enqueue[R batchReq, A batchRes](ctx context.Context, s *Store, queue chan<- R, r R, done <-chan A) (A, error) {
 	var zero A
 	select {
 	case queue <- r:
@@ -56,6 +83,12 @@ func enqueue[R any, A any](ctx context.Context, s *Store, queue chan<- R, r R, d
 	}
 	select {
 	case a := <-done:
+		if err := a.failure(); err != nil {
+			if ctx.Err() == nil {
+				s.Observe(err)
+			}
+			return a, err
+		}
 		return a, nil
 	case <-ctx.Done():
 		return zero, ctx.Err()

@@ -1,6 +1,9 @@
 package sharedstate
 
-import "context"
+import (
+	"context"
+	"slices"
+)
 
 // StopRenewing stops a lease's renewals without releasing it, as a killed
 // holder does.
@@ -16,7 +19,9 @@ func (s *Store) TakeBatch(ctx context.Context, takes ...[]Bucket) ([]int, error)
 	for i, bs := range takes {
 		batch[i] = s.newTake(ctx, bs)
 	}
-	s.runTakes(batch)
+	if l := live(slices.Clone(batch)); len(l) > 0 {
+		s.runTakes(l)
+	}
 	out := make([]int, len(batch))
 	for i, r := range batch {
 		res := <-r.done

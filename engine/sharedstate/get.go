@@ -13,13 +13,6 @@ import (
 func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
 	req := &getReq{ctx: ctx, key: key, done: make(chan getRes, 1)}
 	r, err := enqueue(ctx, s, s.gets, req, req.done)
-	if err == nil && r.err != nil {
-		if ctx.Err() == nil {
-			// The batch's error, not the caller's end: Redis failed.
-			s.Observe(r.err)
-		}
-		err = r.err
-	}
 	if err != nil {
 		return nil, err
 	}
@@ -35,25 +28,19 @@ type getReq struct {
 	done chan getRes
 }
 
+func (r *getReq) caller() context.Context { return r.ctx }
+func (r *getReq) fail(err error)          { r.done <- getRes{err: err} }
+
 type getRes struct {
 	val   []byte
 	found bool
 	err   error
 }
 
+func (r getRes) failure() error { return r.err }
+
 // runGets reads one batch with one MGET.
 func (s *Store) runGets(batch []*getReq) {
-	live := batch[:0]
-	for _, r := range batch {
-		if r.ctx.Err() != nil {
-			r.done <- getRes{err: r.ctx.Err()}
-			continue
-		}
-		live = append(live, r)
-	}
-	if batch = live; len(batch) == 0 {
-		return
-	}
 	ctx, cancel := s.batchCtx()
 	defer cancel()
 	keys := make([]string, len(batch))
@@ -66,7 +53,7 @@ func (s *Store) runGets(batch []*getReq) {
 	}
 	for i, r := range batch {
 		if err != nil {
-			r.done <- getRes{err: err}
+			r.fail(err)
 			continue
 		}
 		switch v := vals[i].(type) {
@@ -75,7 +62,7 @@ func (s *Store) runGets(batch []*getReq) {
 		case string:
 			r.done <- getRes{val: []byte(v), found: true}
 		default:
-			r.done <- getRes{err: fmt.Errorf("MGET answered %T for key %s", v, r.key)}
+			r.fail(fmt.Errorf("MGET answered %T for key %s", v, r.key))
 		}
 	}
 }

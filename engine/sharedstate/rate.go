@@ -128,13 +128,6 @@ func (s *Store) Take(ctx context.Context, buckets ...Bucket) (refused int, retry
 	s.checked.Add(1)
 	req := s.newTake(ctx, buckets)
 	r, err := enqueue(ctx, s, s.takes, req, req.done)
-	if err == nil && r.err != nil {
-		if ctx.Err() == nil {
-			// The batch's error, not the caller's end: Redis failed.
-			s.Observe(r.err)
-		}
-		err = r.err
-	}
 	if err != nil {
 		return -1, 0, err
 	}
@@ -162,6 +155,9 @@ type takeReq struct {
 	done    chan takeRes // buffered: the batcher never waits for a caller
 }
 
+func (r *takeReq) caller() context.Context { return r.ctx }
+func (r *takeReq) fail(err error)          { r.done <- takeRes{err: err} }
+
 type takeRes struct {
 	admitted bool
 	refused  int           // the refusing bucket's index, when not admitted
@@ -169,20 +165,11 @@ type takeRes struct {
 	err      error
 }
 
+func (r takeRes) failure() error { return r.err }
+
 // runTakes runs one batch of takes as one script run (see gcra) and hands each
 // request its answer.
 func (s *Store) runTakes(batch []*takeReq) {
-	live := batch[:0]
-	for _, r := range batch {
-		if r.ctx.Err() != nil {
-			r.done <- takeRes{err: r.ctx.Err()}
-			continue
-		}
-		live = append(live, r)
-	}
-	if batch = live; len(batch) == 0 {
-		return
-	}
 	ctx, cancel := s.batchCtx()
 	defer cancel()
 	nkeys, nargs := 0, 2
@@ -207,7 +194,7 @@ func (s *Store) runTakes(batch []*takeReq) {
 	}
 	for _, r := range batch {
 		if err != nil {
-			r.done <- takeRes{err: err}
+			r.fail(err)
 			continue
 		}
 		v := res[:3+len(r.keys)]
