@@ -40,7 +40,7 @@ const (
 
 // serveConfig serves a config with engine/serve over HTTP and returns its
 // URL; the registry has the mcp adapter only.
-func serveConfig(t *testing.T, config string) string {
+func serveConfig(t testing.TB, config string) string {
 	t.Helper()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "tools.hcl"), []byte(config), 0o644); err != nil {
