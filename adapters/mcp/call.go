@@ -155,34 +155,58 @@ func (h *handler) Call(ctx context.Context, req *adapter.Request) (*adapter.Outp
 }
 
 // callTool calls one upstream tool, relaying its progress and its
-// questions to the client of req. A client asked by input_required rounds
-// (req.Rounds: a 2026-07-28 client) gets the questions as the call's
-// answer (the *adapter.InputRequired), and its retry continues the call
-// (rounds.go).
+// questions to the client of req (roundTrip).
 func (u *upstream) callTool(ctx context.Context, name string, args map[string]any, req *adapter.Request) (*mcp.CallToolResult, *adapter.InputRequired, error) {
+	x := &exchange{kind: "tool", name: name, params: &mcp.CallToolParams{Name: name, Arguments: args},
+		client: req.Client, rounds: req.Rounds, logWanted: req.LogWanted}
+	if req.ProgressWanted {
+		x.progress = req.Progress
+	}
+	res, ask, err := u.roundTrip(ctx, x)
+	if err != nil || ask != nil {
+		return nil, ask, err
+	}
+	return res.(*mcp.CallToolResult), nil, nil
+}
+
+// roundTrip sends one request to the upstream (a tool call or a prompt
+// get), relaying its questions to the client of x. A client asked by
+// input_required rounds (x.rounds: a 2026-07-28 client) gets the
+// questions as the answer (the *adapter.InputRequired), and its retry
+// continues the request (rounds.go).
+func (u *upstream) roundTrip(ctx context.Context, x *exchange) (mcp.Result, *adapter.InputRequired, error) {
 	u.calls.Add(1)
-	params := &mcp.CallToolParams{Name: name, Arguments: args}
+	params := x.params
 	round := 1
-	if req.Rounds != nil && req.Rounds.State != "" {
-		st, err := u.openRound(name, req.Rounds.State)
+	if x.rounds != nil && x.rounds.State != "" {
+		st, err := u.openRound(x, x.rounds.State)
 		if err != nil {
 			u.failures.Add(1)
 			return nil, nil, err
 		}
 		if st.Held != "" {
-			return u.resume(ctx, name, st, req)
+			return u.resume(ctx, x, st)
 		}
-		params.InputResponses, params.RequestState, round = req.Rounds.Responses, st.State, st.Round+1
-	} else if req.Rounds != nil {
-		params.InputResponses = req.Rounds.Responses // sent with a first call: the upstream's to use or ignore
+		params, round = answered(params, x.rounds.Responses, st.State), st.Round+1
+	} else if x.rounds != nil {
+		params = answered(params, x.rounds.Responses, "") // sent with a first request: the upstream's to use or ignore
 	}
 	cs, err := u.session(ctx)
 	if err != nil {
 		u.failures.Add(1)
 		return nil, nil, err
 	}
-	if req.Rounds != nil && protocolOf(cs) < "2026-07-28" {
-		// A 2025-11-25 upstream asks within the call: hold it for the
+	// The upstream sees what the calling client can answer, not what mcpd
+	// could relay: it asks only that (or refuses, as mcpd would), whether it
+	// asks by rounds or within the request.
+	switch {
+	case x.rounds != nil:
+		params.SetMeta(mcp.Meta{mcp.MetaKeyClientCapabilities: capsMeta(x.rounds.Caps)})
+	case x.client != nil:
+		params.SetMeta(mcp.Meta{mcp.MetaKeyClientCapabilities: capsMeta(x.client.Capabilities())})
+	}
+	if x.rounds != nil && protocolOf(cs) < "2026-07-28" {
+		// A 2025-11-25 upstream asks within the request: hold it for the
 		// client's answers (held.go), on a session of its own when the
 		// upstream can have several.
 		own := u.cfg.url != ""
@@ -191,64 +215,56 @@ func (u *upstream) callTool(ctx context.Context, name string, args map[string]an
 				return nil, nil, err
 			}
 		}
-		return u.await(ctx, u.startHeld(cs, own, name, params, req))
-	}
-	// The upstream sees what the calling client can answer, not what mcpd
-	// could relay: it asks only that (or refuses, as mcpd would).
-	switch {
-	case req.Rounds != nil:
-		params.Meta = mcp.Meta{mcp.MetaKeyClientCapabilities: capsMeta(req.Rounds.Caps)}
-	case req.Client != nil:
-		params.Meta = mcp.Meta{mcp.MetaKeyClientCapabilities: capsMeta(req.Client.Capabilities())}
+		return u.await(ctx, u.startHeld(cs, own, x, params))
 	}
 	// Progress and log records only when the client will receive them: a
 	// request that asks for neither is one a 2026-07-28 upstream answers
 	// cheaply (mcpd's own fast path, engine/serve/fastpath.go).
-	if req.LogWanted && modernSession(cs) {
-		if params.Meta == nil {
-			params.Meta = mcp.Meta{}
+	if x.logWanted && modernSession(cs) {
+		meta := params.GetMeta()
+		if meta == nil {
+			meta = mcp.Meta{}
 		}
-		params.Meta[mcp.MetaKeyLogLevel] = string(upstreamLogLevel)
+		meta[mcp.MetaKeyLogLevel] = string(upstreamLogLevel)
+		params.SetMeta(meta)
 	}
-	if req.ProgressWanted && req.Progress != nil {
-		token, forget := u.progressToken(req.Progress)
+	if x.progress != nil {
+		token, forget := u.progressToken(x.progress)
 		defer forget()
 		params.SetProgressToken(token)
 	}
-	rctx, forget := u.withRelay(ctx, req.Client, nil, nil)
+	rctx, forget := u.withRelay(ctx, x.client, nil, nil)
 	defer forget()
 	for ; ; round++ {
-		res, err := cs.CallTool(rctx, params)
+		res, err := send(rctx, cs, params)
 		if err != nil {
 			u.failures.Add(1)
-			return nil, nil, u.callError(ctx, cs, name, err)
+			return nil, nil, u.callError(ctx, cs, x.name, err)
 		}
-		if !res.NeedsInput() {
+		questions, state, asked := questionsOf(res)
+		if !asked {
 			return res, nil, nil
 		}
 		// A 2026-07-28 upstream asks by input_required: its questions are
-		// relayed like a 2025-11-25 upstream's requests, and the call
+		// relayed like a 2025-11-25 upstream's requests, and the request
 		// retried with the answers and the upstream's requestState.
 		if round >= maxInputRounds {
 			u.failures.Add(1)
-			return nil, nil, fmt.Errorf("upstream %s still asked for input after %d rounds of tool %s; mcpd stopped the call", u.cfg.name, round, name)
+			return nil, nil, u.tooManyRounds(x.kind, x.name, round)
 		}
-		if req.Rounds != nil {
-			ask, err := u.askByRounds(name, round, res, req.Rounds.Caps)
+		if x.rounds != nil {
+			ask, err := u.askByRounds(x, round, questions, state)
 			if err != nil {
 				u.failures.Add(1)
 			}
 			return nil, ask, err
 		}
-		responses, err := u.answerInputs(rctx, res.InputRequests)
+		responses, err := u.answerInputs(rctx, questions)
 		if err != nil {
 			u.failures.Add(1)
 			return nil, nil, err
 		}
-		next := *params
-		next.InputResponses = responses
-		next.RequestState = res.RequestState
-		params = &next
+		params = answered(params, responses, state)
 	}
 }
 

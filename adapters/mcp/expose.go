@@ -3,7 +3,6 @@ package mcpadapter
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"iter"
 	"path"
 	"reflect"
@@ -268,8 +267,8 @@ func (c *serverConfig) ContributedPrompts(b adapter.Backend) []adapter.Contribut
 		def.Name = c.expose.prefix + p.Name
 		upName := p.Name
 		out = append(out, adapter.ContributedPrompt{Def: &def, Scopes: c.expose.scopes,
-			Get: func(ctx context.Context, args map[string]string) (*mcp.GetPromptResult, error) {
-				return u.getPrompt(ctx, upName, args)
+			Get: func(ctx context.Context, req *adapter.PromptRequest) (*adapter.PromptOutput, error) {
+				return u.getPrompt(ctx, upName, req)
 			}})
 	}
 	return out
@@ -288,21 +287,19 @@ func (u *upstream) readResource(ctx context.Context, uri string) (*mcp.ReadResou
 	return res, nil
 }
 
-// getPrompt gets one prompt of the upstream.
-func (u *upstream) getPrompt(ctx context.Context, name string, args map[string]string) (*mcp.GetPromptResult, error) {
-	cs, err := u.session(ctx)
-	if err != nil {
+// getPrompt gets one prompt of the upstream, relaying its questions to
+// the client of req as a tool call's are (roundTrip).
+func (u *upstream) getPrompt(ctx context.Context, name string, req *adapter.PromptRequest) (*adapter.PromptOutput, error) {
+	x := &exchange{kind: "prompt", name: name, params: &mcp.GetPromptParams{Name: name, Arguments: req.Args},
+		client: req.Client, rounds: req.Rounds}
+	res, ask, err := u.roundTrip(ctx, x)
+	switch {
+	case err != nil:
 		return nil, err
+	case ask != nil:
+		return &adapter.PromptOutput{InputRequired: ask}, nil
 	}
-	res, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: name, Arguments: args})
-	if err != nil {
-		return nil, u.callError(ctx, cs, name, err)
-	}
-	if res.NeedsInput() {
-		// mcpd answers input_required rounds for tool calls only (relay.go).
-		return nil, fmt.Errorf("upstream %s's prompt %s asks its client for input, which mcpd relays for tool calls only", u.cfg.name, name)
-	}
-	return res, nil
+	return &adapter.PromptOutput{Result: res.(*mcp.GetPromptResult)}, nil
 }
 
 // Watch registers changed, called when the upstream's listing changes or,

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -64,13 +63,13 @@ type answer struct {
 // heldCall is one upstream call of a client asked by rounds, which may be
 // held between the client's requests.
 type heldCall struct {
-	id     string
-	tool   string
-	ctx    context.Context // the upstream call's: ended by cancel, or the upstream's Close
-	cancel context.CancelFunc
+	id         string
+	kind, name string          // the exchange's
+	ctx        context.Context // the upstream call's: ended by cancel, or the upstream's Close
+	cancel     context.CancelFunc
 	// done is closed once res and err are set: the upstream answered.
 	done      chan struct{}
-	res       *mcp.CallToolResult
+	res       mcp.Result
 	err       error
 	questions chan *question // the upstream's requests for this call
 	rounds    int            // input_required rounds so far (maxInputRounds)
@@ -106,10 +105,10 @@ func (h *heldCall) progress(p, total float64, msg string) {
 }
 
 // serving records the client's request that follows the call now.
-func (h *heldCall) serving(req *adapter.Request) {
+func (h *heldCall) serving(x *exchange) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.caps, h.report = req.Rounds.Caps, req.Progress
+	h.caps, h.report = x.rounds.Caps, x.progress
 }
 
 // ask puts one request of the upstream to the call's client (through the
@@ -134,13 +133,13 @@ func (h *heldCall) ask(ctx context.Context, req mcp.InputRequest) (mcp.InputResp
 	}
 }
 
-// startHeld starts the upstream call of a client asked by rounds, on a
-// context of its own: it may outlive the client's request. With own, cs
-// is the call's own session, which ends with the call.
-func (u *upstream) startHeld(cs *mcp.ClientSession, own bool, tool string, params *mcp.CallToolParams, req *adapter.Request) *heldCall {
+// startHeld starts the upstream call (x with params) of a client asked by
+// rounds, on a context of its own: it may outlive the client's request.
+// With own, cs is the call's own session, which ends with the call.
+func (u *upstream) startHeld(cs *mcp.ClientSession, own bool, x *exchange, params mcp.RequestParams) *heldCall {
 	ctx, cancel := context.WithCancel(u.ctx)
-	h := &heldCall{id: heldID(), tool: tool, ctx: ctx, cancel: cancel, done: make(chan struct{}), questions: make(chan *question)}
-	h.serving(req)
+	h := &heldCall{id: heldID(), kind: x.kind, name: x.name, ctx: ctx, cancel: cancel, done: make(chan struct{}), questions: make(chan *question)}
+	h.serving(x)
 	token, forgetProgress := u.progressToken(h.progress)
 	params.SetProgressToken(token)
 	var session *mcp.ClientSession
@@ -150,7 +149,7 @@ func (u *upstream) startHeld(cs *mcp.ClientSession, own bool, tool string, param
 	rctx, forgetRelay := u.withRelay(ctx, nil, h, session)
 	go func() {
 		defer cancel()
-		res, err := cs.CallTool(rctx, params)
+		res, err := send(rctx, cs, params)
 		forgetRelay()
 		forgetProgress()
 		if own {
@@ -158,7 +157,7 @@ func (u *upstream) startHeld(cs *mcp.ClientSession, own bool, tool string, param
 		}
 		if err != nil {
 			u.failures.Add(1)
-			err = u.callError(ctx, cs, tool, err)
+			err = u.callError(ctx, cs, x.name, err)
 		}
 		h.res, h.err = res, err
 		close(h.done)
@@ -185,7 +184,7 @@ func closeOwn(ctx context.Context, cs *mcp.ClientSession) {
 // result, or to its next question, which ends the request with
 // input_required while the call is held. The request's end (a cancel, the
 // tool's timeout) ends the call, unless it is held.
-func (u *upstream) await(ctx context.Context, h *heldCall) (*mcp.CallToolResult, *adapter.InputRequired, error) {
+func (u *upstream) await(ctx context.Context, h *heldCall) (mcp.Result, *adapter.InputRequired, error) {
 	stop := context.AfterFunc(ctx, h.cancel)
 	for {
 		select {
@@ -219,9 +218,11 @@ func (u *upstream) await(ctx context.Context, h *heldCall) (*mcp.CallToolResult,
 func (u *upstream) hold(h *heldCall, q *question) (*adapter.InputRequired, error) {
 	n, _ := needOf(q.req)
 	if h.rounds >= maxInputRounds {
-		return nil, fmt.Errorf("upstream %s still asked for input after %d rounds of tool %s; mcpd stopped the call", u.cfg.name, h.rounds, h.tool)
+		return nil, u.tooManyRounds(h.kind, h.name, h.rounds)
 	}
-	b, err := json.Marshal(roundState{Upstream: u.cfg.name, Tool: h.tool, Round: h.rounds + 1, Held: h.id})
+	st := u.newRoundState(h.kind, h.name, h.rounds+1)
+	st.Held = h.id
+	state, err := st.encode()
 	if err != nil {
 		return nil, err
 	}
@@ -239,7 +240,7 @@ func (u *upstream) hold(h *heldCall, q *question) (*adapter.InputRequired, error
 	h.timer = time.AfterFunc(u.cfg.answerTimeout, func() { u.expire(h.id) })
 	h.mu.Unlock()
 	u.holds.calls[h.id] = h
-	return &adapter.InputRequired{Requests: mcp.InputRequestMap{heldKey: q.req}, State: string(b)}, nil
+	return &adapter.InputRequired{Requests: mcp.InputRequestMap{heldKey: q.req}, State: state}, nil
 }
 
 // take removes the held call id and returns it with the question it
@@ -278,14 +279,14 @@ func (u *upstream) expire(id string) {
 }
 
 // resume continues the held call a client's retry names, with its answer.
-func (u *upstream) resume(ctx context.Context, tool string, st roundState, req *adapter.Request) (*mcp.CallToolResult, *adapter.InputRequired, error) {
+func (u *upstream) resume(ctx context.Context, x *exchange, st roundState) (mcp.Result, *adapter.InputRequired, error) {
 	h, q := u.take(st.Held)
 	if h == nil {
 		u.failures.Add(1)
-		return nil, nil, fmt.Errorf("upstream %s's tool %s is no longer waiting for this answer: mcpd holds such a call in the instance that asked, for answer_timeout (%s), and this retry came later or reached another instance; call the tool again", u.cfg.name, tool, u.cfg.answerTimeout)
+		return nil, nil, fmt.Errorf("upstream %s's %s %s is no longer waiting for this answer: mcpd holds such a call in the instance that asked, for answer_timeout (%s), and this retry came later or reached another instance; %s again", u.cfg.name, x.kind, x.name, u.cfg.answerTimeout, x.again())
 	}
-	h.serving(req)
-	resp, ok := req.Rounds.Responses[heldKey]
+	h.serving(x)
+	resp, ok := x.rounds.Responses[heldKey]
 	if !ok || resp == nil {
 		// The retry did not answer: ask again.
 		ir, err := u.hold(h, q)

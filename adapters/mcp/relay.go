@@ -90,11 +90,11 @@ func (u *upstream) target(ctx context.Context, method string, session *mcp.Clien
 	}
 	switch n {
 	case 0:
-		return nil, fmt.Errorf("mcpd relays %s from upstream %s only while one of its tool calls runs, and none does", method, u.cfg.name)
+		return nil, fmt.Errorf("mcpd relays %s from upstream %s only while one of its tool calls or prompt gets runs, and none does", method, u.cfg.name)
 	case 1:
 		return found, nil
 	}
-	return nil, fmt.Errorf("mcpd cannot relay %s from upstream %s: %d of its tool calls are in flight and the request does not say which one it belongs to", method, u.cfg.name, n)
+	return nil, fmt.Errorf("mcpd cannot relay %s from upstream %s: %d of its tool calls and prompt gets are in flight and the request does not say which one it belongs to", method, u.cfg.name, n)
 }
 
 // need is what relaying one request takes of the client: its method (for
@@ -196,7 +196,7 @@ func (u *upstream) relay(ctx context.Context, session *mcp.ClientSession, req mc
 		return resp, nil
 	}
 	if c.client == nil {
-		return nil, fmt.Errorf("mcpd cannot relay %s from upstream %s: the calling client cannot be asked while a tool runs; see docs/gateway.md", n.method, u.cfg.name)
+		return nil, fmt.Errorf("mcpd cannot relay %s from upstream %s: the calling client cannot be asked while a tool or prompt runs; see docs/gateway.md", n.method, u.cfg.name)
 	}
 	if err := u.check(req, c.client.Capabilities()); err != nil {
 		return nil, err

@@ -33,11 +33,11 @@ func TestRelayTarget(t *testing.T) {
 	}{
 		{name: "no call in flight", want: "none does"},
 		{name: "one call", clients: []*fakeClient{{caps: elicit}}},
-		{name: "two calls, from outside", clients: []*fakeClient{{caps: elicit}, {caps: elicit}}, want: "2 of its tool calls are in flight"},
+		{name: "two calls, from outside", clients: []*fakeClient{{caps: elicit}, {caps: elicit}}, want: "2 of its tool calls and prompt gets are in flight"},
 		{name: "two calls, within the first", clients: []*fakeClient{{caps: elicit}, {caps: elicit}}, inCall: true},
 		{name: "no capability", clients: []*fakeClient{{caps: &mcp.ClientCapabilities{}}}, want: "did not declare the elicitation capability"},
 		{name: "url without url capability", clients: []*fakeClient{{caps: elicit}}, want: "elicitation.url"},
-		{name: "a caller that cannot be asked", clients: []*fakeClient{nil}, want: "cannot be asked while a tool runs"},
+		{name: "a caller that cannot be asked", clients: []*fakeClient{nil}, want: "cannot be asked while a tool or prompt runs"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			u := &upstream{cfg: &serverConfig{name: "up"}}

@@ -21,6 +21,7 @@ import (
 	mcpadapter "github.com/mcpd/mcpd/adapters/mcp"
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/loader"
+	"github.com/mcpd/mcpd/engine/reload"
 	"github.com/mcpd/mcpd/engine/serve"
 	"github.com/mcpd/mcpd/engine/snapshot"
 )
@@ -39,7 +40,9 @@ const (
 )
 
 // serveConfig serves a config with engine/serve over HTTP and returns its
-// URL; the registry has the mcp adapter only.
+// URL; the registry has the mcp adapter only. Its reloader rebuilds the
+// snapshot when an upstream's listing changes, as `mcpd serve` does, so
+// that exposed tools and prompts are served once listed.
 func serveConfig(t testing.TB, config string) string {
 	t.Helper()
 	dir := t.TempDir()
@@ -55,9 +58,17 @@ func serveConfig(t testing.TB, config string) string {
 	cur := &snapshot.Current{}
 	cur.Swap(l.Snapshot)
 	srv := serve.New(cur, serve.Options{Logger: quiet})
+	r := &reload.Reloader{Paths: []string{dir}, Registry: reg, Current: cur, Notifier: srv, Version: "test", Logger: quiet}
+	r.Init(l)
+	ctx, cancel := context.WithCancel(context.Background())
+	reloading := make(chan struct{})
+	go func() { defer close(reloading); _ = r.Run(ctx, false) }()
 	ts := httptest.NewServer(srv.HTTPHandler(serve.HTTPOptions{}))
 	t.Cleanup(func() {
 		ts.Close()
+		cancel()
+		<-reloading
+		r.StopWatching()
 		cur.Load().Close()
 	})
 	return ts.URL

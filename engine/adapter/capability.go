@@ -226,7 +226,32 @@ type PromptContributor interface {
 type ContributedPrompt struct {
 	Def    *mcp.Prompt
 	Scopes []string
-	Get    func(ctx context.Context, args map[string]string) (*mcp.GetPromptResult, error)
+	// Get gets the prompt. Like a ClientRelayer's call, it may ask the
+	// request's client: through req.Client while it waits, or, for a client
+	// asked by input_required rounds (req.Rounds), by answering with
+	// PromptOutput.InputRequired, whose state the engine seals and binds
+	// to the prompt, its arguments and the caller, as for a tool.
+	Get func(ctx context.Context, req *PromptRequest) (*PromptOutput, error)
+}
+
+// PromptRequest is one get of a contributed prompt: for prompts what
+// Request is for tools. The caller is the context's principal, as for a
+// call.
+type PromptRequest struct {
+	Prompt string            // mcpd's name of the prompt, for messages
+	Args   map[string]string // as the client sent them: the backend checks them
+	// Client and Rounds are as in Request: at most one is set, neither
+	// when the client cannot be asked (a get from the CLI).
+	Client ClientAsker
+	Rounds *Rounds
+}
+
+// PromptOutput is what a contributed prompt's Get produced: the prompt,
+// or questions for the client instead (only for a PromptRequest with
+// Rounds).
+type PromptOutput struct {
+	Result        *mcp.GetPromptResult
+	InputRequired *InputRequired
 }
 
 // A ServiceReporter is a Backend that supervises a service of its own (an

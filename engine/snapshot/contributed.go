@@ -89,10 +89,10 @@ func (s *Snapshot) addContributed(prev *Snapshot, sl serverLimits) {
 				}
 				get := cp.Get
 				p := &Prompt{Def: cp.Def, scope: &adapter.Scope{}, completions: map[string][]string{}, scopes: normScopes(cp.Scopes),
-					remote: func(ctx context.Context, args map[string]string) (*mcp.GetPromptResult, error) {
+					remote: func(ctx context.Context, req *adapter.PromptRequest) (*adapter.PromptOutput, error) {
 						ctx, cancel := lim.withTimeout(ctx)
 						defer cancel()
-						return get(ctx, args)
+						return get(ctx, req)
 					}}
 				s.Prompts = append(s.Prompts, p)
 				s.prompts[p.Def.Name] = p

@@ -25,8 +25,9 @@ type Prompt struct {
 	redact      *redact.Redactor // nil: no secrets
 	asks        *asker           // nil: the prompt asks nothing
 	scopes      []string         // required to list and get it
-	// remote gets a prompt a backend contributes (contributed.go).
-	remote func(ctx context.Context, args map[string]string) (*mcp.GetPromptResult, error)
+	// remote gets a prompt a backend contributes (contributed.go, and
+	// getRemote in rounds.go).
+	remote func(ctx context.Context, req *adapter.PromptRequest) (*adapter.PromptOutput, error)
 }
 
 type promptMessage struct {
@@ -108,7 +109,7 @@ func (p *Prompt) Get(ctx context.Context, req *GetRequest) (*mcp.GetPromptResult
 
 func (p *Prompt) get(ctx context.Context, req *GetRequest) (*mcp.GetPromptResult, error) {
 	if p.remote != nil {
-		return p.remote(ctx, req.Args)
+		return p.getRemote(ctx, req)
 	}
 	args := req.Args
 	var missing []string
@@ -130,10 +131,7 @@ func (p *Prompt) get(ctx context.Context, req *GetRequest) (*mcp.GetPromptResult
 		sort.Strings(unknown)
 		return nil, fmt.Errorf("prompt %s: unknown argument(s) %s", p.Def.Name, strings.Join(unknown, ", "))
 	}
-	goArgs := make(map[string]any, len(args))
-	for k, v := range args {
-		goArgs[k] = v
-	}
+	goArgs := anyArgs(args)
 	var inputs map[string]any
 	if p.asks != nil {
 		bind := requeststate.BindCaller("prompt", p.Def.Name, goArgs, callerID(req.Caller), nil)
@@ -173,6 +171,15 @@ func (p *Prompt) get(ctx context.Context, req *GetRequest) (*mcp.GetPromptResult
 		res.Messages = append(res.Messages, &mcp.PromptMessage{Role: m.role, Content: c})
 	}
 	return res, nil
+}
+
+// anyArgs are a prompt's arguments as a tool's are decoded from JSON.
+func anyArgs(args map[string]string) map[string]any {
+	out := make(map[string]any, len(args))
+	for k, v := range args {
+		out[k] = v
+	}
+	return out
 }
 
 // complete filters candidates by the prefix typed so far, case-insensitively,

@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -51,14 +52,11 @@ func (t *Tool) asksByRounds(in *Answers) bool {
 }
 
 // newHandlerRounds builds the adapter's rounds of a call whose requestState
-// opened as st (round 1 on a first call). The client's responses are the
-// adapter's only when the state is one the adapter asked with; otherwise
-// they answered the ask blocks, which took them.
-func (t *Tool) newHandlerRounds(bind string, st requeststate.State, inputs map[string]any, in *Answers) *handlerRounds {
-	askRounds := 0
-	if t.asks != nil {
-		askRounds = t.asks.rounds
-	}
+// opened as st (round 1 on a first call), after askRounds rounds of ask
+// blocks. The client's responses are the adapter's only when the state is
+// one the adapter asked with; otherwise they answered the ask blocks,
+// which took them.
+func newHandlerRounds(askRounds int, bind string, st requeststate.State, inputs map[string]any, in *Answers) *handlerRounds {
 	h := &handlerRounds{req: adapter.Rounds{Caps: in.Caps}, sealer: in.Sealer, bind: bind, round: askRounds + 1, inputs: inputs}
 	switch {
 	case in.State != "" && st.Round > askRounds:
@@ -74,16 +72,67 @@ func (t *Tool) newHandlerRounds(bind string, st requeststate.State, inputs map[s
 
 // inputRequired is the input_required result of an adapter that asked.
 func (t *Tool) inputRequired(h *handlerRounds, ir *adapter.InputRequired) *mcp.CallToolResult {
+	state, err := h.seal(ir)
+	if err != nil {
+		return t.errorf(err)
+	}
+	return &mcp.CallToolResult{InputRequests: ir.Requests, RequestState: state}
+}
+
+// seal is the requestState of the adapter's questions ir (h nil: the
+// engine gave the adapter no Rounds, so it must not ask so).
+func (h *handlerRounds) seal(ir *adapter.InputRequired) (string, error) {
 	if h == nil {
-		// The engine gave the adapter no Rounds: it must not ask so.
-		return t.errorf(errors.New("the adapter asked for input the client cannot be asked for in this call"))
+		return "", errors.New("the adapter asked for input the client cannot be asked for in this call")
 	}
 	if len(ir.Requests) == 0 {
-		return t.errorf(errors.New("the adapter asked for input with no question"))
+		return "", errors.New("the adapter asked for input with no question")
 	}
 	state, err := h.sealer.Seal(requeststate.State{Round: h.round, Answers: h.inputs, Handler: ir.State, Bind: h.bind})
 	if err != nil {
-		return t.errorf(fmt.Errorf("sealing the requestState: %w", err))
+		return "", fmt.Errorf("sealing the requestState: %w", err)
 	}
-	return &mcp.CallToolResult{InputRequests: ir.Requests, RequestState: state}
+	return state, nil
+}
+
+// A contributed prompt's backend asks the client as a tool's adapter does
+// (an MCP upstream's prompt that answers input_required, or asks while its
+// get waits): within the get for a client that has an Answerer, otherwise
+// by the rounds above, with the requestState bound to the prompt, its
+// arguments and the caller. A contributed prompt has no ask blocks: every
+// round is the backend's.
+
+// getRemote gets a contributed prompt.
+func (p *Prompt) getRemote(ctx context.Context, req *GetRequest) (*mcp.GetPromptResult, error) {
+	in := &req.Answers
+	preq := &adapter.PromptRequest{Prompt: p.Def.Name, Args: req.Args, Client: in.clientAsker()}
+	var rounds *handlerRounds
+	if in.byRounds() {
+		bind := requeststate.BindCaller("prompt", p.Def.Name, anyArgs(req.Args), callerID(req.Caller), nil)
+		st, err := in.open(bind)
+		if err != nil {
+			return nil, err
+		}
+		rounds = newHandlerRounds(0, bind, st, nil, in)
+		preq.Rounds = &rounds.req
+	}
+	out, err := p.remote(ctx, preq)
+	var me *adapter.MissingCapabilityError
+	switch {
+	case errors.As(err, &me):
+		// As for the prompt's own ask blocks: the protocol's error names
+		// what the client must declare.
+		return nil, &MissingCapabilityError{What: "prompt " + p.Def.Name, Asks: me.Asks, Capabilities: me.Capabilities, Message: me.Message}
+	case err != nil:
+		return nil, err
+	case out == nil || out.InputRequired == nil && out.Result == nil:
+		return nil, fmt.Errorf("prompt %s: its backend returned nothing", p.Def.Name)
+	case out.InputRequired != nil:
+		state, err := rounds.seal(out.InputRequired)
+		if err != nil {
+			return nil, fmt.Errorf("prompt %s: %w", p.Def.Name, err)
+		}
+		return &mcp.GetPromptResult{InputRequests: out.InputRequired.Requests, RequestState: state}, nil
+	}
+	return out.Result, nil
 }

@@ -598,7 +598,11 @@ func (t *Tool) resolveAsks(ctx context.Context, args map[string]any, caller *pri
 	if !t.asksByRounds(in) {
 		return out.inputs, nil, nil
 	}
-	return out.inputs, t.newHandlerRounds(bind, st, out.inputs, in), nil
+	askRounds := 0
+	if t.asks != nil {
+		askRounds = t.asks.rounds
+	}
+	return out.inputs, newHandlerRounds(askRounds, bind, st, out.inputs, in), nil
 }
 
 // askFailed is the result a call answers with when its asks did not give
