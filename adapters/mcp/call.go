@@ -183,15 +183,15 @@ func (u *upstream) callTool(ctx context.Context, name string, args map[string]an
 	}
 	if req.Rounds != nil && protocolOf(cs) < "2026-07-28" {
 		// A 2025-11-25 upstream asks within the call: hold it for the
-		// client's answers (held.go), on a session of its own when the
-		// upstream can have several.
-		own := u.cfg.url != ""
-		if own {
-			if cs, err = u.ownSession(ctx); err != nil {
+		// client's answers (held.go), on a pooled session when the
+		// upstream can have several and the client can answer.
+		var s *pooledSession
+		if u.pooled(cs, req.Rounds.Caps) {
+			if s, err = u.takeSession(ctx); err != nil {
 				return nil, nil, err
 			}
 		}
-		return u.await(ctx, u.startHeld(cs, own, name, params, req))
+		return u.await(ctx, u.startHeld(cs, s, name, params, req))
 	}
 	// The upstream sees what the calling client can answer, not what mcpd
 	// could relay: it asks only that (or refuses, as mcpd would).
@@ -214,6 +214,22 @@ func (u *upstream) callTool(ctx context.Context, name string, args map[string]an
 		token, forget := u.progressToken(req.Progress)
 		defer forget()
 		params.SetProgressToken(token)
+	}
+	if req.Client != nil && u.pooled(cs, req.Client.Capabilities()) {
+		// The upstream's requests are this call's when they come on a
+		// session it has to itself (pool.go).
+		s, err := u.takeSession(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		res, cs, err := u.callPooled(ctx, s, params, func(ctx context.Context, cs *mcp.ClientSession) (context.Context, func()) {
+			return u.withRelay(ctx, req.Client, nil, cs)
+		})
+		if err != nil {
+			u.failures.Add(1)
+			return nil, nil, u.callError(ctx, cs, name, err)
+		}
+		return res, nil, nil
 	}
 	rctx, forget := u.withRelay(ctx, req.Client, nil, nil)
 	defer forget()

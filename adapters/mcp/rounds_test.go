@@ -42,6 +42,13 @@ const (
 // URL; the registry has the mcp adapter only.
 func serveConfig(t testing.TB, config string) string {
 	t.Helper()
+	url, _ := serveSnapshot(t, config)
+	return url
+}
+
+// serveSnapshot is serveConfig, with the served snapshot.
+func serveSnapshot(t testing.TB, config string) (string, *snapshot.Current) {
+	t.Helper()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "tools.hcl"), []byte(config), 0o644); err != nil {
 		t.Fatal(err)
@@ -60,7 +67,7 @@ func serveConfig(t testing.TB, config string) string {
 		ts.Close()
 		cur.Load().Close()
 	})
-	return ts.URL
+	return ts.URL, cur
 }
 
 // bounded is a liveness bound for one request, not a speed assertion.
