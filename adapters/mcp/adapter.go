@@ -99,6 +99,8 @@ var serverSchema = &adapter.Schema{
 		{Name: "protocol_version"},
 		{Name: "connect_timeout"},
 		{Name: "answer_timeout"},
+		{Name: "max_idle_sessions"},
+		{Name: "idle_session_timeout"},
 		{Name: "start"},
 	},
 	Blocks: []adapter.BlockSchema{

@@ -49,7 +49,11 @@ type serverConfig struct {
 	// answerTimeout is how long a call held for a client's answer
 	// waits for its retry (held.go).
 	answerTimeout time.Duration
-	eager         bool // start = "load": connect when opened
+	// maxIdle and idleTimeout bound an HTTP upstream's pool of sessions
+	// for calls whose client can be asked (pool.go).
+	maxIdle     int
+	idleTimeout time.Duration
+	eager       bool // start = "load": connect when opened
 
 	expose *exposeConfig // nil: no bulk exposure
 
@@ -80,7 +84,8 @@ func (a *Adapter) DecodeBackend(b *adapter.BackendBlock) (adapter.BackendConfig,
 		return nil, d.Diags
 	}
 	attrs := content.Attributes
-	c := &serverConfig{name: b.Name, connectTimeout: defaultConnectTimeout, answerTimeout: defaultAnswerTimeout, groups: a.groups}
+	c := &serverConfig{name: b.Name, connectTimeout: defaultConnectTimeout, answerTimeout: defaultAnswerTimeout,
+		maxIdle: defaultMaxIdle, idleTimeout: defaultIdleTimeout, groups: a.groups}
 	// A value that reads an unset environment variable, in a load that
 	// allows it (validation without secrets), is skipped: the loader
 	// reports the variable, and the server stays declared for its tools.
@@ -185,6 +190,21 @@ func (a *Adapter) DecodeBackend(b *adapter.BackendBlock) (adapter.BackendConfig,
 			c.answerTimeout = dur
 		}
 	}
+	for _, name := range []string{"max_idle_sessions", "idle_session_timeout"} {
+		if attr := attrs[name]; attr != nil && cmdAttr != nil {
+			d.Errorf(attr.NameRange, name+" without url", "%s bounds the pool of sessions of an HTTP upstream; a stdio upstream has one session, shared by all its calls (see docs/gateway.md).", name)
+		}
+	}
+	if attr := attrs["max_idle_sessions"]; attr != nil {
+		if n, ok := d.Int(attr, "max_idle_sessions", 0, maxMaxIdle); ok {
+			c.maxIdle = int(n)
+		}
+	}
+	if attr := attrs["idle_session_timeout"]; attr != nil {
+		if dur, ok := d.Duration(attr, "idle_session_timeout", 100*time.Millisecond, time.Hour); ok {
+			c.idleTimeout = dur
+		}
+	}
 	if attr := attrs["start"]; attr != nil {
 		if s, ok := d.String(attr, "start"); ok {
 			switch s {
@@ -255,7 +275,7 @@ func (c *serverConfig) Fingerprint() string {
 		w(k)
 		w(c.env[k])
 	}
-	w(fmt.Sprint(c.inheritEnv, c.eager, c.connectTimeout, c.answerTimeout))
+	w(fmt.Sprint(c.inheritEnv, c.eager, c.connectTimeout, c.answerTimeout, c.maxIdle, c.idleTimeout))
 	w(c.dir)
 	w(c.url)
 	for _, k := range sortedKeys(c.headers) {

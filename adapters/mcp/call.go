@@ -207,15 +207,15 @@ func (u *upstream) roundTrip(ctx context.Context, x *exchange) (mcp.Result, *ada
 	}
 	if x.rounds != nil && protocolOf(cs) < "2026-07-28" {
 		// A 2025-11-25 upstream asks within the request: hold it for the
-		// client's answers (held.go), on a session of its own when the
-		// upstream can have several.
-		own := u.cfg.url != ""
-		if own {
-			if cs, err = u.ownSession(ctx); err != nil {
+		// client's answers (held.go), on a pooled session when the
+		// upstream can have several and the client can answer.
+		var s *pooledSession
+		if u.pooled(cs, x.rounds.Caps) {
+			if s, err = u.takeSession(ctx); err != nil {
 				return nil, nil, err
 			}
 		}
-		return u.await(ctx, u.startHeld(cs, own, x, params))
+		return u.await(ctx, u.startHeld(cs, s, x, params))
 	}
 	// Progress and log records only when the client will receive them: a
 	// request that asks for neither is one a 2026-07-28 upstream answers
@@ -232,6 +232,22 @@ func (u *upstream) roundTrip(ctx context.Context, x *exchange) (mcp.Result, *ada
 		token, forget := u.progressToken(x.progress)
 		defer forget()
 		params.SetProgressToken(token)
+	}
+	if x.client != nil && u.pooled(cs, x.client.Capabilities()) {
+		// The upstream's requests are this request's when they come on a
+		// session it has to itself (pool.go).
+		s, err := u.takeSession(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		res, cs, err := u.callPooled(ctx, s, params, func(ctx context.Context, cs *mcp.ClientSession) (context.Context, func()) {
+			return u.withRelay(ctx, x.client, nil, cs)
+		})
+		if err != nil {
+			u.failures.Add(1)
+			return nil, nil, u.callError(ctx, cs, x.name, err)
+		}
+		return res, nil, nil
 	}
 	rctx, forget := u.withRelay(ctx, x.client, nil, nil)
 	defer forget()

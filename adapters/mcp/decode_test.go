@@ -49,6 +49,18 @@ func TestDecodeDiagnostics(t *testing.T) {
   command        = ["x"]
   answer_timeout = "1h"
 }` + tool, "answer_timeout"},
+		{"max_idle_sessions on stdio", `mcp_server "gh" {
+  command           = ["x"]
+  max_idle_sessions = 4
+}` + tool, "max_idle_sessions without url"},
+		{"max_idle_sessions out of range", `mcp_server "gh" {
+  url               = "http://127.0.0.1:1/mcp"
+  max_idle_sessions = 1000
+}` + tool, "max_idle_sessions"},
+		{"idle_session_timeout too short", `mcp_server "gh" {
+  url                  = "http://127.0.0.1:1/mcp"
+  idle_session_timeout = "1ms"
+}` + tool, "idle_session_timeout"},
 		{"start", `mcp_server "gh" {
   command = ["x"]
   start   = "now"
@@ -104,8 +116,10 @@ tool "t" {
   }
 }
 mcp_server "remote" {
-  url     = "https://mcp.example.com/mcp"
-  headers = { Authorization = "Bearer x" }
+  url                  = "https://mcp.example.com/mcp"
+  headers              = { Authorization = "Bearer x" }
+  max_idle_sessions    = 0
+  idle_session_timeout = "30s"
 }
 tool "t" {
   description = "d"

@@ -24,12 +24,12 @@ import (
 // next question).
 //
 // Which call a request belongs to: the call of an HTTP upstream runs on a
-// session of its own, made for it (one handshake more per call of such a
-// client, whether or not the tool asks: which will is not known), so
-// every request on that session is the call's and several calls can wait
-// at once. A stdio upstream has one session, shared by all its calls: its
-// requests are relayed, as for a 2025-11-25 client, only while exactly one
-// of its calls is in flight (relay.go).
+// session it has to itself for as long as it lasts, taken from the
+// upstream's pool (pool.go), so every request on that session is the
+// call's and several calls can wait at once. A stdio upstream has one
+// session, shared by all its calls, and so do calls whose client can be
+// asked nothing: their requests are relayed, as for a 2025-11-25 client,
+// only while exactly one of its calls is in flight (relay.go).
 //
 // A held call lives in one process. A retry that reaches another replica,
 // or comes after the upstream's answer_timeout, finds nothing and is a tool
@@ -133,28 +133,30 @@ func (h *heldCall) ask(ctx context.Context, req mcp.InputRequest) (mcp.InputResp
 	}
 }
 
-// startHeld starts the upstream call (x with params) of a client asked by
-// rounds, on a context of its own: it may outlive the client's request.
-// With own, cs is the call's own session, which ends with the call.
-func (u *upstream) startHeld(cs *mcp.ClientSession, own bool, x *exchange, params mcp.RequestParams) *heldCall {
+// startHeld starts the upstream request (x with params) of a client asked
+// by rounds, on a context of its own: it may outlive the client's request.
+// With a pooled session s, it runs on it (and gives it back); otherwise
+// on cs.
+func (u *upstream) startHeld(cs *mcp.ClientSession, s *pooledSession, x *exchange, params mcp.RequestParams) *heldCall {
 	ctx, cancel := context.WithCancel(u.ctx)
 	h := &heldCall{id: heldID(), kind: x.kind, name: x.name, ctx: ctx, cancel: cancel, done: make(chan struct{}), questions: make(chan *question)}
 	h.serving(x)
 	token, forgetProgress := u.progressToken(h.progress)
 	params.SetProgressToken(token)
-	var session *mcp.ClientSession
-	if own {
-		session = cs
-	}
-	rctx, forgetRelay := u.withRelay(ctx, nil, h, session)
 	go func() {
 		defer cancel()
-		res, err := send(rctx, cs, params)
-		forgetRelay()
-		forgetProgress()
-		if own {
-			closeOwn(ctx, cs)
+		var res mcp.Result
+		var err error
+		if s != nil {
+			res, cs, err = u.callPooled(ctx, s, params, func(ctx context.Context, cs *mcp.ClientSession) (context.Context, func()) {
+				return u.withRelay(ctx, nil, h, cs)
+			})
+		} else {
+			rctx, forgetRelay := u.withRelay(ctx, nil, h, nil)
+			res, err = send(rctx, cs, params)
+			forgetRelay()
 		}
+		forgetProgress()
 		if err != nil {
 			u.failures.Add(1)
 			err = u.callError(ctx, cs, x.name, err)
@@ -165,13 +167,13 @@ func (u *upstream) startHeld(cs *mcp.ClientSession, own bool, x *exchange, param
 	return h
 }
 
-// cancelGrace is how long a call's own session stays open after the call
+// cancelGrace is how long a call's session stays open after the call
 // was cancelled: the SDK sends notifications/cancelled in the background,
 // and closing the session at once would often drop it, leaving the
 // upstream's tool running.
 const cancelGrace = 2 * time.Second
 
-// closeOwn closes a call's own session once the call is over.
+// closeOwn closes a call's session that is not pooled again.
 func closeOwn(ctx context.Context, cs *mcp.ClientSession) {
 	if ctx.Err() == nil {
 		_ = cs.Close()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -22,14 +23,15 @@ import (
 // Which call a request belongs to: on the 2025-11-25 protocol a server's
 // request carries no reference to the call that caused it, and the SDK
 // hands it to the client session's handlers with the connection's
-// context. mcpd's session to an upstream is shared by all its calls, so a
-// request is relayed only when it can be told apart: when the handler
-// runs within the call (the SDK's multi-round-trip client does that for a
-// 2026-07-28 upstream), when it comes on a session of the call's own (a
-// call held for a 2026-07-28 client of an HTTP upstream: held.go), or
-// when exactly one call of this upstream is in flight on the shared
-// session. With several calls in flight there the request is refused
-// rather than shown to a user who may not be the one it was meant for.
+// context. A request is relayed only when it can be told apart: when the
+// handler runs within the call (the SDK's multi-round-trip client does
+// that for a 2026-07-28 upstream), when it comes on a session the call
+// has to itself (a call of an HTTP upstream whose client can be asked
+// runs on a pooled session: pool.go), or when exactly one call of this
+// upstream is in flight on the shared session (a stdio upstream's calls,
+// and those whose client cannot be asked). With several calls in flight
+// there the request is refused rather than shown to a user who may not be
+// the one it was meant for.
 
 // relayCall is one upstream call that requests may be relayed to.
 type relayCall struct {
@@ -42,6 +44,9 @@ type relayCall struct {
 	// session, when not nil, is the call's own session to the upstream:
 	// the requests that come on it are this call's, and no other's.
 	session *mcp.ClientSession
+	// asking counts the call's requests being relayed: a session whose
+	// call ended with one still out is not pooled again (pool.go).
+	asking atomic.Int32
 }
 
 type relayCtxKey struct{}
@@ -69,12 +74,21 @@ func (u *upstream) withRelay(ctx context.Context, client adapter.ClientAsker, he
 	}
 }
 
+// relayOf is the call ctx carries (withRelay), or nil.
+func relayOf(ctx context.Context) *relayCall {
+	c, _ := ctx.Value(relayCtxKey{}).(*relayCall)
+	return c
+}
+
 // target is the call a request from the upstream, which came on session,
 // belongs to.
 func (u *upstream) target(ctx context.Context, method string, session *mcp.ClientSession) (*relayCall, error) {
-	if c, ok := ctx.Value(relayCtxKey{}).(*relayCall); ok {
+	if c := relayOf(ctx); c != nil {
 		return c, nil
 	}
+	u.mu.Lock()
+	shared := u.cs
+	u.mu.Unlock()
 	u.relays.mu.Lock()
 	defer u.relays.mu.Unlock()
 	var found *relayCall
@@ -87,6 +101,11 @@ func (u *upstream) target(ctx context.Context, method string, session *mcp.Clien
 			continue // its requests come on its own session
 		}
 		found, n = c, n+1
+	}
+	if session != nil && session != shared {
+		// A pooled session between calls, or the shared session of
+		// before a reconnection: no call in flight is its.
+		return nil, fmt.Errorf("mcpd cannot relay %s from upstream %s: no tool call of it runs on the session the request came on", method, u.cfg.name)
 	}
 	switch n {
 	case 0:
@@ -185,6 +204,8 @@ func (u *upstream) relay(ctx context.Context, session *mcp.ClientSession, req mc
 	if err != nil {
 		return nil, err
 	}
+	c.asking.Add(1)
+	defer c.asking.Add(-1)
 	if c.held != nil {
 		if err := u.check(req, c.held.capabilities()); err != nil {
 			return nil, err

@@ -123,4 +123,10 @@ func TestRelayOwnSession(t *testing.T) {
 	if err != nil || c.client != shared {
 		t.Errorf("a request on the shared session went to %+v (%v)", c, err)
 	}
+	// A pooled session between calls belongs to no call, not even the
+	// one call on the shared session.
+	c, err = u.target(context.Background(), "elicitation/create", &mcp.ClientSession{})
+	if err == nil || !strings.Contains(err.Error(), "no tool call of it runs on the session") {
+		t.Errorf("a request on an idle session went to %+v (%v)", c, err)
+	}
 }

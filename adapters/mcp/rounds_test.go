@@ -45,6 +45,13 @@ const (
 // that exposed tools and prompts are served once listed.
 func serveConfig(t testing.TB, config string) string {
 	t.Helper()
+	url, _ := serveSnapshot(t, config)
+	return url
+}
+
+// serveSnapshot is serveConfig, with the served snapshot.
+func serveSnapshot(t testing.TB, config string) (string, *snapshot.Current) {
+	t.Helper()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "tools.hcl"), []byte(config), 0o644); err != nil {
 		t.Fatal(err)
@@ -71,7 +78,7 @@ func serveConfig(t testing.TB, config string) string {
 		r.StopWatching()
 		cur.Load().Close()
 	})
-	return ts.URL
+	return ts.URL, cur
 }
 
 // bounded is a liveness bound for one request, not a speed assertion.

@@ -66,9 +66,8 @@ type upstream struct {
 	logs        logCalls        // log recipients of the calls in flight (logging.go)
 	calls       atomic.Int64
 	relays      relays
-	holds       holds // calls held for their clients' answers (held.go)
-	ownOnce     sync.Once
-	ownHTTP     *http.Client // the pool of calls' own sessions (ownSession)
+	holds       holds       // calls held for their clients' answers (held.go)
+	pool        sessionPool // sessions of calls whose client can be asked (pool.go)
 	failures    atomic.Int64
 }
 
@@ -266,28 +265,6 @@ func (u *upstream) sessionOptions() *mcp.ClientSessionOptions {
 	return &mcp.ClientSessionOptions{ProtocolVersion: u.cfg.protocolVersion}
 }
 
-// ownSession connects a session of the HTTP upstream for one call only,
-// so that every request the upstream sends on it belongs to that call
-// (held.go). Its connections come from one pool per upstream (ownHTTP).
-func (u *upstream) ownSession(ctx context.Context) (*mcp.ClientSession, error) {
-	u.ownOnce.Do(func() {
-		u.ownHTTP = &http.Client{Transport: &headerTransport{headers: u.cfg.headers, base: u.httpTransport(), max: maxUpstreamMessage}}
-	})
-	// The session outlives the request, and must not inherit what the
-	// SDK's server put in the request's context (its protocol version
-	// would go to the upstream): it is made under the upstream's context,
-	// ended by the request's.
-	cctx, cancel := context.WithTimeout(u.ctx, u.cfg.connectTimeout)
-	defer cancel()
-	defer context.AfterFunc(ctx, cancel)()
-	cs, err := u.client.Connect(cctx, u.streamable(u.ownHTTP), u.sessionOptions())
-	if err != nil {
-		u.failures.Add(1)
-		return nil, fmt.Errorf("upstream %s: connecting a session for the call: %s", u.cfg.name, u.redact(err.Error()))
-	}
-	return cs, nil
-}
-
 // session returns the connected session, starting the upstream if it was
 // not and waiting for a connection up to connect_timeout (or ctx).
 func (u *upstream) session(ctx context.Context) (*mcp.ClientSession, error) {
@@ -343,6 +320,7 @@ func (u *upstream) Close() error {
 	u.mu.Unlock()
 	u.cancel()
 	u.closeHeld()
+	u.closePool()
 	u.ensureStarted() // never started: done is closed by it
 	if cs != nil {
 		_ = cs.Close()
@@ -381,10 +359,12 @@ func (u *upstream) Ping(ctx context.Context) error {
 // ServiceStatus reports the upstream's state, for metrics
 // (adapter.ServiceReporter).
 func (u *upstream) ServiceStatus() adapter.ServiceStatus {
+	idle, busy, connects := u.poolState()
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	return adapter.ServiceStatus{Name: u.cfg.name, Transport: u.cfg.transport(), State: u.state, Restarts: u.restarts,
-		Calls: u.calls.Load(), Failures: u.failures.Load(), Tools: len(u.listing.tools)}
+		Calls: u.calls.Load(), Failures: u.failures.Load(), Tools: len(u.listing.tools),
+		IdleSessions: idle, BusySessions: busy, SessionConnects: connects}
 }
 
 // redact replaces the block's secrets (header values, env values) in s.

@@ -272,4 +272,9 @@ type ServiceStatus struct {
 	Calls    int64 // calls sent to it
 	Failures int64 // calls that failed to reach it or were refused
 	Tools    int   // tools it listed last (0 when it is not listed)
+	// IdleSessions and BusySessions are the sessions of its pool, for
+	// calls that have a session to themselves (an HTTP MCP upstream's),
+	// and SessionConnects the sessions the pool connected so far.
+	IdleSessions, BusySessions int
+	SessionConnects            int64
 }

@@ -1,0 +1,270 @@
+package mcpadapter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// A 2025-11-25 upstream's requests (elicitation, sampling, roots) name no
+// call: they belong to whatever runs on the session they came on. A call
+// of an HTTP upstream whose client can be asked therefore runs on a
+// session of its own for as long as the call lasts, taken from a pool of
+// idle sessions (or connected for it when none is idle), so that every
+// request on that session is the call's, whichever era its client speaks
+// and however many calls are in flight. When the call ends cleanly (a
+// result or a protocol error, not cancelled, no question of it still
+// being asked), its session goes back to the pool for the next such call:
+// one handshake serves many calls. A session that failed, or whose call
+// was cancelled (the upstream's tool may still run, and ask, on it), is
+// closed instead.
+//
+// Bounds: at most max_idle_sessions idle sessions per upstream (the rest
+// are closed as their calls end), each closed after idle_session_timeout
+// unused; the pool is closed with the upstream (reload, shutdown). An
+// upstream that has forgotten a pooled session (it restarted, or its own
+// session timeout passed) answers 404 before running anything: the call
+// is made once more on a new session.
+//
+// A pooled session serves one call at a time but many callers in turn, as
+// the shared session does: an upstream that keeps state per session (a
+// log level, cached roots) sees them as one client. max_idle_sessions = 0
+// gives every such call a session of its own, closed after it.
+//
+// A stdio upstream has one session (a process per call is not an option):
+// its requests are relayed only while one of its calls is in flight
+// (relay.go).
+
+const (
+	defaultMaxIdle = 8
+	maxMaxIdle     = 256
+	// defaultIdleTimeout is short of the session timeouts servers
+	// commonly have (mcpd's own: 10 minutes), and long enough to carry an
+	// agent's calls from one turn to the next.
+	defaultIdleTimeout = time.Minute
+)
+
+// sessionPool is an HTTP upstream's idle sessions.
+type sessionPool struct {
+	mu     sync.Mutex
+	idle   []*pooledSession // the latest given back last, and taken first
+	busy   int              // sessions in use by calls
+	closed bool
+
+	connects atomic.Int64 // sessions connected for the pool (handshakes)
+	once     sync.Once
+	http     *http.Client // the connections of the pool's sessions
+}
+
+// pooledSession is one session of the pool, in use or idle.
+type pooledSession struct {
+	cs *mcp.ClientSession
+	// Under the pool's mutex:
+	idle   bool        // in the pool's idle list
+	ended  bool        // the session ended (closed by either side)
+	reused bool        // served a call before: the upstream may have forgotten it
+	gen    int         // times given back: which idle timer is current
+	timer  *time.Timer // closes it once idle_session_timeout passed, while idle
+}
+
+// pooled reports whether the calls of a client with caps take a session
+// of the pool: an HTTP upstream on the 2025-11-25 protocol (which asks
+// within its calls), and a client that can answer something.
+func (u *upstream) pooled(shared *mcp.ClientSession, caps *mcp.ClientCapabilities) bool {
+	return u.cfg.url != "" && !modernSession(shared) && canBeAsked(caps)
+}
+
+// canBeAsked reports whether a client declared anything an upstream's
+// request may ask of it.
+func canBeAsked(c *mcp.ClientCapabilities) bool {
+	return c != nil && (c.Elicitation != nil || c.Sampling != nil || c.RootsV2 != nil || c.Roots.ListChanged)
+}
+
+// takeSession gives a call the exclusive use of a session of the HTTP
+// upstream: the pool's latest idle one, or a new one.
+func (u *upstream) takeSession(ctx context.Context) (*pooledSession, error) {
+	p := &u.pool
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil, errClosed
+	}
+	if n := len(p.idle); n > 0 {
+		s := p.idle[n-1]
+		p.idle = p.idle[:n-1]
+		s.idle = false
+		s.timer.Stop() // if it fired meanwhile, expireIdle finds s in use
+		p.busy++
+		p.mu.Unlock()
+		return s, nil
+	}
+	p.mu.Unlock()
+	return u.connectPooledBusy(ctx)
+}
+
+// connectPooled connects a new session for the pool.
+func (u *upstream) connectPooled(ctx context.Context) (*pooledSession, error) {
+	p := &u.pool
+	p.once.Do(func() {
+		p.http = &http.Client{Transport: &headerTransport{headers: u.cfg.headers, base: u.httpTransport(), max: maxUpstreamMessage}}
+	})
+	// The session outlives the request, and must not inherit what the
+	// SDK's server put in the request's context (its protocol version
+	// would go to the upstream): it is made under the upstream's context,
+	// ended by the request's.
+	cctx, cancel := context.WithTimeout(u.ctx, u.cfg.connectTimeout)
+	defer cancel()
+	defer context.AfterFunc(ctx, cancel)()
+	cs, err := u.client.Connect(cctx, u.streamable(p.http), u.sessionOptions())
+	if err != nil {
+		u.failures.Add(1)
+		return nil, fmt.Errorf("upstream %s: connecting a session for the call: %s", u.cfg.name, u.redact(err.Error()))
+	}
+	p.connects.Add(1)
+	u.setUpstreamLogLevel(cctx, cs)
+	s := &pooledSession{cs: cs}
+	go func() {
+		_ = cs.Wait()
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		s.ended = true
+		if s.idle {
+			s.idle = false
+			s.timer.Stop()
+			p.idle = slices.DeleteFunc(p.idle, func(e *pooledSession) bool { return e == s })
+		}
+	}()
+	p.mu.Lock()
+	closed := p.closed
+	p.mu.Unlock()
+	if closed { // Close ran while the handshake did
+		_ = cs.Close()
+		return nil, errClosed
+	}
+	return s, nil
+}
+
+// giveBack ends a call's use of s: with clean, it goes back to the pool
+// if there is room; otherwise it is closed (after cancelGrace when ctx,
+// the call's, was cancelled, so that notifications/cancelled gets out).
+func (u *upstream) giveBack(ctx context.Context, s *pooledSession, clean bool) {
+	p := &u.pool
+	p.mu.Lock()
+	p.busy--
+	keep := clean && !p.closed && !s.ended && len(p.idle) < u.cfg.maxIdle
+	if keep {
+		s.idle, s.reused = true, true
+		s.gen++
+		gen := s.gen
+		s.timer = time.AfterFunc(u.cfg.idleTimeout, func() { u.expireIdle(s, gen) })
+		p.idle = append(p.idle, s)
+	}
+	p.mu.Unlock()
+	if !keep {
+		closeOwn(ctx, s.cs)
+	}
+}
+
+// expireIdle closes s if it is still idle since its gen-th return.
+func (u *upstream) expireIdle(s *pooledSession, gen int) {
+	p := &u.pool
+	p.mu.Lock()
+	if !s.idle || s.gen != gen {
+		p.mu.Unlock()
+		return
+	}
+	s.idle = false
+	p.idle = slices.DeleteFunc(p.idle, func(e *pooledSession) bool { return e == s })
+	p.mu.Unlock()
+	_ = s.cs.Close()
+}
+
+// closePool closes the idle sessions, and makes the busy ones close when
+// their calls end (the upstream is closed).
+func (u *upstream) closePool() {
+	p := &u.pool
+	p.mu.Lock()
+	p.closed = true
+	idle := p.idle
+	p.idle = nil
+	for _, s := range idle {
+		s.idle = false
+		s.timer.Stop()
+	}
+	p.mu.Unlock()
+	// Each close tells the upstream (DELETE), within the SDK's bound:
+	// at once, not one after the other.
+	var wg sync.WaitGroup
+	for _, s := range idle {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = s.cs.Close()
+		}()
+	}
+	wg.Wait()
+}
+
+// poolState is the pool's idle and busy sessions, and the sessions it
+// connected so far.
+func (u *upstream) poolState() (idle, busy int, connects int64) {
+	p := &u.pool
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.idle), p.busy, p.connects.Load()
+}
+
+// callPooled makes one call on the pooled session s, which relay
+// registers for the upstream's requests (by its session), and ends the
+// call's use of it. A session taken from the pool that the upstream has
+// forgotten saw nothing of the call (HTTP 404 to the call's POST): the
+// call is made once more, on a new session. The session returned is the
+// one the call ran on.
+func (u *upstream) callPooled(ctx context.Context, s *pooledSession, params mcp.RequestParams, relay func(context.Context, *mcp.ClientSession) (context.Context, func())) (mcp.Result, *mcp.ClientSession, error) {
+	for retried := false; ; retried = true {
+		rctx, forget := relay(ctx, s.cs)
+		res, err := send(rctx, s.cs, params)
+		asking := relayOf(rctx).asking.Load()
+		forget()
+		u.pool.mu.Lock()
+		reused := s.reused
+		u.pool.mu.Unlock()
+		if err != nil && !retried && reused && errors.Is(err, mcp.ErrSessionMissing) && ctx.Err() == nil {
+			u.giveBack(ctx, s, false)
+			u.log.Info("upstream forgot a pooled session; connecting another", "err", u.redact(err.Error()))
+			next, cerr := u.connectPooledBusy(ctx)
+			if cerr != nil {
+				return nil, s.cs, cerr
+			}
+			s = next
+			continue
+		}
+		var rpcErr *jsonrpc.Error
+		clean := (err == nil || errors.As(err, &rpcErr)) && ctx.Err() == nil && asking == 0
+		u.giveBack(ctx, s, clean)
+		return res, s.cs, err
+	}
+}
+
+// connectPooledBusy connects a new session for the pool, counted in use.
+func (u *upstream) connectPooledBusy(ctx context.Context) (*pooledSession, error) {
+	p := &u.pool
+	p.mu.Lock()
+	p.busy++
+	p.mu.Unlock()
+	s, err := u.connectPooled(ctx)
+	if err != nil {
+		p.mu.Lock()
+		p.busy--
+		p.mu.Unlock()
+	}
+	return s, err
+}
