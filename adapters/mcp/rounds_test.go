@@ -8,8 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -17,12 +15,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	mcpadapter "github.com/mcpd/mcpd/adapters/mcp"
-	"github.com/mcpd/mcpd/engine/adapter"
-	"github.com/mcpd/mcpd/engine/loader"
-	"github.com/mcpd/mcpd/engine/serve"
-	"github.com/mcpd/mcpd/engine/snapshot"
 )
 
 // An upstream's questions reach a 2026-07-28 client of the gateway as the
@@ -42,25 +34,7 @@ const (
 // URL; the registry has the mcp adapter only.
 func serveConfig(t *testing.T, config string) string {
 	t.Helper()
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "tools.hcl"), []byte(config), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	reg := adapter.NewRegistry()
-	reg.Register("mcp", mcpadapter.New(nil))
-	l := loader.Load([]string{dir}, reg, nil, "test")
-	if l.Snapshot == nil {
-		t.Fatalf("config does not load: %v", l.Diagnostics)
-	}
-	cur := &snapshot.Current{}
-	cur.Swap(l.Snapshot)
-	srv := serve.New(cur, serve.Options{Logger: quiet})
-	ts := httptest.NewServer(srv.HTTPHandler(serve.HTTPOptions{}))
-	t.Cleanup(func() {
-		ts.Close()
-		cur.Load().Close()
-	})
-	return ts.URL
+	return serveWatched(t, config).url
 }
 
 // bounded is a liveness bound for one request, not a speed assertion.
@@ -81,20 +55,7 @@ func connect(t *testing.T, url, version string, opts *mcp.ClientOptions, manual 
 	if manual {
 		opts.MultiRoundTrip = &mcp.MultiRoundTripOptions{Disabled: true}
 	}
-	c := mcp.NewClient(&mcp.Implementation{Name: "rounds-test", Version: "1"}, opts)
-	var so *mcp.ClientSessionOptions
-	if version == legacy {
-		so = &mcp.ClientSessionOptions{ProtocolVersion: legacy}
-	}
-	cs, err := c.Connect(bounded(t), &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1}, so)
-	if err != nil {
-		t.Fatalf("connect: %v", err)
-	}
-	t.Cleanup(func() { cs.Close() })
-	if got := cs.InitializeResult().ProtocolVersion; got != version {
-		t.Fatalf("negotiated %s, want %s", got, version)
-	}
-	return cs
+	return connectAs(t, url, version, "", opts)
 }
 
 func textOf(res *mcp.CallToolResult) string {

@@ -27,6 +27,7 @@ type Prompt struct {
 	scopes      []string         // required to list and get it
 	// remote gets a prompt a backend contributes (contributed.go).
 	remote func(ctx context.Context, args map[string]string) (*mcp.GetPromptResult, error)
+	from   *contribution // nil: the config's own
 }
 
 type promptMessage struct {
