@@ -147,6 +147,8 @@ func (u *sdkUpstream) complete(_ context.Context, req *mcp.CompleteRequest) (*mc
 		}
 	case p.Ref.Type == "ref/resource" && p.Ref.URI == "files://{name}":
 		all = []string{"a.txt", "b.txt"}
+	case p.Argument.Name == "broken":
+		return nil, fmt.Errorf("no completions for %s today", p.Argument.Name)
 	}
 	out := []string{}
 	for _, v := range all {
@@ -358,22 +360,27 @@ func TestForwardCompletion(t *testing.T) {
 					})
 					prompt := &mcp.CompleteReference{Type: "ref/prompt", Name: "up_team"}
 					tmpl := &mcp.CompleteReference{Type: "ref/resource", URI: "files://{name}"}
+					arg := func(name, value string) mcp.CompleteParamsArgument {
+						return mcp.CompleteParamsArgument{Name: name, Value: value}
+					}
 					tests := []struct {
-						name    string
-						cs      *mcp.ClientSession
-						params  *mcp.CompleteParams
-						want    []string
-						sdkOnly bool // the go-sdk upstream completes from the context
+						name      string
+						cs        *mcp.ClientSession
+						params    *mcp.CompleteParams
+						want      []string
+						forwarded bool // the upstream is asked
+						sdkOnly   bool // only the go-sdk upstream completes from the context, or fails
 					}{
-						{"prompt, mcpd's name mapped to the upstream's", cs, &mcp.CompleteParams{Ref: prompt, Argument: mcp.CompleteParamsArgument{Name: "department", Value: "S"}}, []string{"Sales"}, false},
-						{"prompt, context passed on", cs, &mcp.CompleteParams{Ref: prompt, Argument: mcp.CompleteParamsArgument{Name: "name", Value: "D"},
-							Context: &mcp.CompleteContext{Arguments: map[string]string{"department": "Sales"}}}, []string{"David", "Dora"}, true},
-						{"template", cs, &mcp.CompleteParams{Ref: tmpl, Argument: mcp.CompleteParamsArgument{Name: "name", Value: "a"}}, []string{"a.txt"}, false},
-						{"the upstream's own name is unknown to mcpd", cs, &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/prompt", Name: "team"}, Argument: mcp.CompleteParamsArgument{Name: "department"}}, []string{}, false},
-						{"prompt hidden by the toolset", narrow, &mcp.CompleteParams{Ref: prompt, Argument: mcp.CompleteParamsArgument{Name: "department", Value: "S"}}, []string{}, false},
-						{"template hidden by the toolset", narrow, &mcp.CompleteParams{Ref: tmpl, Argument: mcp.CompleteParamsArgument{Name: "name", Value: "a"}}, []string{}, false},
-						{"prompt hidden from a caller without the scope", outsider, &mcp.CompleteParams{Ref: prompt, Argument: mcp.CompleteParamsArgument{Name: "department", Value: "S"}}, []string{}, false},
-						{"template hidden from a caller without the scope", outsider, &mcp.CompleteParams{Ref: tmpl, Argument: mcp.CompleteParamsArgument{Name: "name", Value: "a"}}, []string{}, false},
+						{"prompt, mcpd's name mapped to the upstream's", cs, &mcp.CompleteParams{Ref: prompt, Argument: arg("department", "S")}, []string{"Sales"}, true, false},
+						{"prompt, context passed on", cs, &mcp.CompleteParams{Ref: prompt, Argument: arg("name", "D"),
+							Context: &mcp.CompleteContext{Arguments: map[string]string{"department": "Sales"}}}, []string{"David", "Dora"}, true, true},
+						{"template", cs, &mcp.CompleteParams{Ref: tmpl, Argument: arg("name", "a")}, []string{"a.txt"}, true, false},
+						{"the upstream fails: no values, no error", cs, &mcp.CompleteParams{Ref: prompt, Argument: arg("broken", "")}, []string{}, true, true},
+						{"the upstream's own name is unknown to mcpd", cs, &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/prompt", Name: "team"}, Argument: arg("department", "")}, []string{}, false, false},
+						{"prompt hidden by the toolset", narrow, &mcp.CompleteParams{Ref: prompt, Argument: arg("department", "S")}, []string{}, false, false},
+						{"template hidden by the toolset", narrow, &mcp.CompleteParams{Ref: tmpl, Argument: arg("name", "a")}, []string{}, false, false},
+						{"prompt hidden from a caller without the scope", outsider, &mcp.CompleteParams{Ref: prompt, Argument: arg("department", "S")}, []string{}, false, false},
+						{"template hidden from a caller without the scope", outsider, &mcp.CompleteParams{Ref: tmpl, Argument: arg("name", "a")}, []string{}, false, false},
 					}
 					for _, tc := range tests {
 						if tc.sdkOnly && up == nil {
@@ -395,7 +402,7 @@ func TestForwardCompletion(t *testing.T) {
 						}
 						// What mcpd answers itself (unknown, hidden) never
 						// reaches the upstream.
-						if asked := up.asked() - before; asked != map[bool]int{true: 1}[len(tc.want) > 0] {
+						if asked := up.asked() - before; asked != map[bool]int{true: 1}[tc.forwarded] {
 							t.Errorf("%s: the upstream was asked %d times", tc.name, asked)
 						} else if asked == 1 {
 							got := up.lastCompletion()

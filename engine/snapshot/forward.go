@@ -3,6 +3,7 @@ package snapshot
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -26,8 +27,12 @@ type contribution struct {
 // maxCompletions is the most values one completion carries (MCP's bound).
 const maxCompletions = 100
 
+// completeTimeout bounds a backend's completion when the server sets no
+// default_timeout: the user is typing, and waits for it.
+const completeTimeout = 5 * time.Second
+
 // complete asks the backend to complete req, under the server's default
-// timeout. A completion is a hint the client shows as the user types, so
+// timeout (completeTimeout when it sets none). A completion is a hint the client shows as the user types, so
 // a backend that cannot give one (it declared no completions, it is down,
 // it failed or took too long) completes to nothing rather than fail the
 // client's request; the failure is logged.
@@ -39,6 +44,11 @@ func (c *contribution) complete(ctx context.Context, req *adapter.CompleteReques
 	}
 	ctx, cancel := c.limits.withTimeout(ctx)
 	defer cancel()
+	if _, bounded := ctx.Deadline(); !bounded {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, completeTimeout)
+		defer cancel()
+	}
 	res, err := cp.Complete(ctx, c.backend, req)
 	if err != nil {
 		slog.Warn("completion by the backend failed; answered with no values", "ref", req.Ref.Type+" "+req.Ref.Name+req.Ref.URI, "argument", req.Argument, "err", err)
