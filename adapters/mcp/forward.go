@@ -161,6 +161,7 @@ func (u *upstream) subscribe(ctx context.Context, uri string, relay func()) (fun
 	}
 	if !canSubscribe(cs) {
 		u.forget(uri, id)
+		u.log.Info("the upstream does not declare resources.subscribe; subscribers of its resource will hear of no change", "uri", uri)
 		return nil, adapter.ErrNotSubscribable
 	}
 	if err := u.syncSubscriptions(ctx, cs, uri); err != nil {

@@ -423,7 +423,7 @@ func (s *Snapshot) ReadResource(ctx context.Context, req *ReadRequest) (res *mcp
 
 // Complete answers completion/complete for prompt arguments and template
 // variables: the config's own from their completions, a contributed one
-// by its backend (see completeContributed). Unknown references complete
+// by its backend (forward.go). Unknown references complete
 // to nothing. The caller has checked that req.Ref is visible.
 func (s *Snapshot) Complete(ctx context.Context, req *adapter.CompleteRequest) *mcp.CompletionResultDetails {
 	var candidates []string
