@@ -8,8 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -18,11 +16,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	mcpadapter "github.com/mcpd/mcpd/adapters/mcp"
-	"github.com/mcpd/mcpd/engine/adapter"
-	"github.com/mcpd/mcpd/engine/loader"
-	"github.com/mcpd/mcpd/engine/reload"
-	"github.com/mcpd/mcpd/engine/serve"
 	"github.com/mcpd/mcpd/engine/snapshot"
 )
 
@@ -52,33 +45,8 @@ func serveConfig(t testing.TB, config string) string {
 // serveSnapshot is serveConfig, with the served snapshot.
 func serveSnapshot(t testing.TB, config string) (string, *snapshot.Current) {
 	t.Helper()
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "tools.hcl"), []byte(config), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	reg := adapter.NewRegistry()
-	reg.Register("mcp", mcpadapter.New(nil))
-	l := loader.Load([]string{dir}, reg, nil, "test")
-	if l.Snapshot == nil {
-		t.Fatalf("config does not load: %v", l.Diagnostics)
-	}
-	cur := &snapshot.Current{}
-	cur.Swap(l.Snapshot)
-	srv := serve.New(cur, serve.Options{Logger: quiet})
-	r := &reload.Reloader{Paths: []string{dir}, Registry: reg, Current: cur, Notifier: srv, Version: "test", Logger: quiet}
-	r.Init(l)
-	ctx, cancel := context.WithCancel(context.Background())
-	reloading := make(chan struct{})
-	go func() { defer close(reloading); _ = r.Run(ctx, false) }()
-	ts := httptest.NewServer(srv.HTTPHandler(serve.HTTPOptions{}))
-	t.Cleanup(func() {
-		ts.Close()
-		cancel()
-		<-reloading
-		r.StopWatching()
-		cur.Load().Close()
-	})
-	return ts.URL, cur
+	w := serveWatched(t, config)
+	return w.url, w.cur
 }
 
 // bounded is a liveness bound for one request, not a speed assertion.
@@ -99,20 +67,7 @@ func connect(t *testing.T, url, version string, opts *mcp.ClientOptions, manual 
 	if manual {
 		opts.MultiRoundTrip = &mcp.MultiRoundTripOptions{Disabled: true}
 	}
-	c := mcp.NewClient(&mcp.Implementation{Name: "rounds-test", Version: "1"}, opts)
-	var so *mcp.ClientSessionOptions
-	if version == legacy {
-		so = &mcp.ClientSessionOptions{ProtocolVersion: legacy}
-	}
-	cs, err := c.Connect(bounded(t), &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1}, so)
-	if err != nil {
-		t.Fatalf("connect: %v", err)
-	}
-	t.Cleanup(func() { cs.Close() })
-	if got := cs.InitializeResult().ProtocolVersion; got != version {
-		t.Fatalf("negotiated %s, want %s", got, version)
-	}
-	return cs
+	return connectAs(t, url, version, "", opts)
 }
 
 func textOf(res *mcp.CallToolResult) string {

@@ -69,6 +69,8 @@ type upstream struct {
 	holds       holds       // calls held for their clients' answers (held.go)
 	pool        sessionPool // sessions of calls whose client can be asked (pool.go)
 	failures    atomic.Int64
+
+	subs subscriptions // resource subscriptions of mcpd's clients (forward.go)
 }
 
 // Open builds the live upstream. It does not connect: the first call (or
@@ -91,6 +93,7 @@ func (c *serverConfig) Open() (adapter.Backend, error) {
 		PromptListChangedHandler:    func(context.Context, *mcp.PromptListChangedRequest) { go u.relist("prompts") },
 		ResourceListChangedHandler:  func(context.Context, *mcp.ResourceListChangedRequest) { go u.relist("resources") },
 		LoggingMessageHandler:       u.onLog,
+		ResourceUpdatedHandler:      u.onResourceUpdated,
 		// Elicitation, sampling and roots are relayed to the client of
 		// the call (relay.go); the SDK declares elicitation (form) and
 		// sampling for their handlers, roots from RootsV2.
@@ -147,6 +150,7 @@ func (u *upstream) supervise() {
 			u.log.Info("upstream connected", "transport", u.cfg.transport(), "protocol", protocolOf(cs))
 			u.setUpstreamLogLevel(u.ctx, cs)
 			go u.relist("")
+			go u.resubscribe()
 			err = cs.Wait()
 			u.setSession(nil, connectionEnded(err))
 			stop()

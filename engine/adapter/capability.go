@@ -2,6 +2,7 @@ package adapter
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
@@ -253,6 +254,51 @@ type PromptOutput struct {
 	Result        *mcp.GetPromptResult
 	InputRequired *InputRequired
 }
+
+// A Completer is a PromptContributor or ResourceContributor whose backend
+// completes the arguments of the prompts and template variables it
+// contributes (an MCP server's completion/complete). The engine asks it
+// only for a reference the caller may see through its endpoint, as it
+// would get the prompt or read the template.
+type Completer interface {
+	// Complete completes req.Argument of req.Ref, a prompt or template as
+	// the engine serves it (the config maps it to the backend's own
+	// naming). It returns nil, nil when the backend offers no completion
+	// for it (it declared none, say). ctx carries the server's timeout.
+	Complete(ctx context.Context, b Backend, req *CompleteRequest) (*mcp.CompletionResultDetails, error)
+}
+
+// CompleteRequest is one completion/complete of a contributed prompt or
+// template.
+type CompleteRequest struct {
+	Ref      *mcp.CompleteReference // ref/prompt by mcpd's name, ref/resource by mcpd's URI template
+	Argument string                 // the argument (template variable) to complete
+	Value    string                 // what the user typed of it so far
+	// Context are the arguments already resolved (nil: none), by the
+	// names the prompt or template lists.
+	Context map[string]string
+}
+
+// A ResourceSubscriber is a ResourceContributor whose backend can tell
+// when a resource it contributes changes (an MCP server's
+// resources/subscribe). The engine counts its own clients' subscriptions
+// and holds one subscription per URI here while any of them wants it, so
+// a backend is asked once however many clients subscribe.
+type ResourceSubscriber interface {
+	// SubscribeResource subscribes to uri (as the engine serves it: a
+	// contributed resource or an instance of a contributed template) and
+	// calls updated with that URI, from any goroutine and without holding
+	// its locks, whenever the backend reports a change, until release is
+	// called. A backend that cannot tell returns ErrNotSubscribable; one
+	// that is not reachable now may record the subscription and make it
+	// once it is. release must be safe to call once from any goroutine
+	// after ctx has ended.
+	SubscribeResource(ctx context.Context, b Backend, uri string, updated func(uri string)) (release func(), err error)
+}
+
+// ErrNotSubscribable is what a ResourceSubscriber returns for a resource
+// whose backend cannot report its changes.
+var ErrNotSubscribable = errors.New("the backend does not report changes of this resource")
 
 // A ServiceReporter is a Backend that supervises a service of its own (an
 // MCP upstream's process or session), whose state the metrics export

@@ -89,6 +89,9 @@ type notifier struct {
 	timeout time.Duration
 	// sessions lists the sessions of every endpoint.
 	sessions func() iter.Seq[*mcp.ServerSession]
+	// muted reports the subscriptions whose resources/updated a session
+	// must not get (subscribe.go); nil: none.
+	muted func(ss *mcp.ServerSession, uri string) bool
 
 	mu      sync.Mutex
 	running bool                          // the dispatch goroutine is running
@@ -198,6 +201,9 @@ func (n *notifier) sending(next mcp.MethodHandler) mcp.MethodHandler {
 		ss, isServer := req.GetSession().(*mcp.ServerSession)
 		if !ok || !isServer {
 			return next(ctx, method, req)
+		}
+		if p, ok := req.GetParams().(*mcp.ResourceUpdatedNotificationParams); ok && p != nil && n.muted != nil && n.muted(ss, p.URI) {
+			return nil, nil
 		}
 		// The write happens later, under deliver's context: the SDK's ctx
 		// (a bare timeout) ends when its fan-out returns, which is now.

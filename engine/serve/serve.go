@@ -25,6 +25,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/audit"
 	"github.com/mcpd/mcpd/engine/event"
 	"github.com/mcpd/mcpd/engine/principal"
@@ -100,6 +101,7 @@ type Server struct {
 	mcp       *mcp.Server
 	opts      Options
 	notes     *notifier
+	subs      *subscriptions // resources/subscribe (subscribe.go)
 	drain     *drain
 	shut      shutdown
 	streams   *streamGate
@@ -149,6 +151,8 @@ func New(current *snapshot.Current, opts Options) *Server {
 	s.budget = newBudget(opts.OutputBudget, opts.MaxInflight)
 	s.notes = newNotifier(opts.Logger, opts.SlowClientTimeout)
 	s.notes.sessions = s.allSessions
+	s.subs = newSubscriptions()
+	s.notes.muted = s.subs.muted
 	// Advertise list_changed from the start, even for a config with no
 	// tools yet: a reload may add some.
 	s.caps = &mcp.ServerCapabilities{
@@ -178,8 +182,10 @@ func (s *Server) newSDK(toolset string) (*mcp.Server, *mcp.Implementation, strin
 		CompletionHandler: func(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
 			return s.complete(ctx, req, toolset)
 		},
-		SubscribeHandler:   func(context.Context, *mcp.SubscribeRequest) error { return nil },
-		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
+		SubscribeHandler: func(ctx context.Context, req *mcp.SubscribeRequest) error {
+			return s.subscribe(ctx, req, toolset)
+		},
+		UnsubscribeHandler: s.unsubscribe,
 		SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) {
 			c.TTLMs = int(s.opts.ListTTL / time.Millisecond)
 		},
@@ -580,15 +586,22 @@ func (s *Server) complete(ctx context.Context, req *mcp.CompleteRequest, toolset
 	if p == nil || p.Ref == nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "completion needs a ref"}
 	}
-	snap := s.current.Load()
+	// Acquired: a contributed prompt or template is completed by its
+	// backend, which must not be closed meanwhile.
+	snap := s.current.Acquire()
+	defer snap.Release()
 	caller := principal.FromContext(ctx)
 	_, ts, usable := viewFor(snap, toolset, caller)
 	if !usable || !ts.Completable(p.Ref) || !snap.Completable(p.Ref, caller) {
 		// What the caller may not see completes to nothing, as an
-		// unknown reference does.
+		// unknown reference does, and no backend is asked.
 		return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{}}}, nil
 	}
-	return &mcp.CompleteResult{Completion: *snap.Complete(p.Ref, p.Argument.Name, p.Argument.Value)}, nil
+	cr := &adapter.CompleteRequest{Ref: p.Ref, Argument: p.Argument.Name, Value: p.Argument.Value}
+	if p.Context != nil {
+		cr.Context = p.Context.Arguments
+	}
+	return &mcp.CompleteResult{Completion: *snap.Complete(ctx, cr)}, nil
 }
 
 // cursor reads a list request's cursor; the params of a list request are

@@ -150,14 +150,15 @@ func (s *Server) notifyEndpoints(changed [3]bool) {
 }
 
 // resourceUpdated schedules resources/updated for uri on the endpoints
-// that serve the resource; subscribers elsewhere learn nothing of it.
+// that serve the resource (or a template that answers it); subscribers
+// elsewhere learn nothing of it.
 func (s *Server) resourceUpdated(uri string) {
 	snap := s.current.Load()
 	s.epMu.Lock()
 	defer s.epMu.Unlock()
 	for _, ep := range s.eps {
-		ts, _, ok := resolveToolset(snap, ep.toolset)
-		if ok && ts.HasResource(uri) {
+		ts, all, ok := resolveToolset(snap, ep.toolset)
+		if all || ok && snap.ServesURI(ts, uri) {
 			s.notes.schedule(ep.srv, [3]bool{}, uri)
 		}
 	}

@@ -60,13 +60,14 @@ func (s *Snapshot) addContributed(prev *Snapshot, sl serverLimits) {
 		if !ok {
 			continue
 		}
+		from := &contribution{conf: c.conf, backend: lb.backend, limits: lim}
 		if rc, ok := c.conf.(adapter.ResourceContributor); ok {
 			resources, tmpls := rc.ContributedResources(lb.backend)
 			for _, cr := range resources {
 				if _, dup := s.resources[cr.Def.URI]; dup || cr.Read == nil {
 					continue
 				}
-				r := &Resource{Def: cr.Def, src: &source{name: cr.Def.Name, remote: cr.Read, limits: lim, adapterType: "contributed"}, scopes: normScopes(cr.Scopes)}
+				r := &Resource{Def: cr.Def, src: &source{name: cr.Def.Name, remote: cr.Read, limits: lim, adapterType: "contributed"}, scopes: normScopes(cr.Scopes), from: from}
 				s.Resources = append(s.Resources, r)
 				s.resources[r.Def.URI] = r
 			}
@@ -79,6 +80,7 @@ func (s *Snapshot) addContributed(prev *Snapshot, sl serverLimits) {
 					continue
 				}
 				templates[ct.Def.URITemplate] = true
+				t.from = from
 				s.Templates = append(s.Templates, t)
 			}
 		}
@@ -88,7 +90,7 @@ func (s *Snapshot) addContributed(prev *Snapshot, sl serverLimits) {
 					continue
 				}
 				get := cp.Get
-				p := &Prompt{Def: cp.Def, scope: &adapter.Scope{}, completions: map[string][]string{}, scopes: normScopes(cp.Scopes),
+				p := &Prompt{Def: cp.Def, scope: &adapter.Scope{}, completions: map[string][]string{}, scopes: normScopes(cp.Scopes), from: from,
 					remote: func(ctx context.Context, req *adapter.PromptRequest) (*adapter.PromptOutput, error) {
 						ctx, cancel := lim.withTimeout(ctx)
 						defer cancel()

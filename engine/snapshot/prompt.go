@@ -28,6 +28,7 @@ type Prompt struct {
 	// remote gets a prompt a backend contributes (contributed.go, and
 	// getRemote in rounds.go).
 	remote func(ctx context.Context, req *adapter.PromptRequest) (*adapter.PromptOutput, error)
+	from   *contribution // nil: the config's own
 }
 
 type promptMessage struct {

@@ -50,8 +50,9 @@ type source struct {
 type Resource struct {
 	Def     *mcp.Resource
 	src     *source
-	version string   // see sourceVersion
-	scopes  []string // required to list and read it
+	version string        // see sourceVersion
+	scopes  []string      // required to list and read it
+	from    *contribution // nil: the config's own
 }
 
 // Template is one compiled resource template.
@@ -62,7 +63,8 @@ type Template struct {
 	completions map[string][]string
 	vars        map[string]varRule
 	validator   *schema.Validator
-	scopes      []string // required to list and read it
+	scopes      []string      // required to list and read it
+	from        *contribution // nil: the config's own
 }
 
 func compileSource(owner, name string, text, blob, file *hcl.Attribute, ab *config.AdapterBlock, scope *adapter.Scope, reg *adapter.Registry, backend *backendSet, sl serverLimits, declRange hcl.Range) (*source, hcl.Diagnostics) {

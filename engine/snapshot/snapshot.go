@@ -422,22 +422,30 @@ func (s *Snapshot) ReadResource(ctx context.Context, req *ReadRequest) (res *mcp
 }
 
 // Complete answers completion/complete for prompt arguments and template
-// variables. Unknown references complete to nothing.
-func (s *Snapshot) Complete(ref *mcp.CompleteReference, arg string, prefix string) *mcp.CompletionResultDetails {
+// variables: the config's own from their completions, a contributed one
+// by its backend (forward.go). Unknown references complete
+// to nothing. The caller has checked that req.Ref is visible.
+func (s *Snapshot) Complete(ctx context.Context, req *adapter.CompleteRequest) *mcp.CompletionResultDetails {
 	var candidates []string
-	switch ref.Type {
+	switch req.Ref.Type {
 	case "ref/prompt":
-		if p, ok := s.prompts[ref.Name]; ok {
-			candidates = p.completions[arg]
+		if p, ok := s.prompts[req.Ref.Name]; ok {
+			if p.from != nil {
+				return p.from.complete(ctx, req)
+			}
+			candidates = p.completions[req.Argument]
 		}
 	case "ref/resource":
 		for _, t := range s.Templates {
-			if t.Def.URITemplate == ref.URI {
-				candidates = t.completions[arg]
+			if t.Def.URITemplate == req.Ref.URI {
+				if t.from != nil {
+					return t.from.complete(ctx, req)
+				}
+				candidates = t.completions[req.Argument]
 			}
 		}
 	}
-	return complete(candidates, prefix)
+	return complete(candidates, req.Value)
 }
 
 // Current holds the snapshot being served. Requests Acquire it for the

@@ -808,13 +808,13 @@ prompt "many" {
 		{mcp.CompleteReference{Type: "ref/resource", URI: "users://{nope}"}, "id", "", []string{}},
 	}
 	for _, tc := range tests {
-		got := s.Complete(&tc.ref, tc.arg, tc.prefix)
+		got := s.Complete(context.Background(), &adapter.CompleteRequest{Ref: &tc.ref, Argument: tc.arg, Value: tc.prefix})
 		if got.Values == nil || !reflect.DeepEqual(got.Values, tc.want) || got.Total != len(tc.want) || got.HasMore {
 			t.Errorf("Complete(%+v, %q, %q) = %+v, want %v", tc.ref, tc.arg, tc.prefix, got, tc.want)
 		}
 	}
 	// At most 100 values, with the total and hasMore.
-	got := s.Complete(&mcp.CompleteReference{Type: "ref/prompt", Name: "many"}, "a", "v")
+	got := s.Complete(context.Background(), &adapter.CompleteRequest{Ref: &mcp.CompleteReference{Type: "ref/prompt", Name: "many"}, Argument: "a", Value: "v"})
 	if len(got.Values) != 100 || got.Total != 150 || !got.HasMore {
 		t.Errorf("got %d values, total %d, hasMore %v", len(got.Values), got.Total, got.HasMore)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/snapshot"
 )
 
@@ -114,7 +115,7 @@ func TestTemplateVariables(t *testing.T) {
 	}
 
 	// A declared enum is what completion offers.
-	got := s.Complete(&mcp.CompleteReference{Type: "ref/resource", URI: "colour://{c}"}, "c", "gr")
+	got := s.Complete(context.Background(), &adapter.CompleteRequest{Ref: &mcp.CompleteReference{Type: "ref/resource", URI: "colour://{c}"}, Argument: "c", Value: "gr"})
 	if want := []string{"green", "grey"}; !reflect.DeepEqual(got.Values, want) {
 		t.Errorf("completions = %v, want %v", got.Values, want)
 	}

