@@ -33,6 +33,16 @@ tool "ask_user_briefly" {
   }
 }
 
+tool "echo" {
+  description = "Echoes a message (the upstream asks nothing)."
+  param "message" {
+    type = "string"
+  }
+  mcp {
+    server = "everything"
+  }
+}
+
 tool "sample" {
   description = "Ask the client's model (the upstream samples)."
   param "prompt" {
@@ -145,6 +155,12 @@ func TestGatewayRelayEverything(t *testing.T) {
 			ended <- ctx.Err()
 			return nil, ctx.Err()
 		}})
+		// The 2 s count from the call, connecting to the upstream included:
+		// the upstream is connected first, so that its question is asked
+		// within them however long node takes to start.
+		if res, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "up?"}}); err != nil || res.IsError {
+			t.Fatalf("echo: %v %q", err, textOf(res))
+		}
 		res, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "ask_user_briefly", Arguments: map[string]any{}})
 		if err != nil || !res.IsError || !strings.Contains(textOf(res), "timed out") {
 			t.Errorf("ask_user_briefly: %v %q", err, textOf(res))
