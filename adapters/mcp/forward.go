@@ -2,6 +2,7 @@ package mcpadapter
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -201,6 +202,10 @@ func (u *upstream) resubscribe() {
 	}
 }
 
+// maxKeptStreams bounds the resource subscription streams mcpd holds on
+// the one session of a 2026-07-28 stdio upstream (see syncSubscriptions).
+const maxKeptStreams = 1024
+
 // syncSubscriptions subscribes cs to the URIs wanted and unsubscribes it
 // from the others. It returns the error of focus (a URI, or "" for none);
 // the others' are logged.
@@ -223,9 +228,27 @@ func (u *upstream) syncSubscriptions(ctx context.Context, cs *mcp.ClientSession,
 		}
 		return nil
 	}
+	// A 2026-07-28 upstream on stdio has one session for all the
+	// subscriptions/listen streams mcpd opens (one per URI, the SDK
+	// client's way), and the go-sdk server (v1.8.0, mcpd's own too) drops a
+	// session's list_changed subscriptions when any of its listen streams
+	// ends: ending one resource's stream would silence the upstream's tool,
+	// prompt and resource list changes. On such a session a resource
+	// nobody wants any more keeps its stream (its updates reach nobody)
+	// until the session ends, and the streams are bounded instead.
+	keep := u.cfg.url == "" && modernSession(cs)
 	var focusErr error
 	for uri := range want {
 		if s.have[uri] {
+			continue
+		}
+		if keep && len(s.have) >= maxKeptStreams {
+			err := fmt.Errorf("upstream %s: %d resource subscriptions are open on its stdio session, the most mcpd holds; the subscription to %s was not made", u.cfg.name, len(s.have), uri)
+			if uri == focus {
+				focusErr = err
+			} else {
+				u.log.Warn("subscribing to an upstream resource failed", "uri", uri, "err", err)
+			}
 			continue
 		}
 		if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
@@ -240,7 +263,7 @@ func (u *upstream) syncSubscriptions(ctx context.Context, cs *mcp.ClientSession,
 		s.have[uri] = true
 	}
 	for uri := range s.have {
-		if want[uri] {
+		if want[uri] || keep {
 			continue
 		}
 		delete(s.have, uri)

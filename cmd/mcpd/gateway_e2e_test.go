@@ -689,3 +689,49 @@ mcp_server "everything" {
 		t.Errorf("prompt text: %+v", pr.Messages[0].Content)
 	}
 }
+
+// A 2026-07-28 upstream on stdio holds all of mcpd's subscriptions/listen
+// streams on one session, and the go-sdk server drops the session's
+// list_changed subscription when any of them ends: a gateway client that
+// subscribes to an upstream resource and unsubscribes must not silence
+// the upstream's later list changes (the gateway keeps the resource's
+// stream open; adapters/mcp/forward.go).
+func TestGatewayStdioUpstreamUnsubscribeKeepsListChanged(t *testing.T) {
+	upDir := configDir(t, map[string]string{"tools.hcl": upstreamTool("alpha") + `
+resource "notes" {
+  uri  = "notes://today"
+  text = "Nothing yet."
+}
+`})
+	gwDir := configDir(t, map[string]string{"tools.hcl": fmt.Sprintf(`
+mcp_server "up" {
+  command = [%q, "serve", "--stdio", "-c", %q]
+  expose {
+    resources = true
+  }
+}
+`, mcpdBin, upDir)})
+	lc := &listChanges{}
+	c := mcp.NewClient(&mcp.Implementation{Name: "sub", Version: "1"}, &mcp.ClientOptions{ToolListChangedHandler: lc.handler})
+	cs, err := c.Connect(bounded(t), &mcp.CommandTransport{Command: mcpdCommand("serve", "--stdio", "-c", gwDir)}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	pollUntil(t, "the gateway lists alpha", func() bool { return toolNames(t, cs)["alpha"] })
+	if err := cs.Subscribe(bounded(t), &mcp.SubscribeParams{URI: "notes://today"}); err != nil {
+		t.Fatalf("subscribe: %v", err)
+	}
+	if err := cs.Unsubscribe(bounded(t), &mcp.UnsubscribeParams{URI: "notes://today"}); err != nil {
+		t.Fatalf("unsubscribe: %v", err)
+	}
+	time.Sleep(300 * time.Millisecond) // the upstream's listen stream would have ended by now
+	before, _ := lc.count()
+	if err := os.WriteFile(filepath.Join(upDir, "more.hcl"), []byte(upstreamTool("beta")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pollUntil(t, "the client is told of beta", func() bool { n, _ := lc.count(); return n > before })
+	if !toolNames(t, cs)["beta"] {
+		t.Errorf("tools after the upstream's change: %v", toolNames(t, cs))
+	}
+}

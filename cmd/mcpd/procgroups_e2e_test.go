@@ -92,8 +92,12 @@ func TestExitKillsProcessGroups(t *testing.T) {
 				}
 				time.Sleep(20 * time.Millisecond)
 			}
-			if !strings.Contains(logs.String(), "killed the process groups of shell programs still running") {
-				t.Errorf("the kill is not logged; log:\n%s", logs.String())
+			// Who kills the group is a race on a shutdown that cancels the
+			// call (SIGTERM over HTTP): the call's own cancellation, or the
+			// sweep at exit, which logs it. Either is logged.
+			if log := logs.String(); !strings.Contains(log, "killed the process groups of shell programs still running") &&
+				!strings.Contains(log, "cancelling the calls still running") {
+				t.Errorf("the kill is not logged; log:\n%s", log)
 			}
 		})
 	}
