@@ -46,6 +46,12 @@ func serveWatched(t testing.TB, config string) *watched { return serveWatchedAut
 // (nil: none), as h/auth does in production.
 func serveWatchedAuth(t testing.TB, config string, verify auth.TokenVerifier) *watched {
 	t.Helper()
+	return serveWatchedWith(t, config, verify, serve.HTTPOptions{})
+}
+
+// serveWatchedWith is serveWatchedAuth with the HTTP handler's options.
+func serveWatchedWith(t testing.TB, config string, verify auth.TokenVerifier, opts serve.HTTPOptions) *watched {
+	t.Helper()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "tools.hcl")
 	if err := os.WriteFile(file, []byte(config), 0o644); err != nil {
@@ -65,7 +71,7 @@ func serveWatchedAuth(t testing.TB, config string, verify auth.TokenVerifier) *w
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = r.Run(ctx, false) }()
-	var h http.Handler = srv.HTTPHandler(serve.HTTPOptions{})
+	var h http.Handler = srv.HTTPHandler(opts)
 	if verify != nil {
 		h = auth.RequireBearerToken(verify, nil)(h)
 	}
