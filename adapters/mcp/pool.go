@@ -12,6 +12,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpd/mcpd/engine/principal"
 )
 
 // A 2025-11-25 upstream's requests (elicitation, sampling, roots) name no
@@ -34,10 +36,13 @@ import (
 // session timeout passed) answers 404 before running anything: the call
 // is made once more on a new session.
 //
-// A pooled session serves one call at a time but many callers in turn, as
-// the shared session does: an upstream that keeps state per session (a
-// log level, cached roots) sees them as one client. max_idle_sessions = 0
-// gives every such call a session of its own, closed after it.
+// A pooled session serves one call at a time, and only calls of the
+// caller it was first connected for (the verified principal; all
+// unauthenticated callers are one): an upstream that keeps state per
+// session (cached roots, a question sent after its call ended) never
+// shows one caller's to another. When the pool is full, the session idle
+// longest makes room. max_idle_sessions = 0 gives every such call a
+// session of its own, closed after it.
 //
 // A stdio upstream has one session (a process per call is not an option):
 // its requests are relayed only while one of its calls is in flight
@@ -66,7 +71,8 @@ type sessionPool struct {
 
 // pooledSession is one session of the pool, in use or idle.
 type pooledSession struct {
-	cs *mcp.ClientSession
+	cs    *mcp.ClientSession
+	owner string // the caller whose calls it serves (ownerOf)
 	// Under the pool's mutex:
 	idle   bool        // in the pool's idle list
 	ended  bool        // the session ended (closed by either side)
@@ -97,9 +103,13 @@ func (u *upstream) takeSession(ctx context.Context) (*pooledSession, error) {
 		p.mu.Unlock()
 		return nil, errClosed
 	}
-	if n := len(p.idle); n > 0 {
-		s := p.idle[n-1]
-		p.idle = p.idle[:n-1]
+	owner := ownerOf(ctx)
+	for i := len(p.idle) - 1; i >= 0; i-- {
+		s := p.idle[i]
+		if s.owner != owner {
+			continue
+		}
+		p.idle = slices.Delete(p.idle, i, i+1)
 		s.idle = false
 		s.timer.Stop() // if it fired meanwhile, expireIdle finds s in use
 		p.busy++
@@ -107,7 +117,21 @@ func (u *upstream) takeSession(ctx context.Context) (*pooledSession, error) {
 		return s, nil
 	}
 	p.mu.Unlock()
-	return u.connectPooledBusy(ctx)
+	s, err := u.connectPooledBusy(ctx)
+	if err == nil {
+		s.owner = owner
+	}
+	return s, err
+}
+
+// ownerOf is the caller of a call under ctx, whose pooled sessions serve
+// no other caller: "" for one that is not authenticated.
+func ownerOf(ctx context.Context) string {
+	p := principal.FromContext(ctx)
+	if p == nil {
+		return ""
+	}
+	return p.Method + ":" + p.Name
 }
 
 // connectPooled connects a new session for the pool.
@@ -159,7 +183,16 @@ func (u *upstream) giveBack(ctx context.Context, s *pooledSession, clean bool) {
 	p := &u.pool
 	p.mu.Lock()
 	p.busy--
-	keep := clean && !p.closed && !s.ended && len(p.idle) < u.cfg.maxIdle
+	keep := clean && !p.closed && !s.ended && u.cfg.maxIdle > 0
+	var evicted *pooledSession
+	if keep && len(p.idle) >= u.cfg.maxIdle {
+		// The session idle longest makes room: the latest is the likelier
+		// to serve its caller's next call.
+		evicted = p.idle[0]
+		p.idle = p.idle[1:]
+		evicted.idle = false
+		evicted.timer.Stop()
+	}
 	if keep {
 		s.idle, s.reused = true, true
 		s.gen++
@@ -168,6 +201,9 @@ func (u *upstream) giveBack(ctx context.Context, s *pooledSession, clean bool) {
 		p.idle = append(p.idle, s)
 	}
 	p.mu.Unlock()
+	if evicted != nil {
+		go evicted.cs.Close() // its DELETE is no part of this call
+	}
 	if !keep {
 		closeOwn(ctx, s.cs)
 	}
@@ -244,6 +280,7 @@ func (u *upstream) callPooled(ctx context.Context, s *pooledSession, params mcp.
 			if cerr != nil {
 				return nil, s.cs, cerr
 			}
+			next.owner = s.owner
 			s = next
 			continue
 		}

@@ -321,3 +321,22 @@ func (e *poolEnv) waitFor(t *testing.T, what string, n int) {
 		}
 	}
 }
+
+// A pooled session serves the calls of the caller it was made for only:
+// what an upstream keeps per session (or a question it sends after its
+// call ended) never reaches another caller. Callers take turns; each
+// reuses its own session.
+func TestPoolPerCaller(t *testing.T) {
+	prx, up := newCountingProxy(t, serveConfig(t, upstreamMCPD))
+	gw := serveWatchedAuth(t, poolGateway(up, ""), verifyCaller)
+	for _, caller := range []string{"reader", "outsider", "reader", "outsider", "reader"} {
+		n := &namer{name: caller}
+		cs := connectAs(t, gw.url, modern, caller, &mcp.ClientOptions{ElicitationHandler: n.elicit})
+		if got, want := greet(t, cs, "Hi"), "Hi, "+caller+"!"; got != want {
+			t.Errorf("%s: %q, want %q", caller, got, want)
+		}
+	}
+	if got := prx.count("initialize") - 1; got != 2 { // less the shared session's
+		t.Errorf("pooled handshakes: %d, want 2 (one per caller)", got)
+	}
+}
