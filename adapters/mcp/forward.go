@@ -202,9 +202,11 @@ func (u *upstream) resubscribe() {
 	}
 }
 
-// maxKeptStreams bounds the resource subscription streams mcpd holds on
-// the one session of a 2026-07-28 stdio upstream (see syncSubscriptions).
-const maxKeptStreams = 1024
+// maxStreams bounds the resource subscription streams mcpd holds to one
+// 2026-07-28 upstream (one long-lived request per URI; see
+// syncSubscriptions): clients choose the URIs, a template's instances
+// are without number, and each stream holds a request open upstream.
+const maxStreams = 1024
 
 // syncSubscriptions subscribes cs to the URIs wanted and unsubscribes it
 // from the others. It returns the error of focus (a URI, or "" for none);
@@ -235,15 +237,15 @@ func (u *upstream) syncSubscriptions(ctx context.Context, cs *mcp.ClientSession,
 	// ends: ending one resource's stream would silence the upstream's tool,
 	// prompt and resource list changes. On such a session a resource
 	// nobody wants any more keeps its stream (its updates reach nobody)
-	// until the session ends, and the streams are bounded instead.
+	// until the session ends (the streams are bounded: maxStreams).
 	keep := u.cfg.url == "" && modernSession(cs)
 	var focusErr error
 	for uri := range want {
 		if s.have[uri] {
 			continue
 		}
-		if keep && len(s.have) >= maxKeptStreams {
-			err := fmt.Errorf("upstream %s: %d resource subscriptions are open on its stdio session, the most mcpd holds; the subscription to %s was not made", u.cfg.name, len(s.have), uri)
+		if modernSession(cs) && len(s.have) >= maxStreams {
+			err := fmt.Errorf("upstream %s: %d resource subscriptions are open to it, the most mcpd holds; the subscription to %s was not made", u.cfg.name, len(s.have), uri)
 			if uri == focus {
 				focusErr = err
 			} else {
