@@ -134,9 +134,6 @@ func (h *handler) Call(ctx context.Context, req *adapter.Request) (*adapter.Outp
 		}
 		args[f.name] = v
 	}
-	if req.LogWanted {
-		defer h.up.logTo(req.Log)() // the upstream's log records (logging.go)
-	}
 	res, ask, err := h.up.callTool(ctx, h.upTool, args, req)
 	if err != nil {
 		return nil, err
@@ -158,9 +155,12 @@ func (h *handler) Call(ctx context.Context, req *adapter.Request) (*adapter.Outp
 // questions to the client of req (roundTrip).
 func (u *upstream) callTool(ctx context.Context, name string, args map[string]any, req *adapter.Request) (*mcp.CallToolResult, *adapter.InputRequired, error) {
 	x := &exchange{kind: "tool", name: name, params: &mcp.CallToolParams{Name: name, Arguments: args},
-		client: req.Client, rounds: req.Rounds, logWanted: req.LogWanted}
+		client: req.Client, rounds: req.Rounds}
 	if req.ProgressWanted {
 		x.progress = req.Progress
+	}
+	if req.LogWanted {
+		x.log = req.Log // the upstream's log records (logging.go)
 	}
 	res, ask, err := u.roundTrip(ctx, x)
 	if err != nil || ask != nil {
@@ -220,7 +220,7 @@ func (u *upstream) roundTrip(ctx context.Context, x *exchange) (mcp.Result, *ada
 	// Progress and log records only when the client will receive them: a
 	// request that asks for neither is one a 2026-07-28 upstream answers
 	// cheaply (mcpd's own fast path, engine/serve/fastpath.go).
-	if x.logWanted && modernSession(cs) {
+	if x.log != nil && modernSession(cs) {
 		meta := params.GetMeta()
 		if meta == nil {
 			meta = mcp.Meta{}
@@ -241,7 +241,7 @@ func (u *upstream) roundTrip(ctx context.Context, x *exchange) (mcp.Result, *ada
 			return nil, nil, err
 		}
 		res, cs, err := u.callPooled(ctx, s, params, func(ctx context.Context, cs *mcp.ClientSession) (context.Context, func()) {
-			return u.withRelay(ctx, x.client, nil, cs)
+			return u.withRelay(ctx, x.client, nil, cs, x.log)
 		})
 		if err != nil {
 			u.failures.Add(1)
@@ -249,7 +249,7 @@ func (u *upstream) roundTrip(ctx context.Context, x *exchange) (mcp.Result, *ada
 		}
 		return res, nil, nil
 	}
-	rctx, forget := u.withRelay(ctx, x.client, nil, nil)
+	rctx, forget := u.withRelay(ctx, x.client, nil, nil, x.log)
 	defer forget()
 	for ; ; round++ {
 		res, err := send(rctx, cs, params)

@@ -19,7 +19,7 @@ func TestRelayElicitPassesSchemaThrough(t *testing.T) {
 	}
 	u := &upstream{cfg: &serverConfig{name: "up"}}
 	c := &fakeClient{caps: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{}}}
-	ctx, forget := u.withRelay(context.Background(), c, nil, nil)
+	ctx, forget := u.withRelay(context.Background(), c, nil, nil, nil)
 	defer forget()
 
 	nextCalled := ""

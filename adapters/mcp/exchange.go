@@ -27,9 +27,10 @@ type exchange struct {
 	client adapter.ClientAsker
 	rounds *adapter.Rounds
 	// progress receives the upstream's progress; nil when the client did
-	// not ask for it. logWanted: the client may receive log records.
-	progress  func(progress, total float64, message string)
-	logWanted bool
+	// not ask for it. log receives the upstream's log records of the
+	// request; nil when the client will not receive them (it set no level).
+	progress func(progress, total float64, message string)
+	log      func(level, message string)
 }
 
 // answered is a copy of params that carries the client's answers and the

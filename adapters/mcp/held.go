@@ -149,10 +149,10 @@ func (u *upstream) startHeld(cs *mcp.ClientSession, s *pooledSession, x *exchang
 		var err error
 		if s != nil {
 			res, cs, err = u.callPooled(ctx, s, params, func(ctx context.Context, cs *mcp.ClientSession) (context.Context, func()) {
-				return u.withRelay(ctx, nil, h, cs)
+				return u.withRelay(ctx, nil, h, cs, nil)
 			})
 		} else {
-			rctx, forgetRelay := u.withRelay(ctx, nil, h, nil)
+			rctx, forgetRelay := u.withRelay(ctx, nil, h, nil, nil)
 			res, err = send(rctx, cs, params)
 			forgetRelay()
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
-	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -18,9 +17,11 @@ import (
 // connected to a 2025-11-25 upstream that declares logging, and
 // `_meta.io.modelcontextprotocol/logLevel: debug` on a tools/call to a
 // 2026-07-28 one whose client may receive records (Request.LogWanted:
-// it set a level), and only then. A record carries no reference to a call: it is relayed
-// when exactly one call of the upstream is in flight (as a 2025-11-25
-// upstream's requests are, relay.go), and dropped otherwise. Like progress
+// it set a level), and only then. A record carries no reference to a
+// call: it belongs to the call whose session it came on (a pooled
+// session, pool.go), or to the one call in flight on the shared session,
+// as a 2025-11-25 upstream's requests do (relay.go), and is dropped
+// otherwise. Like progress
 // (progress.go), the records a stdio upstream wrote before its result are
 // relayed before the call returns.
 
@@ -31,49 +32,21 @@ const upstreamLogLevel mcp.LoggingLevel = "debug"
 // off a stdio upstream and not yet relayed.
 const logPendingKey = "\x00notifications/message"
 
-// logCalls are the log recipients of the calls in flight.
-type logCalls struct {
-	mu    sync.Mutex
-	next  int
-	calls map[int]func(level, message string)
-}
-
-// logTo registers the log recipient of one call; the returned function,
-// called when the call ends, first waits for the records already read.
-func (u *upstream) logTo(log func(level, message string)) func() {
-	u.logs.mu.Lock()
-	if u.logs.calls == nil {
-		u.logs.calls = map[int]func(level, message string){}
-	}
-	id := u.logs.next
-	u.logs.next++
-	u.logs.calls[id] = log
-	u.logs.mu.Unlock()
-	return func() {
-		u.pending.drain(logPendingKey, progressDrainWait)
-		u.logs.mu.Lock()
-		delete(u.logs.calls, id)
-		u.logs.mu.Unlock()
-	}
-}
-
 // onLog relays one log record of the upstream.
-func (u *upstream) onLog(_ context.Context, req *mcp.LoggingMessageRequest) {
+func (u *upstream) onLog(ctx context.Context, req *mcp.LoggingMessageRequest) {
 	defer u.pending.done(logPendingKey)
 	if req == nil || req.Params == nil || !slices.Contains(adapter.LogLevels, string(req.Params.Level)) {
 		return
 	}
-	var log func(level, message string)
-	u.logs.mu.Lock()
-	if len(u.logs.calls) == 1 {
-		for _, f := range u.logs.calls {
-			log = f
-		}
-	}
-	u.logs.mu.Unlock()
-	if log == nil {
+	// The call a record belongs to is found as a request's is: by the
+	// session it came on, or as the one call in flight on the shared
+	// session (relay.go). A call whose client will not receive records
+	// still counts, so that its records never reach another call's client.
+	c, err := u.target(ctx, "notifications/message", req.Session)
+	if err != nil || c.log == nil {
 		return
 	}
+	log := c.log
 	msg, ok := req.Params.Data.(string)
 	if !ok {
 		b, err := json.Marshal(req.Params.Data)

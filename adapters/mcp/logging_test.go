@@ -11,40 +11,60 @@ import (
 
 type logged struct{ level, msg string }
 
-// An upstream's log record goes to the one call in flight, with non-string
-// data as JSON and secrets redacted; with none or several in flight it is
-// dropped.
+// An upstream's log record goes to the call it belongs to, with
+// non-string data as JSON and secrets redacted: the call whose own
+// (pooled) session it came on, or the one call in flight on the shared
+// session. With none, or several on the shared session, it is dropped,
+// even when only one of them wants records: it may be the other's.
 func TestOnLog(t *testing.T) {
 	u := &upstream{cfg: &serverConfig{name: "up", secrets: []string{"s3cret"}}}
-	rec := func(level mcp.LoggingLevel, data any) *mcp.LoggingMessageRequest {
-		return &mcp.LoggingMessageRequest{Params: &mcp.LoggingMessageParams{Level: level, Data: data}}
+	rec := func(level mcp.LoggingLevel, data any, on *mcp.ClientSession) *mcp.LoggingMessageRequest {
+		return &mcp.LoggingMessageRequest{Session: on, Params: &mcp.LoggingMessageParams{Level: level, Data: data}}
 	}
-	var a, b []logged
-	u.onLog(context.Background(), rec("info", "before any call"))
+	var a, p []logged
+	toA := func(l, m string) { a = append(a, logged{l, m}) }
+	toP := func(l, m string) { p = append(p, logged{l, m}) }
+	ctx := context.Background()
+	u.onLog(ctx, rec("info", "before any call", nil))
 
-	endA := u.logTo(func(l, m string) { a = append(a, logged{l, m}) })
-	u.onLog(context.Background(), rec("info", "started with s3cret"))
-	u.onLog(context.Background(), rec("warning", map[string]any{"n": 1}))
-	u.onLog(context.Background(), rec("verbose", "not a level"))
+	_, endA := u.withRelay(ctx, nil, nil, nil, toA)
+	u.onLog(ctx, rec("info", "started with s3cret", nil))
+	u.onLog(ctx, rec("warning", map[string]any{"n": 1}, nil))
+	u.onLog(ctx, rec("verbose", "not a level", nil))
 
-	endB := u.logTo(func(l, m string) { b = append(b, logged{l, m}) })
-	u.onLog(context.Background(), rec("info", "whose?"))
+	// A pooled call: its session's records are its own, and it is not
+	// among the calls a record of the shared session may belong to.
+	pooled := &mcp.ClientSession{}
+	_, endP := u.withRelay(ctx, nil, nil, pooled, toP)
+	u.onLog(ctx, rec("info", "pooled's", pooled))
+	u.onLog(ctx, rec("info", "A's, with a pooled call in flight", nil))
+	endP()
+	u.onLog(ctx, rec("info", "on a session no call has", pooled))
+
+	// A second call on the shared session, whose client set no level.
+	_, endB := u.withRelay(ctx, nil, nil, nil, nil)
+	u.onLog(ctx, rec("info", "whose?", nil))
 	endB()
-	u.onLog(context.Background(), rec("error", "A's again"))
+	u.onLog(ctx, rec("error", "A's again", nil))
 	endA()
-	u.onLog(context.Background(), rec("info", "after"))
+	u.onLog(ctx, rec("info", "after", nil))
 
-	want := []logged{{"info", "started with [redacted]"}, {"warning", `{"n":1}`}, {"error", "A's again"}}
-	if len(a) != len(want) {
-		t.Fatalf("call A got %v, want %v", a, want)
-	}
-	for i := range want {
-		if a[i] != want[i] {
-			t.Errorf("record %d: %v, want %v", i, a[i], want[i])
+	for _, tc := range []struct {
+		call      string
+		got, want []logged
+	}{
+		{"A", a, []logged{{"info", "started with [redacted]"}, {"warning", `{"n":1}`}, {"info", "A's, with a pooled call in flight"}, {"error", "A's again"}}},
+		{"pooled", p, []logged{{"info", "pooled's"}}},
+	} {
+		if len(tc.got) != len(tc.want) {
+			t.Errorf("call %s got %v, want %v", tc.call, tc.got, tc.want)
+			continue
 		}
-	}
-	if len(b) != 0 {
-		t.Errorf("call B got %v (two calls in flight: a record is nobody's)", b)
+		for i := range tc.want {
+			if tc.got[i] != tc.want[i] {
+				t.Errorf("call %s, record %d: %v, want %v", tc.call, i, tc.got[i], tc.want[i])
+			}
+		}
 	}
 }
 

@@ -44,6 +44,9 @@ type relayCall struct {
 	// session, when not nil, is the call's own session to the upstream:
 	// the requests that come on it are this call's, and no other's.
 	session *mcp.ClientSession
+	// log receives the upstream's log records that are this call's; nil
+	// when its client will not receive them.
+	log func(level, message string)
 	// asking counts the call's requests being relayed: a session whose
 	// call ended with one still out is not pooled again (pool.go).
 	asking atomic.Int32
@@ -59,8 +62,10 @@ type relays struct {
 
 // withRelay registers a call in flight, and returns its context (which
 // carries it) and the function that forgets it.
-func (u *upstream) withRelay(ctx context.Context, client adapter.ClientAsker, held *heldCall, session *mcp.ClientSession) (context.Context, func()) {
-	c := &relayCall{ctx: ctx, client: client, held: held, session: session}
+// log, when not nil, receives the upstream's log records of the call
+// (logging.go).
+func (u *upstream) withRelay(ctx context.Context, client adapter.ClientAsker, held *heldCall, session *mcp.ClientSession, log func(level, message string)) (context.Context, func()) {
+	c := &relayCall{ctx: ctx, client: client, held: held, session: session, log: log}
 	u.relays.mu.Lock()
 	if u.relays.calls == nil {
 		u.relays.calls = map[*relayCall]struct{}{}
@@ -68,6 +73,11 @@ func (u *upstream) withRelay(ctx context.Context, client adapter.ClientAsker, he
 	u.relays.calls[c] = struct{}{}
 	u.relays.mu.Unlock()
 	return context.WithValue(ctx, relayCtxKey{}, c), func() {
+		if log != nil {
+			// Records a stdio upstream wrote before its result are
+			// relayed before the call returns.
+			u.pending.drain(logPendingKey, progressDrainWait)
+		}
 		u.relays.mu.Lock()
 		delete(u.relays.calls, c)
 		u.relays.mu.Unlock()

@@ -46,9 +46,9 @@ func TestRelayTarget(t *testing.T) {
 				var ctx context.Context
 				var forget func()
 				if c == nil {
-					ctx, forget = u.withRelay(context.Background(), nil, nil, nil)
+					ctx, forget = u.withRelay(context.Background(), nil, nil, nil, nil)
 				} else {
-					ctx, forget = u.withRelay(context.Background(), c, nil, nil)
+					ctx, forget = u.withRelay(context.Background(), c, nil, nil, nil)
 				}
 				defer forget()
 				if i == 0 {
@@ -94,7 +94,7 @@ func TestRelayTarget(t *testing.T) {
 func TestRelayForget(t *testing.T) {
 	u := &upstream{cfg: &serverConfig{name: "up"}}
 	c := &fakeClient{caps: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{}}}
-	_, forget := u.withRelay(context.Background(), c, nil, nil)
+	_, forget := u.withRelay(context.Background(), c, nil, nil, nil)
 	forget()
 	if _, err := u.onElicit(context.Background(), &mcp.ElicitRequest{Params: &mcp.ElicitParams{Message: "late"}}); err == nil || len(c.asked) != 0 {
 		t.Fatalf("a request after the call: %v, asked %v", err, c.asked)
@@ -109,10 +109,10 @@ func TestRelayOwnSession(t *testing.T) {
 	elicit := &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{}}
 	own := &mcp.ClientSession{}
 	held := &heldCall{caps: elicit}
-	_, forget := u.withRelay(context.Background(), nil, held, own)
+	_, forget := u.withRelay(context.Background(), nil, held, own, nil)
 	defer forget()
 	shared := &fakeClient{caps: elicit}
-	_, forget = u.withRelay(context.Background(), shared, nil, nil)
+	_, forget = u.withRelay(context.Background(), shared, nil, nil, nil)
 	defer forget()
 
 	c, err := u.target(context.Background(), "elicitation/create", own)

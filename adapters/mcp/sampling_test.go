@@ -36,7 +36,7 @@ func TestAnswerInputsSampling(t *testing.T) {
 	}
 	u := &upstream{cfg: &serverConfig{name: "up"}}
 	c := &samplingClient{}
-	ctx, forget := u.withRelay(context.Background(), c, nil, nil)
+	ctx, forget := u.withRelay(context.Background(), c, nil, nil, nil)
 	defer forget()
 
 	reqs := decode(t, `{"llm":{"method":"sampling/createMessage","params":{"maxTokens":100,"messages":[{"role":"user","content":{"type":"text","text":"Say hello."}}]}}}`)

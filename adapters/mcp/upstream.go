@@ -63,7 +63,6 @@ type upstream struct {
 	progressSeq atomic.Int64
 	progress    sync.Map        // progress token (string) -> func(progress, total float64, msg string)
 	pending     pendingProgress // progress (and log) notifications read but not yet relayed (progress.go)
-	logs        logCalls        // log recipients of the calls in flight (logging.go)
 	calls       atomic.Int64
 	relays      relays
 	holds       holds       // calls held for their clients' answers (held.go)
