@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"syscall"
@@ -16,24 +18,6 @@ import (
 
 	"github.com/mcpd/mcpd/engine/serve"
 )
-
-// staticTool is bench/configs/static.hcl's static tool: no backend, so a
-// call costs the protocol and nothing else.
-const staticTool = `
-tool "static" {
-  description = "Returns a fixed text."
-  param "name" {
-    type       = "string"
-    max_length = 64
-    required   = false
-  }
-  result {
-    content "text" {
-      text = "This is a static response."
-    }
-  }
-}
-`
 
 // BenchmarkGatewayFloor measures, in one process, the CPU time per call
 // (user + system, all goroutines: cpu-µs/op) of the static tool:
@@ -59,7 +43,13 @@ func BenchmarkGatewayFloor(b *testing.B) {
 	defer debug.SetGCPercent(debug.SetGCPercent(400))
 	// The upstream answers with JSON, not SSE, as bench/gateway-pair.sh's
 	// does (--json-response): the cheaper answer for both sides.
-	upstream := serveWatchedWith(b, staticTool, nil, serve.HTTPOptions{JSONResponse: true}).url
+	// The upstream serves the benchmark harness's own config (no backend:
+	// a call costs the protocol and nothing else).
+	static, err := os.ReadFile(filepath.Join("..", "..", "bench", "configs", "static.hcl"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	upstream := serveWatchedWith(b, string(static), nil, serve.HTTPOptions{JSONResponse: true}).url
 	gateway := serveConfig(b, fmt.Sprintf(`
 mcp_server "up" {
   url   = %q
