@@ -185,6 +185,10 @@ func TestPromptRoundsBound(t *testing.T) {
 				t.Fatalf("input requests: %#v", res.InputRequests)
 			}
 			state := res.RequestState
+			tampered := "x" + state[1:]
+			if state[0] == 'x' {
+				tampered = "y" + state[1:]
+			}
 			for _, bad := range []struct {
 				name string
 				args map[string]string
@@ -192,7 +196,7 @@ func TestPromptRoundsBound(t *testing.T) {
 				want string
 			}{
 				{"other arguments", map[string]string{"audience": "managers"}, state, "another call"},
-				{"tampered", args, "x" + state[1:], "requestState"},
+				{"tampered", args, tampered, "requestState"},
 				{"the upstream's own, bare", args, "bare-upstream-state", "requestState"},
 			} {
 				_, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: tc.prompt, Arguments: bad.args, InputResponses: answer(tc.key, "Rust"), RequestState: bad.st})

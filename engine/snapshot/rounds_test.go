@@ -44,7 +44,13 @@ tool "greet" {
 	answer := mcp.InputResponseMap{"q": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}}
 
 	var se *snapshot.StateError
-	if _, err := call(args, adapterState[:len(adapterState)-1]+"A", answer); !errors.As(err, &se) {
+	// The tampered state differs in its first character whatever that is
+	// (a fixed replacement is sometimes no change at all).
+	tampered := "B" + adapterState[1:]
+	if adapterState[0] == 'B' {
+		tampered = "C" + adapterState[1:]
+	}
+	if _, err := call(args, tampered, answer); !errors.As(err, &se) {
 		t.Errorf("tampered state: %v", err)
 	}
 	if _, err := call([]byte(`{"who":"y"}`), adapterState, answer); !errors.As(err, &se) || !errors.Is(err, requeststate.ErrForeign) {
