@@ -215,9 +215,25 @@ func (u *upstream) syncSubscriptions(ctx context.Context, cs *mcp.ClientSession,
 	s := &u.subs
 	s.opMu.Lock()
 	defer s.opMu.Unlock()
+	// On a new session after one that held subscriptions, what changed
+	// while mcpd was away was told to nobody: the subscribers hear that
+	// their resources may have changed once they are subscribed again.
+	var missed []string
 	if s.on != cs {
+		if s.on != nil {
+			for uri := range s.have {
+				missed = append(missed, uri)
+			}
+		}
 		s.on, s.have = cs, map[string]bool{}
 	}
+	defer func() {
+		for _, uri := range missed {
+			if s.have[uri] {
+				u.relayUpdated(uri)
+			}
+		}
+	}()
 	s.mu.Lock()
 	want := make(map[string]bool, len(s.want))
 	for uri := range s.want {
@@ -279,13 +295,17 @@ func (u *upstream) syncSubscriptions(ctx context.Context, cs *mcp.ClientSession,
 // onResourceUpdated relays the upstream's notifications/resources/updated
 // to the subscribers of its URI.
 func (u *upstream) onResourceUpdated(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
-	if req.Params == nil {
-		return
+	if req.Params != nil {
+		u.relayUpdated(req.Params.URI)
 	}
+}
+
+// relayUpdated tells the subscribers of uri that it changed.
+func (u *upstream) relayUpdated(uri string) {
 	s := &u.subs
 	s.mu.Lock()
-	relays := make([]func(), 0, len(s.want[req.Params.URI]))
-	for _, r := range s.want[req.Params.URI] {
+	relays := make([]func(), 0, len(s.want[uri]))
+	for _, r := range s.want[uri] {
 		relays = append(relays, r)
 	}
 	s.mu.Unlock()

@@ -129,8 +129,19 @@ mcp_server "everything" {
 			t.Errorf("a client that did not subscribe got %d notifications", n)
 		}
 
+		// The upstream's updates off, so that the next one is the
+		// gateway's own.
+		res, err := subscriber.CallTool(bounded(t), &mcp.CallToolParams{Name: "ev_toggle-subscriber-updates"})
+		if err != nil || res.IsError || !strings.Contains(textOf(res), "Stopped") {
+			t.Fatalf("toggling the upstream's updates off: %v %s", err, textOf(res))
+		}
+		time.Sleep(300 * time.Millisecond) // an update sent before it stopped arrives
+		beforeKill := sub.count(uri)
+
 		// A restarted upstream knows nothing of the subscription: the
-		// gateway makes it again on the new session.
+		// gateway makes it again on the new session, and tells the
+		// subscriber that the resource may have changed while the
+		// upstream was away.
 		pid := childRunning(t, script)
 		if pid == 0 {
 			t.Fatal("no server-everything process")
@@ -142,6 +153,7 @@ mcp_server "everything" {
 			p := childRunning(t, script)
 			return p != 0 && p != pid
 		})
+		waitFor(t, "the subscriber told of what it may have missed", func() bool { return sub.count(uri) > beforeKill })
 		deadline := time.Now().Add(20 * time.Second)
 		for {
 			// Calls fail until the new session is up.

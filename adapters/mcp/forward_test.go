@@ -524,3 +524,78 @@ func TestForwardSubscriptions(t *testing.T) {
 		})
 	}
 }
+
+// A reload carries the gateway's subscriptions along: to the upstream
+// that now answers the URI when the config moved it, and to none when
+// the subscriber may no longer see the resource (and back when it may
+// again). A reload that keeps the upstream keeps its subscription, with
+// no unsubscribe and subscribe again.
+func TestForwardSubscriptionsFollowReload(t *testing.T) {
+	const readme = "files://readme"
+	for _, version := range []string{legacy, modern} {
+		t.Run(version, func(t *testing.T) {
+			first, firstURL := newSDKUpstream(t, version)
+			second, secondURL := newSDKUpstream(t, version)
+			gw := serveWatchedAuth(t, forwardGateway(firstURL, version), verifyCaller)
+			got := &updates{}
+			cs := connectAs(t, gw.url, legacy, "reader", &mcp.ClientOptions{ResourceUpdatedHandler: got.handler})
+			listed := func(what string) {
+				t.Helper()
+				waitFor(t, what, func() bool {
+					res, err := cs.ListResources(bounded(t), nil)
+					return err == nil && slices.ContainsFunc(res.Resources, func(r *mcp.Resource) bool { return r.URI == readme })
+				})
+			}
+			listed("the first upstream's resources listed")
+			if err := cs.Subscribe(bounded(t), &mcp.SubscribeParams{URI: readme}); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "the first upstream holding the subscription", func() bool { return first.holds(readme) == 1 })
+
+			// heard updates up's readme and checks whether the client hears of it.
+			heard := func(step string, up *sdkUpstream, want bool) {
+				t.Helper()
+				before := got.count(readme)
+				if err := up.srv.ResourceUpdated(bounded(t), &mcp.ResourceUpdatedNotificationParams{URI: readme}); err != nil {
+					t.Fatal(err)
+				}
+				if want {
+					waitFor(t, step+": the client notified", func() bool { return got.count(readme) > before })
+					return
+				}
+				time.Sleep(300 * time.Millisecond) // time for a notification to arrive
+				if n := got.count(readme) - before; n != 0 {
+					t.Errorf("%s: the client got %d notifications of what it may not see", step, n)
+				}
+			}
+			heard("subscribed", first, true)
+
+			// A reload that keeps the upstream (a toolset added) keeps
+			// its subscription as it is.
+			gw.rewrite(t, forwardGateway(firstURL, version)+"\ntoolset \"more\" {\n  resources = [\"files://*\"]\n}\n")
+			time.Sleep(300 * time.Millisecond) // time for the rehome
+			if n := first.holds(readme); n != 1 {
+				t.Errorf("after a reload that kept the upstream, it holds %d subscriptions", n)
+			}
+			heard("upstream kept", first, true)
+
+			// The config moves the upstream: the subscription follows.
+			gw.rewrite(t, forwardGateway(secondURL, version))
+			waitFor(t, "the second upstream holding the subscription", func() bool { return second.holds(readme) == 1 })
+			listed("the second upstream's resources listed")
+			heard("upstream moved", second, true)
+
+			// The resource now needs a scope the client lacks: it hears
+			// nothing, and nothing is held for it.
+			hidden := strings.Replace(forwardGateway(secondURL, version), `scopes    = ["docs"]`, `scopes    = ["admin"]`, 1)
+			gw.rewrite(t, hidden)
+			waitFor(t, "the subscription released at the upstream", func() bool { return second.holds(readme) == 0 })
+			heard("hidden", second, false)
+
+			// Shown again, it is heard of again.
+			gw.rewrite(t, forwardGateway(secondURL, version))
+			waitFor(t, "the subscription made again", func() bool { return second.holds(readme) == 1 })
+			heard("shown again", second, true)
+		})
+	}
+}

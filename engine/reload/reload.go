@@ -34,6 +34,11 @@ import (
 type Notifier interface {
 	Notify(tools, prompts, resources bool)
 	ResourceUpdated(ctx context.Context, uri string)
+	// Reloaded is called after every swap, whether or not clients see a
+	// change: what the server holds at backends for its clients (resource
+	// subscriptions) follows the snapshot now served, whose backends may
+	// not be the last one's.
+	Reloaded()
 }
 
 // Reloader reloads the config at Paths into Current.
@@ -262,6 +267,7 @@ func (r *Reloader) Reload(ctx context.Context) error {
 	changes := snapshot.Compare(prev, l.Snapshot)
 	r.Current.Swap(l.Snapshot)
 	r.watchBackends()
+	r.Notifier.Reloaded()
 	r.hadContent = contentful(l)
 	r.status.Reloads++
 	r.status.LastOK = time.Now()

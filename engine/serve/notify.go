@@ -92,6 +92,9 @@ type notifier struct {
 	// muted reports the subscriptions whose resources/updated a session
 	// must not get (subscribe.go); nil: none.
 	muted func(ss *mcp.ServerSession, uri string) bool
+	// listens are the open 2026-07-28 listens, to which mcpd sends
+	// list_changed itself (listens.go).
+	listens *listens
 
 	mu      sync.Mutex
 	running bool                          // the dispatch goroutine is running
@@ -124,7 +127,7 @@ func newNotifier(logger *slog.Logger, timeout time.Duration) *notifier {
 	if timeout <= 0 {
 		timeout = DefaultSlowClientTimeout
 	}
-	return &notifier{logger: logger, timeout: timeout, pending: map[*mcp.Server]*pendingNotes{}, queues: map[*mcp.ServerSession]*sessionQueue{}}
+	return &notifier{logger: logger, timeout: timeout, listens: newListens(), pending: map[*mcp.Server]*pendingNotes{}, queues: map[*mcp.ServerSession]*sessionQueue{}}
 }
 
 // schedule records list_changed kinds and updated URIs as pending for the
@@ -169,6 +172,11 @@ func (n *notifier) dispatch() {
 		n.mu.Unlock()
 		for srv, p := range pending {
 			touchMarkers(srv, p.kinds)
+			for ss, items := range n.listens.listChanged(srv, p.kinds) {
+				for _, item := range items {
+					n.enqueue(ss, item)
+				}
+			}
 			for _, uri := range p.uris {
 				if err := srv.ResourceUpdated(context.Background(), &mcp.ResourceUpdatedNotificationParams{URI: uri}); err != nil {
 					n.logger.Warn("notifying resource update", "uri", uri, "err", err)
@@ -197,6 +205,9 @@ func fanOutKey(method string, req mcp.Request) (string, bool) {
 // sending is the SDK sending middleware that queues fan-out notifications.
 func (n *notifier) sending(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if n.listens.sent(ctx, method, req) {
+			return nil, nil
+		}
 		key, ok := fanOutKey(method, req)
 		ss, isServer := req.GetSession().(*mcp.ServerSession)
 		if !ok || !isServer {

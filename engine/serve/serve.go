@@ -193,7 +193,11 @@ func (s *Server) newSDK(toolset string) (*mcp.Server, *mcp.Implementation, strin
 	// Register the markers while no session exists: nothing is sent.
 	touchMarkers(srv, [3]bool{true, true, true})
 	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler { return s.middleware(next, toolset) })
-	srv.AddSendingMiddleware(s.notes.sending)
+	srv.AddReceivingMiddleware(s.notes.listens.receiving(srv))
+	srv.AddSendingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		s.notes.listens.setBase(srv, next)
+		return s.notes.sending(next)
+	})
 	// Added last, so outermost: it sees every request first.
 	if !s.opts.bare {
 		srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler { return s.observe(next, toolset) })

@@ -1,0 +1,159 @@
+package reload_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpd/mcpd/engine/principal"
+	"github.com/mcpd/mcpd/engine/serve"
+)
+
+// reader is the one caller of a server behind bearer tokens: any token
+// is it, with the scope docs.
+func reader(context.Context, string, *http.Request) (*auth.TokenInfo, error) {
+	ti := (&principal.Principal{Name: "reader", Method: "oauth", Scopes: []string{"docs"}}).TokenInfo()
+	ti.Expiration = time.Now().Add(time.Hour)
+	return ti, nil
+}
+
+type bearer string
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+string(b))
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// A reload that hides a resource from a subscriber mutes it in the same
+// reload: the subscriber hears nothing of the change made with it, nor of
+// later ones, until a reload shows the resource again.
+func TestReloadMutesWhatItHides(t *testing.T) {
+	readme := func(text string, scopes string) string {
+		return fmt.Sprintf("resource \"readme\" {\n  uri    = \"docs://readme\"\n  text   = %q\n  scopes = [%s]\n}\n", text, scopes)
+	}
+	e := startWith(t, map[string]string{"tools.hcl": readme("v0", "")}, func(dir string) []string { return []string{dir} }, serve.Options{}, nil, false)
+	ts := httptest.NewServer(auth.RequireBearerToken(reader, nil)(e.srv.HTTPHandler(serve.HTTPOptions{})))
+	t.Cleanup(ts.Close)
+	var heard atomic.Int64
+	for _, kind := range []struct {
+		name string
+		opts *mcp.ClientSessionOptions
+	}{{"2025-11-25", nil}, {"2026-07-28", &mcp.ClientSessionOptions{ProtocolVersion: "2026-07-28"}}} {
+		cl := mcp.NewClient(&mcp.Implementation{Name: "subscriber", Version: "1"}, &mcp.ClientOptions{
+			ResourceUpdatedHandler: func(context.Context, *mcp.ResourceUpdatedNotificationRequest) { heard.Add(1) },
+		})
+		cs, err := cl.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: ts.URL, HTTPClient: &http.Client{Transport: bearer("t")}}, kind.opts)
+		if err != nil {
+			t.Fatalf("%s: %v", kind.name, err)
+		}
+		t.Cleanup(func() { cs.Close() })
+		if err := cs.Subscribe(context.Background(), &mcp.SubscribeParams{URI: "docs://readme"}); err != nil {
+			t.Fatalf("%s: subscribe: %v", kind.name, err)
+		}
+	}
+	time.Sleep(100 * time.Millisecond) // the modern client's listen stream opens in the background
+
+	// step reloads text and scopes, and checks how many clients hear of it.
+	step := func(name, text, scopes string, want int64) {
+		t.Helper()
+		before := heard.Load()
+		write(t, filepath.Join(e.dir, "tools.hcl"), readme(text, scopes))
+		if err := e.reloader.Reload(context.Background()); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for heard.Load()-before < want && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		time.Sleep(300 * time.Millisecond) // time for any other notification to arrive
+		if got := heard.Load() - before; got != want {
+			t.Errorf("%s: %d resources/updated, want %d", name, got, want)
+		}
+	}
+	step("changed", "v1", "", 2)
+	step("still shown to the scope docs", "v2", `"docs"`, 2)
+	step("hidden and changed", "v3", `"admin"`, 0)
+	step("changed while hidden", "v4", `"admin"`, 0)
+	step("shown and changed", "v5", "", 2)
+}
+
+// A 2026-07-28 client on one session (stdio) opens a listen stream for the
+// list changes and one per resource it subscribes to; the end of one of
+// them leaves the others as they were: after an unsubscribe it still hears
+// of every list change, once, and of updates to what it still subscribes.
+func TestListenEndingKeepsTheOthers(t *testing.T) {
+	files := map[string]string{"tools.hcl": `
+resource "a" {
+  uri  = "docs://a"
+  text = "a0"
+}
+resource "b" {
+  uri  = "docs://b"
+  text = "b0"
+}
+`}
+	e := startWith(t, files, func(dir string) []string { return []string{dir} }, serve.Options{}, nil, false)
+	var tools atomic.Int64
+	updated := map[string]*atomic.Int64{"docs://a": {}, "docs://b": {}}
+	cl := mcp.NewClient(&mcp.Implementation{Name: "listener", Version: "1"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { tools.Add(1) },
+		ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
+			if n := updated[req.Params.URI]; n != nil {
+				n.Add(1)
+			}
+		},
+	})
+	ct, st := mcp.NewInMemoryTransports()
+	if _, err := e.srv.SDK().Connect(context.Background(), st, nil); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := cl.Connect(context.Background(), ct, &mcp.ClientSessionOptions{ProtocolVersion: "2026-07-28"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	for _, uri := range []string{"docs://a", "docs://b"} {
+		if err := cs.Subscribe(context.Background(), &mcp.SubscribeParams{URI: uri}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(200 * time.Millisecond) // the listen streams open in the background
+	if err := cs.Unsubscribe(context.Background(), &mcp.UnsubscribeParams{URI: "docs://a"}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond) // the stream's end reaches the server
+
+	for i, tool := range []string{"one", "two"} {
+		files["tools.hcl"] = strings.NewReplacer(fmt.Sprintf(`"a%d"`, i), fmt.Sprintf(`"a%d"`, i+1), fmt.Sprintf(`"b%d"`, i), fmt.Sprintf(`"b%d"`, i+1)).Replace(files["tools.hcl"]) +
+			fmt.Sprintf("tool %q {\n  description = \"d\"\n  counter {}\n}\n", tool)
+		write(t, filepath.Join(e.dir, "tools.hcl"), files["tools.hcl"])
+		if err := e.reloader.Reload(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		want := int64(i + 1)
+		deadline := time.Now().Add(10 * time.Second)
+		for (tools.Load() < want || updated["docs://b"].Load() < want) && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		time.Sleep(300 * time.Millisecond) // time for any other notification to arrive
+		if got := tools.Load(); got != want {
+			t.Errorf("reload %d: %d tools/list_changed in all, want %d", i+1, got, want)
+		}
+		if got := updated["docs://b"].Load(); got != want {
+			t.Errorf("reload %d: %d updates of docs://b in all, want %d", i+1, got, want)
+		}
+		if got := updated["docs://a"].Load(); got != 0 {
+			t.Errorf("reload %d: %d updates of docs://a, unsubscribed", i+1, got)
+		}
+	}
+}
