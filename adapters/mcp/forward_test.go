@@ -18,6 +18,7 @@ import (
 
 	mcpadapter "github.com/mcpd/mcpd/adapters/mcp"
 	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/auth/authtest"
 	"github.com/mcpd/mcpd/engine/loader"
 	"github.com/mcpd/mcpd/engine/principal"
 	"github.com/mcpd/mcpd/engine/reload"
@@ -249,14 +250,6 @@ func verifyCaller(_ context.Context, token string, _ *http.Request) (*auth.Token
 	return ti, nil
 }
 
-type bearer string
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+string(b))
-	return http.DefaultTransport.RoundTrip(r)
-}
-
 // connectAs opens a session to url on the given protocol version, as the
 // caller of token ("": none).
 func connectAs(t *testing.T, url, version, token string, opts *mcp.ClientOptions) *mcp.ClientSession {
@@ -268,7 +261,7 @@ func connectAs(t *testing.T, url, version, token string, opts *mcp.ClientOptions
 	}
 	tr := &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1}
 	if token != "" {
-		tr.HTTPClient = &http.Client{Transport: bearer(token)}
+		tr.HTTPClient = &http.Client{Transport: authtest.Bearer(token, nil)}
 	}
 	cs, err := c.Connect(bounded(t), tr, so)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpd/mcpd/engine/auth/authtest"
 	"github.com/mcpd/mcpd/engine/principal"
 	"github.com/mcpd/mcpd/engine/serve"
 )
@@ -24,14 +25,6 @@ func reader(context.Context, string, *http.Request) (*auth.TokenInfo, error) {
 	ti := (&principal.Principal{Name: "reader", Method: "oauth", Scopes: []string{"docs"}}).TokenInfo()
 	ti.Expiration = time.Now().Add(time.Hour)
 	return ti, nil
-}
-
-type bearer string
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+string(b))
-	return http.DefaultTransport.RoundTrip(r)
 }
 
 // A reload that hides a resource from a subscriber mutes it in the same
@@ -52,7 +45,7 @@ func TestReloadMutesWhatItHides(t *testing.T) {
 		cl := mcp.NewClient(&mcp.Implementation{Name: "subscriber", Version: "1"}, &mcp.ClientOptions{
 			ResourceUpdatedHandler: func(context.Context, *mcp.ResourceUpdatedNotificationRequest) { heard.Add(1) },
 		})
-		cs, err := cl.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: ts.URL, HTTPClient: &http.Client{Transport: bearer("t")}}, kind.opts)
+		cs, err := cl.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: ts.URL, HTTPClient: &http.Client{Transport: authtest.Bearer("t", nil)}}, kind.opts)
 		if err != nil {
 			t.Fatalf("%s: %v", kind.name, err)
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpd/mcpd/engine/audit"
+	"github.com/mcpd/mcpd/engine/auth/authtest"
 	"github.com/mcpd/mcpd/engine/loader"
 	"github.com/mcpd/mcpd/engine/principal"
 	"github.com/mcpd/mcpd/engine/serve"
@@ -46,15 +47,6 @@ func (a *auditLines) lines() []map[string]any {
 		}
 	}
 	return out
-}
-
-// bearer adds a token to every request, as an authenticated client does.
-type bearer struct{ token string }
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return http.DefaultTransport.RoundTrip(r)
 }
 
 // The audit hook reads the caller the auth layer verified (the SDK's
@@ -91,7 +83,7 @@ func TestAuditPrincipalOverHTTP(t *testing.T) {
 			}
 			ts := httptest.NewServer(auth.RequireBearerToken(verify, nil)(srv.HTTPHandler(serve.HTTPOptions{})))
 			t.Cleanup(ts.Close)
-			tr := &mcp.StreamableClientTransport{Endpoint: ts.URL, MaxRetries: -1, HTTPClient: &http.Client{Transport: bearer{"key-1"}}}
+			tr := &mcp.StreamableClientTransport{Endpoint: ts.URL, MaxRetries: -1, HTTPClient: &http.Client{Transport: authtest.Bearer("key-1", nil)}}
 			cs := connect(t, tr, version, nil)
 
 			if _, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "zeta_greet", Arguments: map[string]any{"name": "Ann"}}); err != nil {

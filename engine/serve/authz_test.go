@@ -22,6 +22,7 @@ import (
 	"github.com/mcpd/mcpd/adapters/shell"
 	sqladapter "github.com/mcpd/mcpd/adapters/sql"
 	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/auth/authtest"
 	"github.com/mcpd/mcpd/engine/loader"
 	"github.com/mcpd/mcpd/engine/principal"
 	"github.com/mcpd/mcpd/engine/serve"
@@ -166,17 +167,6 @@ func verifyToken(_ context.Context, token string, _ *http.Request) (*auth.TokenI
 	return ti, nil
 }
 
-type bearerTransport struct {
-	token string
-	next  http.RoundTripper
-}
-
-func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return b.next.RoundTrip(r)
-}
-
 type authzEnv struct {
 	cur *snapshot.Current
 	srv *serve.Server
@@ -220,7 +210,7 @@ func (e *authzEnv) client(t *testing.T, token, version string) *mcp.ClientSessio
 	return connect(t, &mcp.StreamableClientTransport{
 		Endpoint:   e.url,
 		MaxRetries: -1,
-		HTTPClient: &http.Client{Transport: bearerTransport{token, http.DefaultTransport}},
+		HTTPClient: &http.Client{Transport: authtest.Bearer(token, nil)},
 	}, version, nil)
 }
 

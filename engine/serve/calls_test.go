@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpd/mcpd/engine/audit"
+	"github.com/mcpd/mcpd/engine/auth/authtest"
 	"github.com/mcpd/mcpd/engine/event"
 	"github.com/mcpd/mcpd/engine/loader"
 	"github.com/mcpd/mcpd/engine/principal"
@@ -83,7 +84,7 @@ func TestOnCall(t *testing.T) {
 			}
 			ts := httptest.NewServer(auth.RequireBearerToken(verify, nil)(srv.HTTPHandler(serve.HTTPOptions{})))
 			t.Cleanup(ts.Close)
-			tr := &mcp.StreamableClientTransport{Endpoint: ts.URL, MaxRetries: -1, HTTPClient: &http.Client{Transport: bearer{"key-1"}}}
+			tr := &mcp.StreamableClientTransport{Endpoint: ts.URL, MaxRetries: -1, HTTPClient: &http.Client{Transport: authtest.Bearer("key-1", nil)}}
 			cs := connect(t, tr, version, nil)
 			ctx := bounded(t)
 

@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpd/mcpd/engine/auth/authtest"
 	"github.com/mcpd/mcpd/engine/serve"
 )
 
@@ -150,7 +151,7 @@ func bobCalls(t *testing.T, e *streamEnv) {
 	t.Helper()
 	cs := connect(t, &mcp.StreamableClientTransport{
 		Endpoint: e.url, MaxRetries: -1,
-		HTTPClient: &http.Client{Transport: bearerTransport{"tok-acme", &http.Transport{}}},
+		HTTPClient: &http.Client{Transport: authtest.Bearer("tok-acme", &http.Transport{})},
 	}, modern, nil)
 	res, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "zeta_greet", Arguments: map[string]any{"name": "bob"}})
 	if err != nil || res.IsError || text(res) != "Hello, bob x1" {
@@ -330,7 +331,7 @@ func TestStreamRefusedSDKClients(t *testing.T) {
 	listens := &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {}}
 	for _, version := range []string{legacy, modern} {
 		cs := connect(t, &mcp.StreamableClientTransport{Endpoint: e.url, MaxRetries: -1,
-			HTTPClient: &http.Client{Transport: bearerTransport{"tok-admin", &http.Transport{}}}}, version, listens)
+			HTTPClient: &http.Client{Transport: authtest.Bearer("tok-admin", &http.Transport{})}}, version, listens)
 		res, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "zeta_greet", Arguments: map[string]any{"name": "alice"}})
 		if err != nil || text(res) != "Hello, alice x1" {
 			t.Errorf("%s call without its stream: %v %v", version, res, err)

@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpd/mcpd/engine/auth/authtest"
 	"github.com/mcpd/mcpd/engine/event"
 	"github.com/mcpd/mcpd/engine/serve"
 )
@@ -122,7 +123,7 @@ func (e *authzEnv) clientAt(t *testing.T, path, token, version string) *mcp.Clie
 	return connect(t, &mcp.StreamableClientTransport{
 		Endpoint:   e.url + path,
 		MaxRetries: -1,
-		HTTPClient: &http.Client{Transport: bearerTransport{token, http.DefaultTransport}},
+		HTTPClient: &http.Client{Transport: authtest.Bearer(token, nil)},
 	}, version, nil)
 }
 

@@ -521,3 +521,24 @@ func (a *APIServer) Refused() []string {
 	defer a.mu.Unlock()
 	return append([]string(nil), a.refused...)
 }
+
+// Bearer is a client transport that sends token as a bearer token on
+// every request, as an authenticated MCP client does, through next
+// (nil: http.DefaultTransport).
+func Bearer(token string, next http.RoundTripper) http.RoundTripper {
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	return bearer{token, next}
+}
+
+type bearer struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.next.RoundTrip(r)
+}
