@@ -3,6 +3,7 @@ package serve
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -91,6 +92,13 @@ func subscribeTarget(snap *snapshot.Snapshot, caller *principal.Principal, tools
 	at, hidden := snap.SubscribeTarget(&snapshot.ReadRequest{URI: uri, Caller: caller, Toolset: ts})
 	return at, hidden || !usable
 }
+
+// maxSessionSubs bounds the URIs one session may be subscribed to. A
+// subscription to an unknown URI is accepted (a reload may add it), so
+// without a bound a client could make the server remember URIs without
+// end; the SDK's own record of them is bounded with mcpd's, since the SDK
+// records only what mcpd accepted.
+const maxSessionSubs = 1024
 
 // subscribe handles resources/subscribe on the endpoint of toolset.
 func (s *Server) subscribe(ctx context.Context, req *mcp.SubscribeRequest, toolset string) error {
@@ -182,6 +190,10 @@ func (sb *subscriptions) add(ctx context.Context, ss *mcp.ServerSession, uri str
 		sb.sessions[ss] = subs
 	}
 	was := subs[uri]
+	if was == nil && len(subs) >= maxSessionSubs {
+		sb.mu.Unlock()
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("this session is subscribed to %d resources, the most mcpd allows; unsubscribe from one before subscribing to %s", len(subs), uri)}
+	}
 	subs[uri] = sub
 	sb.mu.Unlock()
 	if first && ss != nil {
