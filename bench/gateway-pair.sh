@@ -2,35 +2,16 @@
 # bench/gateway-pair.sh MCPD ADDR: the gateway benchmark's server (see
 # docs/performance.md, "Gateway overhead"). It starts an mcpd upstream
 # serving bench/configs/static.hcl over HTTP on a free port, then execs an
-# mcpd gateway on ADDR whose tool static is the upstream's (HTTP both
-# hops). The upstream is the gateway's child, so loadgen -tree counts the
+# mcpd gateway on ADDR serving bench/configs/gateway.hcl, whose tool static
+# is the upstream's (HTTP both hops). The upstream is the gateway's child, so loadgen -tree counts the
 # CPU time of both.
 set -euo pipefail
 MCPD=$1 ADDR=$2
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/mcpd-gw.XXXXXX")
 UPPORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 "$MCPD" serve -c "$ROOT/bench/configs/static.hcl" --http "127.0.0.1:$UPPORT" --json-response --log-level warn </dev/null &
-cat >"$WORK/gateway.hcl" <<HCL
-mcp_server "up" {
-  url   = "http://127.0.0.1:$UPPORT/mcp"
-  start = "load"
-}
-
-tool "static" {
-  description = "Returns a fixed text, from the upstream."
-  param "name" {
-    type       = "string"
-    max_length = 64
-    required   = false
-  }
-  mcp {
-    server = "up"
-  }
-}
-HCL
 for _ in $(seq 100); do
   if (exec 3<>"/dev/tcp/127.0.0.1/$UPPORT") 2>/dev/null; then break; fi
   sleep 0.05
 done
-exec "$MCPD" serve -c "$WORK/gateway.hcl" --http "$ADDR" --log-level warn
+MCPD_BENCH_UPSTREAM="http://127.0.0.1:$UPPORT/mcp" exec "$MCPD" serve -c "$ROOT/bench/configs/gateway.hcl" --http "$ADDR" --log-level warn

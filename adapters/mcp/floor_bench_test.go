@@ -3,7 +3,6 @@ package mcpadapter_test
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -50,24 +49,12 @@ func BenchmarkGatewayFloor(b *testing.B) {
 		b.Fatal(err)
 	}
 	upstream := serveWatchedWith(b, string(static), nil, serve.HTTPOptions{JSONResponse: true}).url
-	gateway := serveConfig(b, fmt.Sprintf(`
-mcp_server "up" {
-  url   = %q
-  start = "load"
-}
-
-tool "static" {
-  description = "Returns a fixed text, from the upstream."
-  param "name" {
-    type       = "string"
-    max_length = 64
-    required   = false
-  }
-  mcp {
-    server = "up"
-  }
-}
-`, upstream+"/mcp"))
+	gw, err := os.ReadFile(filepath.Join("..", "..", "bench", "configs", "gateway.hcl"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Setenv("MCPD_BENCH_UPSTREAM", upstream+"/mcp")
+	gateway := serveConfig(b, string(gw))
 
 	b.Run("direct", func(b *testing.B) { benchPost(b, upstream) })
 	for _, version := range []string{modern, legacy} {

@@ -1,0 +1,21 @@
+# The gateway benchmark's gateway (bench/gateway-pair.sh and
+# BenchmarkGatewayFloor in adapters/mcp): its tool static is the static
+# tool of an mcpd upstream serving bench/configs/static.hcl over HTTP at
+# MCPD_BENCH_UPSTREAM (HTTP both hops).
+
+mcp_server "up" {
+  url   = env("MCPD_BENCH_UPSTREAM", "http://127.0.0.1:8081/mcp")
+  start = "load"
+}
+
+tool "static" {
+  description = "Returns a fixed text, from the upstream."
+  param "name" {
+    type       = "string"
+    max_length = 64
+    required   = false
+  }
+  mcp {
+    server = "up"
+  }
+}
