@@ -210,7 +210,7 @@ func (u *upstream) roundTrip(ctx context.Context, x *exchange) (mcp.Result, *ada
 		// client's answers (held.go), on a pooled session when the
 		// upstream can have several and the client can answer.
 		var s *pooledSession
-		if u.pooled(cs, x.rounds.Caps) {
+		if u.pooled(cs, x.rounds.Caps, x.log != nil) {
 			if s, err = u.takeSession(ctx); err != nil {
 				return nil, nil, err
 			}
@@ -233,9 +233,9 @@ func (u *upstream) roundTrip(ctx context.Context, x *exchange) (mcp.Result, *ada
 		defer forget()
 		params.SetProgressToken(token)
 	}
-	if x.client != nil && u.pooled(cs, x.client.Capabilities()) {
-		// The upstream's requests are this request's when they come on a
-		// session it has to itself (pool.go).
+	if u.pooled(cs, capabilitiesOf(x.client), x.log != nil) {
+		// The upstream's requests and log records are this request's
+		// when they come on a session it has to itself (pool.go).
 		s, err := u.takeSession(ctx)
 		if err != nil {
 			return nil, nil, err
@@ -376,4 +376,12 @@ func resultVars(res *mcp.CallToolResult) map[string]any {
 		}
 	}
 	return map[string]any{"content": content, "structured": res.StructuredContent, "is_error": res.IsError, "text": text}
+}
+
+// capabilitiesOf is what client declared; nil without a client.
+func capabilitiesOf(client adapter.ClientAsker) *mcp.ClientCapabilities {
+	if client == nil {
+		return nil
+	}
+	return client.Capabilities()
 }

@@ -68,15 +68,28 @@ func TestOnLog(t *testing.T) {
 	}
 }
 
-// The scanner counts log records too, and a call's end waits for them.
+// The scanner counts log records too, and a call's end waits for them:
+// on a stdio upstream's stdout and in an HTTP upstream's event stream.
 func TestProgressScannerCountsLogs(t *testing.T) {
-	in := `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}` + "\n" +
-		`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"notifications/message"}]}}` + "\n"
-	var p pendingProgress
-	if _, err := io.ReadAll(&progressScanner{r: io.NopCloser(strings.NewReader(in)), pending: &p}); err != nil {
-		t.Fatal(err)
-	}
-	if p.n[logPendingKey] != 1 || len(p.n) != 1 {
-		t.Fatalf("pending %v", p.n)
+	const logRecord = `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}`
+	const progress = `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"mcpd-1","progress":1}}`
+	const result = `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"notifications/message"}]}}`
+	for _, tc := range []struct {
+		name string
+		sse  bool
+		in   string
+	}{
+		{"stdio", false, logRecord + "\n" + progress + "\n" + result + "\n"},
+		{"event stream", true, "event: message\nid: 1\ndata: " + logRecord + "\n\nevent: message\r\ndata:" + progress + "\r\n\ndata: " + result + "\n\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var p pendingProgress
+			if _, err := io.ReadAll(&progressScanner{r: io.NopCloser(strings.NewReader(tc.in)), pending: &p, sse: tc.sse}); err != nil {
+				t.Fatal(err)
+			}
+			if p.n[logPendingKey] != 1 || p.n["mcpd-1"] != 1 || len(p.n) != 2 {
+				t.Fatalf("pending %v", p.n)
+			}
+		})
 	}
 }

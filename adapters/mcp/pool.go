@@ -16,10 +16,11 @@ import (
 	"github.com/mcpd/mcpd/engine/principal"
 )
 
-// A 2025-11-25 upstream's requests (elicitation, sampling, roots) name no
-// call: they belong to whatever runs on the session they came on. A call
-// of an HTTP upstream whose client can be asked therefore runs on a
-// session of its own for as long as the call lasts, taken from a pool of
+// A 2025-11-25 upstream's requests (elicitation, sampling, roots) and log
+// records name no call: they belong to whatever runs on the session they
+// came on. A call of an HTTP upstream whose client can be asked, or wants
+// log records, therefore runs on a session of its own for as long as the
+// call lasts, taken from a pool of
 // idle sessions (or connected for it when none is idle), so that every
 // request on that session is the call's, whichever era its client speaks
 // and however many calls are in flight. When the call ends cleanly (a
@@ -81,11 +82,12 @@ type pooledSession struct {
 	timer  *time.Timer // closes it once idle_session_timeout passed, while idle
 }
 
-// pooled reports whether the calls of a client with caps take a session
-// of the pool: an HTTP upstream on the 2025-11-25 protocol (which asks
-// within its calls), and a client that can answer something.
-func (u *upstream) pooled(shared *mcp.ClientSession, caps *mcp.ClientCapabilities) bool {
-	return u.cfg.url != "" && !modernSession(shared) && canBeAsked(caps)
+// pooled reports whether a call takes a session of the pool: an HTTP
+// upstream on the 2025-11-25 protocol (which asks, and logs, within its
+// calls, on the call's session), and a client that can answer something
+// (caps) or wants the call's log records.
+func (u *upstream) pooled(shared *mcp.ClientSession, caps *mcp.ClientCapabilities, wantsLog bool) bool {
+	return u.cfg.url != "" && !modernSession(shared) && (canBeAsked(caps) || wantsLog)
 }
 
 // canBeAsked reports whether a client declared anything an upstream's
@@ -138,7 +140,7 @@ func ownerOf(ctx context.Context) string {
 func (u *upstream) connectPooled(ctx context.Context) (*pooledSession, error) {
 	p := &u.pool
 	p.once.Do(func() {
-		p.http = &http.Client{Transport: &headerTransport{headers: u.cfg.headers, base: u.httpTransport(), max: maxUpstreamMessage}}
+		p.http = &http.Client{Transport: &headerTransport{headers: u.cfg.headers, base: u.httpTransport(), max: maxUpstreamMessage, pending: &u.pending}}
 	})
 	// The session outlives the request, and must not inherit what the
 	// SDK's server put in the request's context (its protocol version

@@ -340,3 +340,90 @@ func TestPoolPerCaller(t *testing.T) {
 		t.Errorf("pooled handshakes: %d, want 2 (one per caller)", got)
 	}
 }
+
+// The log records of calls in flight together on a 2025-11-25 HTTP
+// upstream reach each its own client, even clients that can be asked
+// nothing: a call whose client wants records takes a session of its own.
+// The upstream is a go-sdk server whose tool logs before and after all
+// the calls have arrived.
+func TestPoolLogRecordsOfConcurrentCalls(t *testing.T) {
+	const calls = 3
+	var arrived sync.WaitGroup
+	arrived.Add(calls)
+	srv := mcp.NewServer(&mcp.Implementation{Name: "logger", Version: "1"}, &mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}}})
+	type args struct {
+		Who string `json:"who"`
+	}
+	mcp.AddTool(srv, &mcp.Tool{Name: "work"}, func(ctx context.Context, req *mcp.CallToolRequest, in args) (*mcp.CallToolResult, any, error) {
+		logf := func(step string) {
+			_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Data: step + " " + in.Who})
+		}
+		logf("started")
+		arrived.Done()
+		arrived.Wait() // every call is in flight
+		logf("finished")
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Who}}}, nil, nil
+	})
+	up := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(up.Close)
+	gw := serveConfig(t, fmt.Sprintf(`
+mcp_server "up" {
+  url              = %q
+  protocol_version = %q
+}
+
+tool "work" {
+  description = "Works, and logs."
+  param "who" { type = "string" }
+  mcp {
+    server = "up"
+  }
+}
+`, up.URL, legacy))
+
+	type client struct {
+		cs   *mcp.ClientSession
+		mu   sync.Mutex
+		logs []string
+	}
+	clients := make([]*client, calls)
+	for i := range clients {
+		c := &client{}
+		// No capabilities: the upstream can ask this client nothing.
+		c.cs = connect(t, gw, legacy, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}, LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			c.logs = append(c.logs, fmt.Sprint(r.Params.Data))
+		}}, false)
+		if err := c.cs.SetLoggingLevel(bounded(t), &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
+			t.Fatal(err)
+		}
+		clients[i] = c
+	}
+	var wg sync.WaitGroup
+	for i, c := range clients {
+		wg.Go(func() {
+			who := fmt.Sprintf("client-%d", i)
+			res, err := c.cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "work", Arguments: map[string]any{"who": who}})
+			if err != nil || res.IsError || textOf(res) != who {
+				t.Errorf("%s: %v %q", who, err, textOf(res))
+			}
+		})
+	}
+	wg.Wait()
+	for i, c := range clients {
+		who := fmt.Sprintf("client-%d", i)
+		want := []string{"started " + who, "finished " + who}
+		waitFor(t, who+"'s log records", func() bool {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			return len(c.logs) >= len(want)
+		})
+		time.Sleep(100 * time.Millisecond) // time for a record of another call to arrive
+		c.mu.Lock()
+		if fmt.Sprint(c.logs) != fmt.Sprint(want) {
+			t.Errorf("%s got the records %q, want %q", who, c.logs, want)
+		}
+		c.mu.Unlock()
+	}
+}

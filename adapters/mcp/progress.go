@@ -11,11 +11,12 @@ import (
 
 // The SDK retires a call's response as soon as it reads it, but hands the
 // notifications it read before it to a handler goroutine: the last progress
-// notification a stdio upstream sent just before its result could reach
-// onProgress after the call had returned (and been forgotten), and was
-// lost. So mcpd counts the progress notifications of each token as it reads
-// them off the upstream's stdout, and a call waits, before it returns, until
-// those counted have been relayed (progressDrainWait at most).
+// notification (or log record) an upstream sent just before its result
+// could reach onProgress after the call had returned (and been forgotten),
+// and was lost. So mcpd counts the progress notifications of each token,
+// and the log records, as it reads them off the upstream's stdout or its
+// HTTP event streams, and a call waits, before it returns, until those
+// counted have been relayed (progressDrainWait at most).
 
 // progressDrainWait bounds how long a finished call waits for progress
 // notifications read before its result but not yet relayed.
@@ -85,10 +86,12 @@ func (p *pendingProgress) drain(key string, max time.Duration) {
 }
 
 // progressScanner passes an upstream's stdout through, counting the progress
-// notifications in it (newline-delimited JSON-RPC).
+// notifications and log records in it (newline-delimited JSON-RPC), or, with
+// sse, an HTTP event stream's (each message a "data:" line).
 type progressScanner struct {
 	r       io.ReadCloser
 	pending *pendingProgress
+	sse     bool
 	line    []byte
 	long    bool // the current line is longer than progressLinePrefix
 }
@@ -124,6 +127,13 @@ func (s *progressScanner) Read(p []byte) (int, error) {
 func (s *progressScanner) Close() error { return s.r.Close() }
 
 func (s *progressScanner) scan(line []byte) {
+	if s.sse {
+		data, ok := bytes.CutPrefix(line, []byte("data:"))
+		if !ok {
+			return
+		}
+		line = bytes.TrimSuffix(data, []byte("\r"))
+	}
 	if bytes.Contains(line, []byte(`"notifications/message"`)) {
 		var msg struct {
 			Method string `json:"method"`

@@ -145,9 +145,12 @@ func (u *upstream) supervise() {
 		began := time.Now()
 		cs, stop, err := u.connect()
 		if err == nil {
+			// The level first: a call that starts once the session is
+			// set may log at once, and the upstream drops records until
+			// a level is set.
+			u.setUpstreamLogLevel(u.ctx, cs)
 			u.setSession(cs, nil)
 			u.log.Info("upstream connected", "transport", u.cfg.transport(), "protocol", protocolOf(cs))
-			u.setUpstreamLogLevel(u.ctx, cs)
 			go u.relist("")
 			go u.resubscribe()
 			err = cs.Wait()
@@ -230,7 +233,7 @@ func (u *upstream) connect() (cs *mcp.ClientSession, stop func(), err error) {
 	var t mcp.Transport
 	stop = func() {}
 	if u.cfg.url != "" {
-		t = u.streamable(&http.Client{Transport: &headerTransport{headers: u.cfg.headers, base: u.httpTransport(), max: maxUpstreamMessage}})
+		t = u.streamable(&http.Client{Transport: &headerTransport{headers: u.cfg.headers, base: u.httpTransport(), max: maxUpstreamMessage, pending: &u.pending}})
 	} else {
 		p, err := startProcess(u.cfg, u.log)
 		if err != nil {
@@ -418,6 +421,9 @@ type headerTransport struct {
 	headers map[string]string
 	base    http.RoundTripper
 	max     int64 // the most one answer's message may hold (limitBody)
+	// pending counts the progress notifications and log records of the
+	// event streams read (progress.go).
+	pending *pendingProgress
 }
 
 func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -429,6 +435,9 @@ func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	res, err := t.base.RoundTrip(r)
 	limitBody(res, t.max)
+	if err == nil && t.pending != nil && strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") {
+		res.Body = &progressScanner{r: res.Body, pending: t.pending, sse: true}
+	}
 	return res, err
 }
 
