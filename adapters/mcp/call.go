@@ -233,7 +233,7 @@ func (u *upstream) roundTrip(ctx context.Context, x *exchange) (mcp.Result, *ada
 		defer forget()
 		params.SetProgressToken(token)
 	}
-	if u.pooled(cs, capabilitiesOf(x.client), x.log != nil) {
+	if !modernSession(cs) && u.pooled(cs, capabilitiesOf(x.client), x.log != nil) {
 		// The upstream's requests and log records are this request's
 		// when they come on a session it has to itself (pool.go).
 		s, err := u.takeSession(ctx)
@@ -249,10 +249,24 @@ func (u *upstream) roundTrip(ctx context.Context, x *exchange) (mcp.Result, *ada
 		}
 		return res, nil, nil
 	}
-	rctx, forget := u.withRelay(ctx, x.client, nil, nil, x.log)
+	// A 2026-07-28 upstream's log records are this request's when they
+	// come on a session it has to itself; its questions come in its
+	// results, on any session.
+	var own *mcp.ClientSession
+	var sendErr error // the last request's
+	if modernSession(cs) && u.pooled(cs, nil, x.log != nil) {
+		s, err := u.takeSession(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		cs, own = s.cs, s.cs
+		defer func() { u.giveBack(ctx, s, cleanEnd(ctx, sendErr)) }()
+	}
+	rctx, forget := u.withRelay(ctx, x.client, nil, own, x.log)
 	defer forget()
 	for ; ; round++ {
 		res, err := send(rctx, cs, params)
+		sendErr = err
 		if err != nil {
 			u.failures.Add(1)
 			return nil, nil, u.callError(ctx, cs, x.name, err)
@@ -384,4 +398,12 @@ func capabilitiesOf(client adapter.ClientAsker) *mcp.ClientCapabilities {
 		return nil
 	}
 	return client.Capabilities()
+}
+
+// cleanEnd reports whether a request that ended with err left its session
+// fit for another: it was answered (a result, or the upstream's protocol
+// error), and not cancelled.
+func cleanEnd(ctx context.Context, err error) bool {
+	var rpcErr *jsonrpc.Error
+	return (err == nil || errors.As(err, &rpcErr)) && ctx.Err() == nil
 }

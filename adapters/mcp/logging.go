@@ -19,10 +19,11 @@ import (
 // 2026-07-28 one whose client may receive records (Request.LogWanted:
 // it set a level), and only then. A record carries no reference to a
 // call: it belongs to the call whose session it came on (a pooled
-// session, pool.go), or to the one call in flight on the shared session,
-// as a 2025-11-25 upstream's requests do (relay.go), and is dropped
-// otherwise. Like progress
-// (progress.go), the records a stdio upstream wrote before its result are
+// session, which every call of an HTTP upstream whose client wants
+// records has: pool.go), or to the one call in flight on the shared
+// session (a stdio upstream's), as a 2025-11-25 upstream's requests do
+// (relay.go), and is dropped otherwise. Like progress
+// (progress.go), the records an upstream sent before its result are
 // relayed before the call returns.
 
 // upstreamLogLevel is the level mcpd asks its upstreams for.

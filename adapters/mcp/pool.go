@@ -10,17 +10,16 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpd/mcpd/engine/principal"
 )
 
-// A 2025-11-25 upstream's requests (elicitation, sampling, roots) and log
-// records name no call: they belong to whatever runs on the session they
-// came on. A call of an HTTP upstream whose client can be asked, or wants
-// log records, therefore runs on a session of its own for as long as the
-// call lasts, taken from a pool of
+// A 2025-11-25 upstream's requests (elicitation, sampling, roots), and any
+// upstream's log records, name no call: they belong to whatever runs on
+// the session they came on. A call of an HTTP upstream whose client wants
+// log records, or of a 2025-11-25 one whose client can be asked,
+// therefore runs on a session of its own for as long as the call lasts, taken from a pool of
 // idle sessions (or connected for it when none is idle), so that every
 // request on that session is the call's, whichever era its client speaks
 // and however many calls are in flight. When the call ends cleanly (a
@@ -82,12 +81,14 @@ type pooledSession struct {
 	timer  *time.Timer // closes it once idle_session_timeout passed, while idle
 }
 
-// pooled reports whether a call takes a session of the pool: an HTTP
-// upstream on the 2025-11-25 protocol (which asks, and logs, within its
-// calls, on the call's session), and a client that can answer something
-// (caps) or wants the call's log records.
+// pooled reports whether a call takes a session of the pool: on an HTTP
+// upstream, a call whose client wants its log records (which name no
+// call), and on the 2025-11-25 protocol (which asks within its calls, on
+// the call's session) one whose client can answer something (caps). A
+// 2026-07-28 upstream asks in its results instead, which are the call's
+// wherever they come.
 func (u *upstream) pooled(shared *mcp.ClientSession, caps *mcp.ClientCapabilities, wantsLog bool) bool {
-	return u.cfg.url != "" && !modernSession(shared) && (canBeAsked(caps) || wantsLog)
+	return u.cfg.url != "" && (wantsLog || !modernSession(shared) && canBeAsked(caps))
 }
 
 // canBeAsked reports whether a client declared anything an upstream's
@@ -286,9 +287,7 @@ func (u *upstream) callPooled(ctx context.Context, s *pooledSession, params mcp.
 			s = next
 			continue
 		}
-		var rpcErr *jsonrpc.Error
-		clean := (err == nil || errors.As(err, &rpcErr)) && ctx.Err() == nil && asking == 0
-		u.giveBack(ctx, s, clean)
+		u.giveBack(ctx, s, cleanEnd(ctx, err) && asking == 0)
 		return res, s.cs, err
 	}
 }

@@ -341,12 +341,18 @@ func TestPoolPerCaller(t *testing.T) {
 	}
 }
 
-// The log records of calls in flight together on a 2025-11-25 HTTP
-// upstream reach each its own client, even clients that can be asked
+// The log records of calls in flight together on an HTTP upstream of
+// either era reach each its own client, even clients that can be asked
 // nothing: a call whose client wants records takes a session of its own.
 // The upstream is a go-sdk server whose tool logs before and after all
 // the calls have arrived.
 func TestPoolLogRecordsOfConcurrentCalls(t *testing.T) {
+	for _, version := range []string{legacy, modern} {
+		t.Run(version, func(t *testing.T) { testLogRecordsOfConcurrentCalls(t, version) })
+	}
+}
+
+func testLogRecordsOfConcurrentCalls(t *testing.T, version string) {
 	const calls = 3
 	var arrived sync.WaitGroup
 	arrived.Add(calls)
@@ -364,7 +370,7 @@ func TestPoolLogRecordsOfConcurrentCalls(t *testing.T) {
 		logf("finished")
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Who}}}, nil, nil
 	})
-	up := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	up := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: version == modern}))
 	t.Cleanup(up.Close)
 	gw := serveConfig(t, fmt.Sprintf(`
 mcp_server "up" {
@@ -379,7 +385,7 @@ tool "work" {
     server = "up"
   }
 }
-`, up.URL, legacy))
+`, up.URL, version))
 
 	type client struct {
 		cs   *mcp.ClientSession
