@@ -19,10 +19,10 @@ import (
 // upstream's log records, name no call: they belong to whatever runs on
 // the session they came on. A call of an HTTP upstream whose client wants
 // log records, or of a 2025-11-25 one whose client can be asked,
-// therefore runs on a session of its own for as long as the call lasts, taken from a pool of
-// idle sessions (or connected for it when none is idle), so that every
-// request on that session is the call's, whichever era its client speaks
-// and however many calls are in flight. When the call ends cleanly (a
+// therefore runs on a session of its own for as long as the call lasts,
+// taken from a pool of idle sessions (or connected for it when none is
+// idle), so that every request and record on that session is the call's,
+// whichever era its client speaks and however many calls are in flight. When the call ends cleanly (a
 // result or a protocol error, not cancelled, no question of it still
 // being asked), its session goes back to the pool for the next such call:
 // one handshake serves many calls. A session that failed, or whose call

@@ -267,20 +267,30 @@ func (l *Logger) run() {
 				l.flush()
 			}
 		case <-l.reopen:
+			// The lines recorded before the Reopen belong to the old
+			// file: select picks at random among ready cases, so a line
+			// queued just before might otherwise go to the new one.
+			l.writeQueued()
 			l.doReopen()
 		case <-l.stop:
-			for {
-				select {
-				case line := <-l.queue:
-					l.write(line)
-				default:
-					l.flush()
-					if l.file != nil {
-						_ = l.file.Close()
-					}
-					return
-				}
+			l.writeQueued()
+			l.flush()
+			if l.file != nil {
+				_ = l.file.Close()
 			}
+			return
+		}
+	}
+}
+
+// writeQueued writes the lines queued so far.
+func (l *Logger) writeQueued() {
+	for {
+		select {
+		case line := <-l.queue:
+			l.write(line)
+		default:
+			return
 		}
 	}
 }

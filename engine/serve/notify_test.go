@@ -156,16 +156,20 @@ func TestOverflowingQueueClosesSession(t *testing.T) {
 	e := newEnv(t)
 	logs := &logBuffer{}
 	e.srv = serve.New(e.cur, serve.Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	// As many subscriptions as a session may hold (docs://readme is the
+	// stuck client's first), each updated, and a list change of every
+	// kind: more notifications than a queue holds.
 	var uris []string
-	for i := 0; i < 1100; i++ {
+	for i := 0; i < 1023; i++ {
 		uris = append(uris, fmt.Sprintf("docs://many/%d", i))
 	}
 	stuckClient(t, e.srv, uris...)
 	done := make(chan struct{})
 	go func() {
-		for _, u := range uris {
+		for _, u := range append(uris, "docs://readme") {
 			e.srv.ResourceUpdated(context.Background(), u)
 		}
+		e.srv.Notify(true, true, true)
 		close(done)
 	}()
 	select {
