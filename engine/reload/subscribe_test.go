@@ -38,12 +38,13 @@ func TestReloadMutesWhatItHides(t *testing.T) {
 	ts := httptest.NewServer(auth.RequireBearerToken(reader, nil)(e.srv.HTTPHandler(serve.HTTPOptions{})))
 	t.Cleanup(ts.Close)
 	var heard atomic.Int64
-	for _, kind := range []struct {
+	var each [2]atomic.Int64 // by client
+	for i, kind := range []struct {
 		name string
 		opts *mcp.ClientSessionOptions
 	}{{"2025-11-25", nil}, {"2026-07-28", &mcp.ClientSessionOptions{ProtocolVersion: "2026-07-28"}}} {
 		cl := mcp.NewClient(&mcp.Implementation{Name: "subscriber", Version: "1"}, &mcp.ClientOptions{
-			ResourceUpdatedHandler: func(context.Context, *mcp.ResourceUpdatedNotificationRequest) { heard.Add(1) },
+			ResourceUpdatedHandler: func(context.Context, *mcp.ResourceUpdatedNotificationRequest) { heard.Add(1); each[i].Add(1) },
 		})
 		cs, err := cl.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: ts.URL, HTTPClient: &http.Client{Transport: authtest.Bearer("t", nil)}}, kind.opts)
 		if err != nil {
@@ -54,7 +55,15 @@ func TestReloadMutesWhatItHides(t *testing.T) {
 			t.Fatalf("%s: subscribe: %v", kind.name, err)
 		}
 	}
-	time.Sleep(100 * time.Millisecond) // the modern client's listen stream opens in the background
+	// The modern client's listen stream opens in the background: until
+	// both clients hear of the resource, tell them again.
+	for deadline := time.Now().Add(10 * time.Second); each[0].Load() == 0 || each[1].Load() == 0; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the clients never heard of their subscription")
+		}
+		e.srv.ResourceUpdated(context.Background(), "docs://readme")
+	}
+	time.Sleep(300 * time.Millisecond) // the last of those arrive
 
 	// step reloads text and scopes, and checks how many clients hear of it.
 	step := func(name, text, scopes string, want int64) {
@@ -120,12 +129,31 @@ resource "b" {
 			t.Fatal(err)
 		}
 	}
-	time.Sleep(200 * time.Millisecond) // the listen streams open in the background
+	// The client opens its listens in the background: until it hears of
+	// a list change and of both resources, tell it again.
+	heardAll := func() bool {
+		return tools.Load() > 0 && updated["docs://a"].Load() > 0 && updated["docs://b"].Load() > 0
+	}
+	for deadline := time.Now().Add(10 * time.Second); !heardAll(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the client's listen streams never opened")
+		}
+		e.srv.Notify(true, false, false)
+		e.srv.ResourceUpdated(context.Background(), "docs://a")
+		e.srv.ResourceUpdated(context.Background(), "docs://b")
+	}
+	time.Sleep(300 * time.Millisecond) // the last of those arrive
+	tools.Store(0)
+	updated["docs://a"].Store(0)
+	updated["docs://b"].Store(0)
+
 	if err := cs.Unsubscribe(context.Background(), &mcp.UnsubscribeParams{URI: "docs://a"}); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(200 * time.Millisecond) // the stream's end reaches the server
+	time.Sleep(500 * time.Millisecond) // the stream's end reaches the server
 
+	// Each reload rewrites the texts and adds a tool: the client hears of
+	// the list change and of b, not of a.
 	for i, tool := range []string{"one", "two"} {
 		files["tools.hcl"] = strings.NewReplacer(fmt.Sprintf(`"a%d"`, i), fmt.Sprintf(`"a%d"`, i+1), fmt.Sprintf(`"b%d"`, i), fmt.Sprintf(`"b%d"`, i+1)).Replace(files["tools.hcl"]) +
 			fmt.Sprintf("tool %q {\n  description = \"d\"\n  counter {}\n}\n", tool)
