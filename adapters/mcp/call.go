@@ -196,6 +196,7 @@ func (u *upstream) roundTrip(ctx context.Context, x *exchange) (mcp.Result, *ada
 		u.failures.Add(1)
 		return nil, nil, err
 	}
+	owner := ownerOf(ctx) // whose the upstream's messages of this request are (relay.go)
 	// The upstream sees what the calling client can answer, not what mcpd
 	// could relay: it asks only that (or refuses, as mcpd would), whether it
 	// asks by rounds or within the request.
@@ -215,7 +216,7 @@ func (u *upstream) roundTrip(ctx context.Context, x *exchange) (mcp.Result, *ada
 				return nil, nil, err
 			}
 		}
-		return u.await(ctx, u.startHeld(cs, s, x, params))
+		return u.await(ctx, u.startHeld(owner, cs, s, x, params))
 	}
 	// Progress and log records only when the client will receive them: a
 	// request that asks for neither is one a 2026-07-28 upstream answers
@@ -241,7 +242,7 @@ func (u *upstream) roundTrip(ctx context.Context, x *exchange) (mcp.Result, *ada
 			return nil, nil, err
 		}
 		res, cs, err := u.callPooled(ctx, s, params, func(ctx context.Context, cs *mcp.ClientSession) (context.Context, func()) {
-			return u.withRelay(ctx, x.client, nil, cs, x.log)
+			return u.withRelay(ctx, &relayCall{owner: owner, client: x.client, session: cs, own: true, log: x.log})
 		})
 		if err != nil {
 			u.failures.Add(1)
@@ -252,17 +253,17 @@ func (u *upstream) roundTrip(ctx context.Context, x *exchange) (mcp.Result, *ada
 	// A 2026-07-28 upstream's log records are this request's when they
 	// come on a session it has to itself; its questions come in its
 	// results, on any session.
-	var own *mcp.ClientSession
+	own := false
 	var sendErr error // the last request's
 	if modernSession(cs) && u.pooled(cs, nil, x.log != nil) {
 		s, err := u.takeSession(ctx)
 		if err != nil {
 			return nil, nil, err
 		}
-		cs, own = s.cs, s.cs
+		cs, own = s.cs, true
 		defer func() { u.giveBack(ctx, s, cleanEnd(ctx, sendErr)) }()
 	}
-	rctx, forget := u.withRelay(ctx, x.client, nil, own, x.log)
+	rctx, forget := u.withRelay(ctx, &relayCall{owner: owner, client: x.client, session: cs, own: own, log: x.log})
 	defer forget()
 	for ; ; round++ {
 		res, err := send(rctx, cs, params)

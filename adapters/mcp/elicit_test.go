@@ -17,9 +17,9 @@ func TestRelayElicitPassesSchemaThrough(t *testing.T) {
 	if err := json.Unmarshal([]byte(`{"type":"object","properties":{"titledMulti":{"type":"array","minItems":1,"items":{"type":"string","anyOf":[{"const":"value1","title":"First Option"},{"const":"value2","title":"Second Option"}]}}}}`), &schema); err != nil {
 		t.Fatal(err)
 	}
-	u := &upstream{cfg: &serverConfig{name: "up"}}
+	u := testUpstream("up")
 	c := &fakeClient{caps: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{}}}
-	ctx, forget := u.withRelay(context.Background(), c, nil, nil, nil)
+	ctx, forget := u.withRelay(context.Background(), &relayCall{client: c})
 	defer forget()
 
 	nextCalled := ""

@@ -134,10 +134,11 @@ func (h *heldCall) ask(ctx context.Context, req mcp.InputRequest) (mcp.InputResp
 }
 
 // startHeld starts the upstream request (x with params) of a client asked
-// by rounds, on a context of its own: it may outlive the client's request.
+// by rounds, on a context of its own: it may outlive the client's request
+// (and so does not carry its caller, owner).
 // With a pooled session s, it runs on it (and gives it back); otherwise
 // on cs.
-func (u *upstream) startHeld(cs *mcp.ClientSession, s *pooledSession, x *exchange, params mcp.RequestParams) *heldCall {
+func (u *upstream) startHeld(owner string, cs *mcp.ClientSession, s *pooledSession, x *exchange, params mcp.RequestParams) *heldCall {
 	ctx, cancel := context.WithCancel(u.ctx)
 	h := &heldCall{id: heldID(), kind: x.kind, name: x.name, ctx: ctx, cancel: cancel, done: make(chan struct{}), questions: make(chan *question)}
 	h.serving(x)
@@ -149,10 +150,10 @@ func (u *upstream) startHeld(cs *mcp.ClientSession, s *pooledSession, x *exchang
 		var err error
 		if s != nil {
 			res, cs, err = u.callPooled(ctx, s, params, func(ctx context.Context, cs *mcp.ClientSession) (context.Context, func()) {
-				return u.withRelay(ctx, nil, h, cs, nil)
+				return u.withRelay(ctx, &relayCall{owner: owner, held: h, session: cs, own: true})
 			})
 		} else {
-			rctx, forgetRelay := u.withRelay(ctx, nil, h, nil, nil)
+			rctx, forgetRelay := u.withRelay(ctx, &relayCall{owner: owner, held: h, session: cs})
 			res, err = send(rctx, cs, params)
 			forgetRelay()
 		}

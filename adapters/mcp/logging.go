@@ -40,9 +40,11 @@ func (u *upstream) onLog(ctx context.Context, req *mcp.LoggingMessageRequest) {
 		return
 	}
 	// The call a record belongs to is found as a request's is: by the
-	// session it came on, or as the one call in flight on the shared
-	// session (relay.go). A call whose client will not receive records
-	// still counts, so that its records never reach another call's client.
+	// session it came on, or as the one call in flight on a shared
+	// session that has served one caller only (relay.go); one that cannot
+	// be attributed is dropped and counted. A call whose client will not
+	// receive records still counts, so that its records never reach
+	// another call's client.
 	c, err := u.target(ctx, "notifications/message", req.Session)
 	if err != nil || c.log == nil {
 		return

@@ -17,7 +17,8 @@ type logged struct{ level, msg string }
 // session. With none, or several on the shared session, it is dropped,
 // even when only one of them wants records: it may be the other's.
 func TestOnLog(t *testing.T) {
-	u := &upstream{cfg: &serverConfig{name: "up", secrets: []string{"s3cret"}}}
+	u := testUpstream("up")
+	u.cfg.secrets = []string{"s3cret"}
 	rec := func(level mcp.LoggingLevel, data any, on *mcp.ClientSession) *mcp.LoggingMessageRequest {
 		return &mcp.LoggingMessageRequest{Session: on, Params: &mcp.LoggingMessageParams{Level: level, Data: data}}
 	}
@@ -27,7 +28,7 @@ func TestOnLog(t *testing.T) {
 	ctx := context.Background()
 	u.onLog(ctx, rec("info", "before any call", nil))
 
-	_, endA := u.withRelay(ctx, nil, nil, nil, toA)
+	_, endA := u.withRelay(ctx, &relayCall{log: toA})
 	u.onLog(ctx, rec("info", "started with s3cret", nil))
 	u.onLog(ctx, rec("warning", map[string]any{"n": 1}, nil))
 	u.onLog(ctx, rec("verbose", "not a level", nil))
@@ -35,19 +36,25 @@ func TestOnLog(t *testing.T) {
 	// A pooled call: its session's records are its own, and it is not
 	// among the calls a record of the shared session may belong to.
 	pooled := &mcp.ClientSession{}
-	_, endP := u.withRelay(ctx, nil, nil, pooled, toP)
+	_, endP := u.withRelay(ctx, &relayCall{session: pooled, own: true, log: toP})
 	u.onLog(ctx, rec("info", "pooled's", pooled))
 	u.onLog(ctx, rec("info", "A's, with a pooled call in flight", nil))
 	endP()
 	u.onLog(ctx, rec("info", "on a session no call has", pooled))
 
 	// A second call on the shared session, whose client set no level.
-	_, endB := u.withRelay(ctx, nil, nil, nil, nil)
+	_, endB := u.withRelay(ctx, &relayCall{})
 	u.onLog(ctx, rec("info", "whose?", nil))
 	endB()
 	u.onLog(ctx, rec("error", "A's again", nil))
 	endA()
 	u.onLog(ctx, rec("info", "after", nil))
+
+	// Before any call, on the pooled session between calls, with two
+	// calls in flight, after the last: each dropped, and counted.
+	if n := u.ServiceStatus().UnattributedRecords; n != 4 {
+		t.Errorf("%d records counted as unattributed, want 4", n)
+	}
 
 	for _, tc := range []struct {
 		call      string

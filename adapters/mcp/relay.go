@@ -7,8 +7,10 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/time/rate"
 
 	"github.com/mcpd/mcpd/engine/adapter"
 )
@@ -20,30 +22,50 @@ import (
 // client declared the capability; otherwise the upstream gets an error
 // that says why, and its tool decides what to do without the answer.
 //
-// Which call a request belongs to: on the 2025-11-25 protocol a server's
-// request carries no reference to the call that caused it, and the SDK
-// hands it to the client session's handlers with the connection's
-// context. A request is relayed only when it can be told apart: when the
-// handler runs within the call (the SDK's multi-round-trip client does
-// that for a 2026-07-28 upstream), when it comes on a session the call
-// has to itself (a call of an HTTP upstream whose client can be asked
-// runs on a pooled session: pool.go), or when exactly one call of this
-// upstream is in flight on the shared session (a stdio upstream's calls,
-// and those whose client cannot be asked). With several calls in flight
-// there the request is refused rather than shown to a user who may not be
-// the one it was meant for.
+// Which call a request (or a log record, logging.go) belongs to: nothing
+// of one caller's may reach another, so a message is relayed only to a
+// live call it can be attributed to, and one of the same caller as every
+// call it may belong to. On the 2025-11-25 protocol a server's request
+// carries no reference to the call that caused it, and the SDK hands it
+// to the client session's handlers with the connection's context; nor
+// does a log record. So a message is attributed:
+//
+//   - when the handler runs within the call (the questions of a
+//     2026-07-28 upstream's input_required rounds: answerInputs);
+//   - by the session it came on, when that is a session the call has to
+//     itself (a pooled session of an HTTP upstream, pool.go, which serves
+//     the calls of one caller only);
+//   - on a session shared by calls (a stdio upstream's one session, and
+//     an HTTP upstream's for calls whose client can be asked nothing),
+//     to the one call in flight on it, and only while every call that
+//     ever ran on that session was the same caller's: a message sent
+//     after its call ended (an upstream's tool may go on in the
+//     background) would otherwise reach whichever other caller has a call
+//     in flight then.
+//
+// Everything else is dropped (a request gets an error that says why),
+// counted (mcpd_upstream_unattributed_messages_total) and logged at a
+// bounded rate: a message on a session no call of it is in flight on (a
+// late one, on a pooled session back in the pool, or on the shared one),
+// on a shared session that has served more than one caller, or with
+// several calls in flight on the shared session.
 
 // relayCall is one upstream call that requests may be relayed to.
 type relayCall struct {
-	ctx context.Context
+	ctx context.Context // the call's, set by withRelay
+	// owner is the caller (ownerOf): a message is relayed only to a call
+	// of the caller every call it may belong to was made by.
+	owner string
 	// client asks the caller within the call; held, for a caller asked by
 	// input_required rounds, holds the call until its retry (held.go).
 	// Neither: the caller cannot be asked.
 	client adapter.ClientAsker
 	held   *heldCall
-	// session, when not nil, is the call's own session to the upstream:
-	// the requests that come on it are this call's, and no other's.
+	// session is the session to the upstream the call runs on; own, that
+	// the call has it to itself (a pooled session): what comes on it is
+	// this call's, and no other's.
 	session *mcp.ClientSession
+	own     bool
 	// log receives the upstream's log records that are this call's; nil
 	// when its client will not receive them.
 	log func(level, message string)
@@ -58,22 +80,52 @@ type relayCtxKey struct{}
 type relays struct {
 	mu    sync.Mutex
 	calls map[*relayCall]struct{}
+	// shared is who made the calls that ran on the latest shared session.
+	shared sharedOwners
 }
 
-// withRelay registers a call in flight, and returns its context (which
-// carries it) and the function that forgets it.
-// log, when not nil, receives the upstream's log records of the call
-// (logging.go).
-func (u *upstream) withRelay(ctx context.Context, client adapter.ClientAsker, held *heldCall, session *mcp.ClientSession, log func(level, message string)) (context.Context, func()) {
-	c := &relayCall{ctx: ctx, client: client, held: held, session: session, log: log}
+// sharedOwners records the callers whose calls ran on one shared session,
+// as much as attribution needs: the first, and whether there were others.
+type sharedOwners struct {
+	set     bool
+	session *mcp.ClientSession
+	owner   string
+	mixed   bool
+}
+
+// add records a call of owner on session (which replaces an earlier one:
+// the upstream reconnected).
+func (o *sharedOwners) add(session *mcp.ClientSession, owner string) {
+	switch {
+	case !o.set || o.session != session:
+		*o = sharedOwners{set: true, session: session, owner: owner}
+	case o.owner != owner:
+		o.mixed = true
+	}
+}
+
+// oneCaller reports whether every call that ran on session was one
+// caller's (false for a session it knows nothing of).
+func (o *sharedOwners) oneCaller(session *mcp.ClientSession) bool {
+	return o.set && o.session == session && !o.mixed
+}
+
+// withRelay registers c, a call in flight, and returns its context (which
+// carries it) and the function that forgets it. c.log, when not nil,
+// receives the upstream's log records of the call (logging.go).
+func (u *upstream) withRelay(ctx context.Context, c *relayCall) (context.Context, func()) {
+	c.ctx = ctx
 	u.relays.mu.Lock()
 	if u.relays.calls == nil {
 		u.relays.calls = map[*relayCall]struct{}{}
 	}
 	u.relays.calls[c] = struct{}{}
+	if !c.own {
+		u.relays.shared.add(c.session, c.owner)
+	}
 	u.relays.mu.Unlock()
 	return context.WithValue(ctx, relayCtxKey{}, c), func() {
-		if log != nil {
+		if c.log != nil {
 			// Records a stdio upstream wrote before its result are
 			// relayed before the call returns.
 			u.pending.drain(logPendingKey, progressDrainWait)
@@ -90,40 +142,80 @@ func relayOf(ctx context.Context) *relayCall {
 	return c
 }
 
-// target is the call a request from the upstream, which came on session,
-// belongs to.
+// target is the call a request (or log record: method) from the upstream,
+// which came on session, belongs to. What cannot be attributed is counted
+// as dropped.
 func (u *upstream) target(ctx context.Context, method string, session *mcp.ClientSession) (*relayCall, error) {
 	if c := relayOf(ctx); c != nil {
 		return c, nil
 	}
-	u.mu.Lock()
-	shared := u.cs
-	u.mu.Unlock()
+	c, why := u.attribute(session)
+	if c != nil {
+		return c, nil
+	}
+	u.dropped(method, why)
+	return nil, fmt.Errorf("mcpd cannot relay %s from upstream %s: %s", method, u.cfg.name, why)
+}
+
+// attribute finds the call in flight that what came on session belongs
+// to, or says why there is none.
+func (u *upstream) attribute(session *mcp.ClientSession) (*relayCall, string) {
 	u.relays.mu.Lock()
 	defer u.relays.mu.Unlock()
 	var found *relayCall
 	n := 0
 	for c := range u.relays.calls {
-		if c.session != nil {
-			if c.session == session {
-				return c, nil
-			}
-			continue // its requests come on its own session
+		if c.session != session {
+			continue
+		}
+		if c.own {
+			return c, ""
 		}
 		found, n = c, n+1
 	}
-	if session != nil && session != shared {
-		// A pooled session between calls, or the shared session of
-		// before a reconnection: no call in flight is its.
-		return nil, fmt.Errorf("mcpd cannot relay %s from upstream %s: no tool call of it runs on the session the request came on", method, u.cfg.name)
+	switch {
+	case n == 0:
+		// A late message: of a pooled session between calls, of the
+		// shared session with none of its calls in flight, or of the
+		// shared session of before a reconnection.
+		return nil, "none of its tool calls or prompt gets is in flight on the session it came on"
+	case !u.relays.shared.oneCaller(session):
+		return nil, "the session it came on has served the calls of more than one caller, and it does not say which call it belongs to"
+	case n > 1:
+		return nil, fmt.Sprintf("%d of its tool calls and prompt gets are in flight and it does not say which one it belongs to", n)
 	}
-	switch n {
-	case 0:
-		return nil, fmt.Errorf("mcpd relays %s from upstream %s only while one of its tool calls or prompt gets runs, and none does", method, u.cfg.name)
-	case 1:
-		return found, nil
+	return found, ""
+}
+
+// dropLogInterval bounds how often dropped messages are logged, per
+// upstream: an upstream can send them as fast as it likes.
+const dropLogInterval = 10 * time.Second
+
+// unattributed counts, by kind, what an upstream sent that mcpd dropped
+// because no live call of its caller could be told to be its owner.
+type unattributed struct {
+	requests, records, progress atomic.Int64
+	log                         rate.Sometimes
+}
+
+// dropped counts one message (method) that could not be attributed, and
+// logs it at a bounded rate.
+func (u *upstream) dropped(method, why string) {
+	var n *atomic.Int64
+	switch method {
+	case "notifications/message":
+		n = &u.unattributed.records
+	case "notifications/progress":
+		n = &u.unattributed.progress
+	default:
+		n = &u.unattributed.requests
 	}
-	return nil, fmt.Errorf("mcpd cannot relay %s from upstream %s: %d of its tool calls and prompt gets are in flight and the request does not say which one it belongs to", method, u.cfg.name, n)
+	n.Add(1)
+	u.unattributed.log.Do(func() {
+		u.log.Warn("dropped a message of the upstream that cannot be attributed to a call of its caller (logged at most every "+dropLogInterval.String()+")",
+			"method", method, "reason", why,
+			"requests", u.unattributed.requests.Load(), "records", u.unattributed.records.Load(), "progress", u.unattributed.progress.Load())
+	})
 }
 
 // need is what relaying one request takes of the client: its method (for
@@ -232,11 +324,16 @@ func (u *upstream) relay(ctx context.Context, session *mcp.ClientSession, req mc
 	if err := u.check(req, c.client.Capabilities()); err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithCancel(ctx)
+	// The question is put under the call's context, which carries the
+	// client's request: the SDK sends it on that request's stream, as it
+	// does mcpd's own asks, so that it reaches a client that opened no
+	// other (a 2025-11-25 client's GET stream is optional). It lasts as
+	// long as both the upstream's request and the call.
+	actx, cancel := context.WithCancel(c.ctx)
 	defer cancel()
-	stop := context.AfterFunc(c.ctx, cancel)
+	stop := context.AfterFunc(ctx, cancel)
 	defer stop()
-	resp, err := c.client.Ask(ctx, req)
+	resp, err := c.client.Ask(actx, req)
 	if err != nil {
 		return nil, fmt.Errorf("relaying %s from upstream %s: %w", n.method, u.cfg.name, err)
 	}

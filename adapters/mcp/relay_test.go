@@ -2,6 +2,7 @@ package mcpadapter
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -23,36 +24,63 @@ func (f *fakeClient) Ask(_ context.Context, req mcp.InputRequest) (mcp.InputResp
 	return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}, nil
 }
 
+// testUpstream is an upstream to try the relay on, not connected.
+func testUpstream(name string) *upstream {
+	return &upstream{cfg: &serverConfig{name: name}, log: slog.New(slog.DiscardHandler)}
+}
+
 func TestRelayTarget(t *testing.T) {
 	elicit := &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{}}
+	type call struct {
+		owner  string
+		client *fakeClient // nil: a caller that cannot be asked
+		ended  bool        // it ended before the request came
+	}
 	for _, tc := range []struct {
 		name    string
-		clients []*fakeClient // calls in flight; nil entry: a caller that cannot be asked
-		inCall  bool          // the request arrives within the first call's context
-		want    string        // error substring; "" relays to the first call's client
+		calls   []call
+		inCall  bool   // the request arrives within the first call's context
+		want    string // error substring; "" relays to the first call's client
+		dropped int64  // counted as unattributed
 	}{
-		{name: "no call in flight", want: "none does"},
-		{name: "one call", clients: []*fakeClient{{caps: elicit}}},
-		{name: "two calls, from outside", clients: []*fakeClient{{caps: elicit}, {caps: elicit}}, want: "2 of its tool calls and prompt gets are in flight"},
-		{name: "two calls, within the first", clients: []*fakeClient{{caps: elicit}, {caps: elicit}}, inCall: true},
-		{name: "no capability", clients: []*fakeClient{{caps: &mcp.ClientCapabilities{}}}, want: "did not declare the elicitation capability"},
-		{name: "url without url capability", clients: []*fakeClient{{caps: elicit}}, want: "elicitation.url"},
-		{name: "a caller that cannot be asked", clients: []*fakeClient{nil}, want: "cannot be asked while a tool or prompt runs"},
+		{name: "no call in flight", want: "none of its tool calls or prompt gets is in flight", dropped: 1},
+		{name: "one call", calls: []call{{client: &fakeClient{caps: elicit}}}},
+		{name: "two calls, from outside", calls: []call{{client: &fakeClient{caps: elicit}}, {client: &fakeClient{caps: elicit}}}, want: "2 of its tool calls and prompt gets are in flight", dropped: 1},
+		{name: "two calls, within the first", calls: []call{{client: &fakeClient{caps: elicit}}, {client: &fakeClient{caps: elicit}}}, inCall: true},
+		{name: "no capability", calls: []call{{client: &fakeClient{caps: &mcp.ClientCapabilities{}}}}, want: "did not declare the elicitation capability"},
+		{name: "url without url capability", calls: []call{{client: &fakeClient{caps: elicit}}}, want: "elicitation.url"},
+		{name: "a caller that cannot be asked", calls: []call{{}}, want: "cannot be asked while a tool or prompt runs"},
+		// A request that comes after its call ended, while another
+		// caller's call is in flight, may be the ended call's.
+		{name: "another caller's call ended", calls: []call{{owner: "bob", client: &fakeClient{caps: elicit}}, {owner: "alice", ended: true}},
+			want: "has served the calls of more than one caller", dropped: 1},
+		{name: "another caller's call ended, within the call", calls: []call{{owner: "bob", client: &fakeClient{caps: elicit}}, {owner: "alice", ended: true}}, inCall: true},
+		{name: "the same caller's call ended", calls: []call{{owner: "bob", client: &fakeClient{caps: elicit}}, {owner: "bob", ended: true}}},
+		{name: "two callers in flight", calls: []call{{owner: "bob", client: &fakeClient{caps: elicit}}, {owner: "alice", client: &fakeClient{caps: elicit}}},
+			want: "has served the calls of more than one caller", dropped: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			u := &upstream{cfg: &serverConfig{name: "up"}}
+			u := testUpstream("up")
 			var first context.Context
-			for i, c := range tc.clients {
-				var ctx context.Context
-				var forget func()
-				if c == nil {
-					ctx, forget = u.withRelay(context.Background(), nil, nil, nil, nil)
-				} else {
-					ctx, forget = u.withRelay(context.Background(), c, nil, nil, nil)
-				}
-				defer forget()
-				if i == 0 {
-					first = ctx
+			// The ended calls first: they ran before.
+			for _, ended := range []bool{true, false} {
+				for i, c := range tc.calls {
+					if c.ended != ended {
+						continue
+					}
+					rc := &relayCall{owner: c.owner}
+					if c.client != nil {
+						rc.client = c.client
+					}
+					ctx, forget := u.withRelay(context.Background(), rc)
+					if ended {
+						forget()
+					} else {
+						defer forget()
+					}
+					if i == 0 {
+						first = ctx
+					}
 				}
 			}
 			ctx := context.Background()
@@ -64,13 +92,16 @@ func TestRelayTarget(t *testing.T) {
 				params = &mcp.ElicitParams{Mode: "url", Message: "open", URL: "https://example.com/x", ElicitationID: "1"}
 			}
 			res, err := u.onElicit(ctx, &mcp.ElicitRequest{Params: params})
+			if got := u.ServiceStatus().UnattributedRequests; got != tc.dropped {
+				t.Errorf("dropped %d, want %d", got, tc.dropped)
+			}
 			if tc.want != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.want) {
 					t.Fatalf("err = %v, want %q", err, tc.want)
 				}
-				for _, c := range tc.clients {
-					if c != nil && len(c.asked) != 0 {
-						t.Errorf("a client was asked: %v", c.asked)
+				for _, c := range tc.calls {
+					if c.client != nil && len(c.client.asked) != 0 {
+						t.Errorf("a client was asked: %v", c.client.asked)
 					}
 				}
 				return
@@ -78,12 +109,12 @@ func TestRelayTarget(t *testing.T) {
 			if err != nil || res.Action != "accept" {
 				t.Fatalf("onElicit: %v %+v", err, res)
 			}
-			if len(tc.clients[0].asked) != 1 || tc.clients[0].asked[0] != mcp.InputRequest(params) {
-				t.Errorf("first client asked %v", tc.clients[0].asked)
+			if asked := tc.calls[0].client.asked; len(asked) != 1 || asked[0] != mcp.InputRequest(params) {
+				t.Errorf("first client asked %v", asked)
 			}
-			for _, c := range tc.clients[1:] {
-				if len(c.asked) != 0 {
-					t.Errorf("another client was asked: %v", c.asked)
+			for _, c := range tc.calls[1:] {
+				if c.client != nil && len(c.client.asked) != 0 {
+					t.Errorf("another client was asked: %v", c.client.asked)
 				}
 			}
 		})
@@ -92,9 +123,9 @@ func TestRelayTarget(t *testing.T) {
 
 // After the call ends, its entry is gone: a late request is refused.
 func TestRelayForget(t *testing.T) {
-	u := &upstream{cfg: &serverConfig{name: "up"}}
+	u := testUpstream("up")
 	c := &fakeClient{caps: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{}}}
-	_, forget := u.withRelay(context.Background(), c, nil, nil, nil)
+	_, forget := u.withRelay(context.Background(), &relayCall{client: c})
 	forget()
 	if _, err := u.onElicit(context.Background(), &mcp.ElicitRequest{Params: &mcp.ElicitParams{Message: "late"}}); err == nil || len(c.asked) != 0 {
 		t.Fatalf("a request after the call: %v, asked %v", err, c.asked)
@@ -105,14 +136,14 @@ func TestRelayForget(t *testing.T) {
 // requests that come on that session, and is not counted among the calls
 // a request on the shared session may belong to.
 func TestRelayOwnSession(t *testing.T) {
-	u := &upstream{cfg: &serverConfig{name: "up"}}
+	u := testUpstream("up")
 	elicit := &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{}}
 	own := &mcp.ClientSession{}
 	held := &heldCall{caps: elicit}
-	_, forget := u.withRelay(context.Background(), nil, held, own, nil)
+	_, forget := u.withRelay(context.Background(), &relayCall{held: held, session: own, own: true})
 	defer forget()
 	shared := &fakeClient{caps: elicit}
-	_, forget = u.withRelay(context.Background(), shared, nil, nil, nil)
+	_, forget = u.withRelay(context.Background(), &relayCall{client: shared})
 	defer forget()
 
 	c, err := u.target(context.Background(), "elicitation/create", own)
@@ -126,7 +157,7 @@ func TestRelayOwnSession(t *testing.T) {
 	// A pooled session between calls belongs to no call, not even the
 	// one call on the shared session.
 	c, err = u.target(context.Background(), "elicitation/create", &mcp.ClientSession{})
-	if err == nil || !strings.Contains(err.Error(), "no tool call of it runs on the session") {
+	if err == nil || !strings.Contains(err.Error(), "none of its tool calls or prompt gets is in flight on the session") {
 		t.Errorf("a request on an idle session went to %+v (%v)", c, err)
 	}
 }

@@ -34,9 +34,9 @@ func TestAnswerInputsSampling(t *testing.T) {
 		}
 		return m
 	}
-	u := &upstream{cfg: &serverConfig{name: "up"}}
+	u := testUpstream("up")
 	c := &samplingClient{}
-	ctx, forget := u.withRelay(context.Background(), c, nil, nil, nil)
+	ctx, forget := u.withRelay(context.Background(), &relayCall{client: c})
 	defer forget()
 
 	reqs := decode(t, `{"llm":{"method":"sampling/createMessage","params":{"maxTokens":100,"messages":[{"role":"user","content":{"type":"text","text":"Say hello."}}]}}}`)

@@ -68,6 +68,9 @@ type upstream struct {
 	holds       holds       // calls held for their clients' answers (held.go)
 	pool        sessionPool // sessions of calls whose client can be asked (pool.go)
 	failures    atomic.Int64
+	// unattributed counts what the upstream sent that no live call of
+	// its caller could be told to own, and was dropped (relay.go).
+	unattributed unattributed
 
 	subs subscriptions // resource subscriptions of mcpd's clients (forward.go)
 }
@@ -86,6 +89,7 @@ func (c *serverConfig) Open() (adapter.Backend, error) {
 		state:    "idle",
 		watchers: map[int]func(){},
 	}
+	u.unattributed.log.Interval = dropLogInterval
 	u.client = mcp.NewClient(&mcp.Implementation{Name: "mcpd", Version: buildinfo.Read("", "").Version}, &mcp.ClientOptions{
 		ProgressNotificationHandler: u.onProgress,
 		ToolListChangedHandler:      func(context.Context, *mcp.ToolListChangedRequest) { go u.relist("tools") },
@@ -370,7 +374,9 @@ func (u *upstream) ServiceStatus() adapter.ServiceStatus {
 	defer u.mu.Unlock()
 	return adapter.ServiceStatus{Name: u.cfg.name, Transport: u.cfg.transport(), State: u.state, Restarts: u.restarts,
 		Calls: u.calls.Load(), Failures: u.failures.Load(), Tools: len(u.listing.tools),
-		IdleSessions: idle, BusySessions: busy, SessionConnects: connects}
+		IdleSessions: idle, BusySessions: busy, SessionConnects: connects,
+		UnattributedRequests: u.unattributed.requests.Load(), UnattributedRecords: u.unattributed.records.Load(),
+		UnattributedProgress: u.unattributed.progress.Load()}
 }
 
 // redact replaces the block's secrets (header values, env values) in s.
@@ -384,11 +390,15 @@ func (u *upstream) redact(s string) string {
 }
 
 // onProgress relays an upstream's progress notification to the call that
-// asked for it, by the token mcpd put in the call.
+// asked for it, by the token mcpd put in the call (and in no other). One
+// whose token names no call in flight (it came after its call ended) is
+// dropped and counted.
 func (u *upstream) onProgress(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
 	key := fmt.Sprint(req.Params.ProgressToken)
 	if f, ok := u.progress.Load(key); ok {
 		f.(func(float64, float64, string))(req.Params.Progress, req.Params.Total, req.Params.Message)
+	} else {
+		u.dropped("notifications/progress", "its progress token names none of its tool calls or prompt gets in flight")
 	}
 	u.pending.done(key)
 }

@@ -323,4 +323,9 @@ type ServiceStatus struct {
 	// and SessionConnects the sessions the pool connected so far.
 	IdleSessions, BusySessions int
 	SessionConnects            int64
+	// UnattributedRequests, UnattributedRecords and UnattributedProgress
+	// count what an MCP upstream sent (requests to its client, log
+	// records, progress) that could not be attributed to a live call of
+	// its caller, and was dropped.
+	UnattributedRequests, UnattributedRecords, UnattributedProgress int64
 }

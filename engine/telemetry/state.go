@@ -162,6 +162,8 @@ var (
 		"Sessions of an HTTP MCP upstream's pool (calls whose client can be asked), idle or in use by a call.", append(upstreamLabels, "state"), nil)
 	upstreamConnects = prometheus.NewDesc("mcpd_upstream_pool_connects_total",
 		"Sessions an HTTP MCP upstream's pool connected (one handshake each).", upstreamLabels, nil)
+	upstreamUnattributed = prometheus.NewDesc("mcpd_upstream_unattributed_messages_total",
+		"Messages an MCP upstream sent that could not be attributed to a live call of their caller, and were dropped, by kind: request (elicitation, sampling, roots), log (a record), progress.", append(upstreamLabels, "kind"), nil)
 )
 
 type serviceCollector struct {
@@ -169,7 +171,7 @@ type serviceCollector struct {
 }
 
 func (c *serviceCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{upstreamUp, upstreamRestarts, upstreamCalls, upstreamFailures, upstreamTools, upstreamSessions, upstreamConnects} {
+	for _, d := range []*prometheus.Desc{upstreamUp, upstreamRestarts, upstreamCalls, upstreamFailures, upstreamTools, upstreamSessions, upstreamConnects, upstreamUnattributed} {
 		ch <- d
 	}
 }
@@ -185,6 +187,9 @@ func (c *serviceCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(upstreamCalls, prometheus.CounterValue, float64(s.Calls), s.Name, s.Transport)
 		ch <- prometheus.MustNewConstMetric(upstreamFailures, prometheus.CounterValue, float64(s.Failures), s.Name, s.Transport)
 		ch <- prometheus.MustNewConstMetric(upstreamTools, prometheus.GaugeValue, float64(s.Tools), s.Name, s.Transport)
+		ch <- prometheus.MustNewConstMetric(upstreamUnattributed, prometheus.CounterValue, float64(s.UnattributedRequests), s.Name, s.Transport, "request")
+		ch <- prometheus.MustNewConstMetric(upstreamUnattributed, prometheus.CounterValue, float64(s.UnattributedRecords), s.Name, s.Transport, "log")
+		ch <- prometheus.MustNewConstMetric(upstreamUnattributed, prometheus.CounterValue, float64(s.UnattributedProgress), s.Name, s.Transport, "progress")
 		if s.Transport == "http" {
 			ch <- prometheus.MustNewConstMetric(upstreamSessions, prometheus.GaugeValue, float64(s.IdleSessions), s.Name, s.Transport, "idle")
 			ch <- prometheus.MustNewConstMetric(upstreamSessions, prometheus.GaugeValue, float64(s.BusySessions), s.Name, s.Transport, "in_use")
