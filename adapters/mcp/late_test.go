@@ -49,6 +49,13 @@ func newLateServer(stdio bool) *mcp.Server {
 		u.session, u.ctx, u.token = req.Session, context.WithoutCancel(ctx), req.Params.GetProgressToken()
 		return text("done"), nil, nil
 	})
+	// Reading note leaves what late does (without progress).
+	s.AddResource(&mcp.Resource{URI: "late://note", Name: "note"}, func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		u.mu.Lock()
+		defer u.mu.Unlock()
+		u.session, u.ctx, u.token = req.Session, context.WithoutCancel(ctx), nil
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "note"}}}, nil
+	})
 	mcp.AddTool(s, &mcp.Tool{Name: "wait", Description: "Sends what late left."}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
 		u.mu.Lock()
 		ss, lctx, token := u.session, u.ctx, u.token
@@ -103,7 +110,8 @@ func TestLateUpstreamProcess(t *testing.T) {
 }
 
 // lateGateway serves late, wait and ask of the upstream up, whose block
-// holds server (its command or url, and protocol_version).
+// holds server (its command or url, and protocol_version), and its
+// resources.
 func lateGateway(server string) string {
 	var tools string
 	for _, name := range []string{"late", "wait", "ask"} {
@@ -116,7 +124,7 @@ tool %q {
 }
 `, name, name)
 	}
-	return "mcp_server \"up\" {\n" + server + "\n}\n" + tools
+	return "mcp_server \"up\" {\n" + server + "\n  expose {\n    resources = true\n  }\n}\n" + tools
 }
 
 // stdioLate is the block of lateUpstream run over stdio, on version.
@@ -194,10 +202,12 @@ func TestRelayLateMessagesStayWithTheirCaller(t *testing.T) {
 		server  func(t *testing.T) string
 		asks    bool // the upstream can send requests (2025-11-25)
 		sharing bool // the callers share one upstream session
+		read    bool // alice reads a resource rather than calls a tool
 	}{
-		{"stdio 2025-11-25", func(*testing.T) string { return stdioLate(legacy) }, true, true},
-		{"stdio 2026-07-28", func(*testing.T) string { return stdioLate(modern) }, false, true},
-		{"http 2025-11-25", httpLate, true, false},
+		{"stdio 2025-11-25", func(*testing.T) string { return stdioLate(legacy) }, true, true, false},
+		{"stdio 2025-11-25, after a resource read", func(*testing.T) string { return stdioLate(legacy) }, true, true, true},
+		{"stdio 2026-07-28", func(*testing.T) string { return stdioLate(modern) }, false, true, false},
+		{"http 2025-11-25", httpLate, true, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := serveWatchedAuth(t, lateGateway(tc.server(t)), verifyCaller)
@@ -217,7 +227,12 @@ func TestRelayLateMessagesStayWithTheirCaller(t *testing.T) {
 				}
 			}
 			before := upstreamStatus(t, w.cur, "up")
-			if got := callText(t, acs, &mcp.CallToolParams{Name: "late", Meta: mcp.Meta{"progressToken": "alice-1"}}); got != "done" {
+			if tc.read {
+				waitFor(t, "the upstream's resource is served", func() bool {
+					_, err := acs.ReadResource(bounded(t), &mcp.ReadResourceParams{URI: "late://note"})
+					return err == nil
+				})
+			} else if got := callText(t, acs, &mcp.CallToolParams{Name: "late", Meta: mcp.Meta{"progressToken": "alice-1"}}); got != "done" {
 				t.Fatalf("late: %q", got)
 			}
 			got := callText(t, bcs, &mcp.CallToolParams{Name: "wait"})
@@ -232,7 +247,7 @@ func TestRelayLateMessagesStayWithTheirCaller(t *testing.T) {
 			waitFor(t, "the late messages are counted as dropped", func() bool {
 				st := upstreamStatus(t, w.cur, "up")
 				return st.UnattributedRecords > before.UnattributedRecords &&
-					st.UnattributedProgress > before.UnattributedProgress &&
+					(tc.read || st.UnattributedProgress > before.UnattributedProgress) &&
 					st.UnattributedRequests >= wantRequests
 			})
 			for _, c := range []*lateClient{alice, bob} {

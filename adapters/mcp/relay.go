@@ -136,6 +136,16 @@ func (u *upstream) withRelay(ctx context.Context, c *relayCall) (context.Context
 	}
 }
 
+// sharedBy records that a request of the caller under ctx that relays
+// nothing back (a resource read, a completion, a subscription) runs on
+// the shared session cs: what the upstream sends later may be that
+// request's, and so the caller's.
+func (u *upstream) sharedBy(ctx context.Context, cs *mcp.ClientSession) {
+	u.relays.mu.Lock()
+	defer u.relays.mu.Unlock()
+	u.relays.shared.add(cs, ownerOf(ctx))
+}
+
 // relayOf is the call ctx carries (withRelay), or nil.
 func relayOf(ctx context.Context) *relayCall {
 	c, _ := ctx.Value(relayCtxKey{}).(*relayCall)
