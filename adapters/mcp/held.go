@@ -29,7 +29,8 @@ import (
 // call's and several calls can wait at once. A stdio upstream has one
 // session, shared by all its calls, and so do calls whose client can be
 // asked nothing: their requests are relayed, as for a 2025-11-25 client,
-// only while exactly one of its calls is in flight (relay.go).
+// only while exactly one of its calls is in flight, and the session has
+// served one caller only (relay.go).
 //
 // A held call lives in one process. A retry that reaches another replica,
 // or comes after the upstream's answer_timeout, finds nothing and is a tool

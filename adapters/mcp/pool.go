@@ -45,8 +45,9 @@ import (
 // session of its own, closed after it.
 //
 // A stdio upstream has one session (a process per call is not an option):
-// its requests are relayed only while one of its calls is in flight
-// (relay.go).
+// its requests are relayed only while one of its calls is in flight, and
+// it has served one caller only (relay.go). What comes on a pooled
+// session while it is idle belongs to no call, and is dropped.
 
 const (
 	defaultMaxIdle = 8

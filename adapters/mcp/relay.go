@@ -37,8 +37,9 @@ import (
 //     the calls of one caller only);
 //   - on a session shared by calls (a stdio upstream's one session, and
 //     an HTTP upstream's for calls whose client can be asked nothing),
-//     to the one call in flight on it, and only while every call that
-//     ever ran on that session was the same caller's: a message sent
+//     to the one call in flight on it, and only while every request that
+//     ran on that session (calls, and what relays nothing back: sharedBy)
+//     was the same caller's: a message sent
 //     after its call ended (an upstream's tool may go on in the
 //     background) would otherwise reach whichever other caller has a call
 //     in flight then.
