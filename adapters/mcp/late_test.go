@@ -74,11 +74,19 @@ func newLateServer(stdio bool) *mcp.Server {
 		lctx, cancel := context.WithTimeout(lctx, 20*time.Second)
 		defer cancel()
 		var out []string
-		out = append(out, fmt.Sprintf("record: %v", ss.Log(lctx, &mcp.LoggingMessageParams{Level: "info", Data: "late record"})))
+		out = append(out, fmt.Sprintf("record: %v", delivered(lctx, func() error {
+			return ss.Log(lctx, &mcp.LoggingMessageParams{Level: "info", Data: "late record"})
+		})))
 		if token != nil {
-			out = append(out, fmt.Sprintf("progress: %v", ss.NotifyProgress(lctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: 1, Message: "late progress"})))
+			out = append(out, fmt.Sprintf("progress: %v", delivered(lctx, func() error {
+				return ss.NotifyProgress(lctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: 1, Message: "late progress"})
+			})))
 		}
-		if r, err := ss.Elicit(lctx, &mcp.ElicitParams{Message: "late question", RequestedSchema: nameSchema}); err != nil {
+		var r *mcp.ElicitResult
+		if err := delivered(lctx, func() (err error) {
+			r, err = ss.Elicit(lctx, &mcp.ElicitParams{Message: "late question", RequestedSchema: nameSchema})
+			return err
+		}); err != nil {
 			out = append(out, "question: refused: "+err.Error())
 		} else {
 			out = append(out, fmt.Sprintf("question: %s %v", r.Action, r.Content["name"]))
@@ -93,6 +101,22 @@ func newLateServer(stdio bool) *mcp.Server {
 		return text(fmt.Sprintf("name: %v", r.Content["name"])), nil, nil
 	})
 	return s
+}
+
+// delivered sends with send until the message leaves: over HTTP, the
+// session's own stream (the gateway's GET) may not be open yet.
+func delivered(ctx context.Context, send func() error) error {
+	for {
+		err := send()
+		if err == nil || !strings.Contains(err.Error(), "undelivered") || ctx.Err() != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 var nameSchema = map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}
