@@ -39,10 +39,9 @@ import (
 //     an HTTP upstream's for calls whose client can be asked nothing),
 //     to the one call in flight on it, and only while every request that
 //     ran on that session (calls, and what relays nothing back: sharedBy)
-//     was the same caller's: a message sent
-//     after its call ended (an upstream's tool may go on in the
-//     background) would otherwise reach whichever other caller has a call
-//     in flight then.
+//     was the same caller's: a message sent after its call ended (an
+//     upstream's tool may go on in the background) would otherwise reach
+//     whichever other caller has a call in flight then.
 //
 // Everything else is dropped (a request gets an error that says why),
 // counted (mcpd_upstream_unattributed_messages_total) and logged at a
@@ -81,12 +80,15 @@ type relayCtxKey struct{}
 type relays struct {
 	mu    sync.Mutex
 	calls map[*relayCall]struct{}
-	// shared is who made the calls that ran on the latest shared session.
+	// shared is who made the requests that ran on the latest shared
+	// session.
 	shared sharedOwners
 }
 
-// sharedOwners records the callers whose calls ran on one shared session,
-// as much as attribution needs: the first, and whether there were others.
+// sharedOwners records the callers whose requests ran on one shared
+// session, as much as attribution needs: the first, and whether there
+// were others. It is not reset while the session lasts: an upstream may
+// send what is a caller's at any time after that caller's request.
 type sharedOwners struct {
 	set     bool
 	session *mcp.ClientSession
