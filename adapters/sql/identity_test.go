@@ -711,7 +711,7 @@ func TestIdentityQueryChecks(t *testing.T) {
 		{"postgres", "postgres://u@127.0.0.1:1/db", "SELECT set_config('app.tenant', :t, false)", "set_config() would change"},
 		{"postgres", "postgres://u@127.0.0.1:1/db", "SELECT 'set_config(' AS s", ""},
 		{"mysql", "u@tcp(127.0.0.1:1)/db", "SET @app_tenant = :t", "SET would change"},
-		{"mysql", "u@tcp(127.0.0.1:1)/db", "SELECT @app_tenant := :t", "Assigning @app_tenant would change"},
+		{"mysql", "u@tcp(127.0.0.1:1)/db", "SELECT @app_tenant := :t", "User variable assigned in a tool with an identity"},
 		{"mysql", "u@tcp(127.0.0.1:1)/db", "SELECT * FROM t WHERE tenant = @app_tenant", ""},
 	} {
 		src := fmt.Sprintf(`database "main" {
