@@ -229,6 +229,13 @@ func (id *identity) token(ctx context.Context) (*grant, error) {
 		if sub == nil {
 			return nil, errNoCallerToken(cfg, p)
 		}
+		if err := id.callerExpired(sub); err != nil {
+			// Verification allows a leeway for clock skew past exp; an
+			// exchange would turn the rest of it into a fresh token (and
+			// a cached one would outlive the caller's), so, as
+			// passthrough does, only a live token is exchanged.
+			return nil, err
+		}
 		// One exchanged token per caller: the subject, with the issuer
 		// that vouches for it.
 		iss, _ := p.Claims["iss"].(string)
@@ -270,12 +277,22 @@ func (id *identity) token(ctx context.Context) (*grant, error) {
 			return nil, fmt.Errorf("%s refused to forward the caller's token: it was issued for %s, not for %q; only a token whose audience includes the backend may be forwarded (ask the authorization server for one, or configure mode = %q)",
 				cfg, got, cfg.audience, modeTokenExchange)
 		}
-		if exp := tok.Expiry(); !exp.IsZero() && !id.cache.now().Before(exp) {
-			return nil, fmt.Errorf("%s: the caller's token expired at %s; the client must get a new one", cfg, exp.UTC().Format(time.RFC3339))
+		if err := id.callerExpired(tok); err != nil {
+			return nil, err
 		}
 		return &grant{token: tok.Reveal(), redactor: id.passthroughRedactor(tok),
 			delegation: adapter.Delegation{Mode: cfg.mode, Subject: p.Name}}, nil
 	}
+}
+
+// callerExpired is the tool error for a caller's token past its expiry,
+// nil for one that is not: the verifier accepts a token up to its leeway
+// after exp, but mcpd sends on (or exchanges) only live tokens.
+func (id *identity) callerExpired(tok *principal.Token) error {
+	if exp := tok.Expiry(); !exp.IsZero() && !id.cache.now().Before(exp) {
+		return fmt.Errorf("%s: the caller's token expired at %s; the client must get a new one", id.cfg, exp.UTC().Format(time.RFC3339))
+	}
+	return nil
 }
 
 // passthroughRedactor is the redactor of a caller's token, built once per
