@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/lifetime"
 	"github.com/mcpd/mcpd/engine/principal"
 	"github.com/mcpd/mcpd/engine/redact"
 )
@@ -295,6 +296,12 @@ func (id *identity) callerExpired(tok *principal.Token) error {
 	return nil
 }
 
+// unixSeconds is t as seconds since 1970, for any t (UnixNano overflows
+// past 2262).
+func unixSeconds(t time.Time) float64 {
+	return float64(t.Unix()) + float64(t.Nanosecond())/1e9
+}
+
 // passthroughRedactor is the redactor of a caller's token, built once per
 // token (a client sends the same one on many calls) and kept in the cache
 // until the token expires.
@@ -305,9 +312,12 @@ func (id *identity) passthroughRedactor(tok *principal.Token) *redact.Redactor {
 		return t.redactor
 	}
 	r := redact.New([]string{tok.Reveal()})
-	exp := tok.Expiry()
-	if exp.IsZero() {
-		exp = now.Add(defaultTokenLife)
+	exp := now.Add(defaultTokenLife)
+	if e := tok.Expiry(); !e.IsZero() {
+		// The caller's exp, as the AS set it: bounded like every lifetime
+		// from a peer, so that an entry is not kept for ever.
+		d, _ := lifetime.Until(now, unixSeconds(e))
+		exp = now.Add(d)
 	}
 	id.cache.store(key, &cachedToken{redactor: r, expiry: exp, refreshAt: exp})
 	return r
@@ -431,18 +441,28 @@ func (id *identity) request(ctx context.Context, form url.Values, subject string
 		return nil, fail("the issued_token_type is %q, not an access token", oneLine(tr.IssuedTokenType, 80))
 	}
 	claims := unverifiedClaims(tr.AccessToken)
-	expiry := start.Add(defaultTokenLife)
-	if secs, ok := expiresIn(tr.ExpiresIn); ok {
-		expiry = start.Add(time.Duration(secs) * time.Second)
-	} else if exp, ok := claims["exp"].(float64); ok {
-		expiry = time.Unix(int64(exp), 0)
+	// The token's life is what the AS says, bounded (lifetime.Min to
+	// lifetime.Max): expires_in, and the JWT's exp when it is sooner.
+	life, said := expiresIn(tr.ExpiresIn)
+	if exp, ok := claims["exp"].(float64); ok {
+		d, live := lifetime.Until(start, exp)
+		if !live {
+			d = lifetime.Min // issued expired: asked again in a second, not on every call
+		}
+		if !said || d < life {
+			life, said = d, true
+		}
 	}
+	if !said {
+		life = defaultTokenLife
+	}
+	expiry := start.Add(life)
 	if !notAfter.IsZero() && notAfter.Before(expiry) {
 		// An exchanged token outliving the caller's would act for a
 		// caller whose session ended.
 		expiry = notAfter
 	}
-	life := expiry.Sub(start)
+	life = expiry.Sub(start)
 	margin := min(life/5, maxRefreshMargin)
 	t := &cachedToken{token: tr.AccessToken, redactor: redact.New([]string{tr.AccessToken}), expiry: expiry, refreshAt: expiry.Add(-margin), subject: subject}
 	if s, ok := claims["sub"].(string); ok && s != "" {
@@ -458,8 +478,9 @@ func (id *identity) request(ctx context.Context, form url.Values, subject string
 }
 
 // expiresIn reads expires_in: a number of seconds, or (from some servers)
-// a string of one.
-func expiresIn(raw json.RawMessage) (int64, bool) {
+// a string of one, bounded by lifetime.Of; ok is false when it is absent,
+// not a number, or not positive.
+func expiresIn(raw json.RawMessage) (time.Duration, bool) {
 	if len(raw) == 0 {
 		return 0, false
 	}
@@ -475,10 +496,7 @@ func expiresIn(raw json.RawMessage) (int64, bool) {
 		}
 		n = f
 	}
-	if n <= 0 {
-		return 0, false
-	}
-	return int64(n), true
+	return lifetime.Of(n, time.Second)
 }
 
 // unverifiedClaims reads the claims of a JWT without verifying it: only to
