@@ -1,8 +1,7 @@
 // Package lifetime reads the lifetimes that peers send mcpd: an
 // authorization server's expires_in and the exp of the tokens it issues, a
-// backend's Retry-After, an introspection answer's exp, the retry hint of
-// the shared state (Redis). They are untrusted numbers, and each is bounded
-// here, where it enters, to [Min, Max]:
+// backend's Retry-After, an introspection answer's exp. They are untrusted
+// numbers, and each is bounded here, where it enters, to [Min, Max]:
 //
 //   - Min (1s): a peer that says "this lasts no time" (expires_in of 0.001,
 //     an exp a moment away) would otherwise make mcpd ask it again on every
