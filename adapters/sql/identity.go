@@ -379,6 +379,11 @@ func identityProblems(q *compiledQuery, d dialect) []queryProblem {
 	}
 	if d == mysql && len(problems) == 0 {
 		problems = mysqlAssignments(toks)
+		for _, off := range q.escapedQuotes {
+			problems = append(problems, queryProblem{off: off, end: off + 2, summary: "Ambiguous string in a tool with an identity",
+				detail: "Where a string with a backslash before a quote ends depends on the server's sql_mode (NO_BACKSLASH_ESCAPES, ANSI_QUOTES), so what follows it may be SQL the checks did not see. " +
+					"Double the quote instead ('it''s'), or bind the value with a :name placeholder."})
+		}
 	}
 	return problems
 }

@@ -17,32 +17,37 @@ import (
 // diagnostic must point at. :t is the model's argument.
 var mysqlAssignmentSpellings = []struct {
 	name, query, at string
+	sqlMode         string // added to the session's sql_mode for the demonstration
 }{
-	{"unquoted :=", "SELECT @app_tenant := :t AS x", "app_tenant :="},
-	{"no spaces", "SELECT @app_tenant:=:t AS x", "app_tenant:="},
-	{"other case", "SELECT @APP_Tenant := :t AS x", "APP_Tenant :="},
-	{"single-quoted name", "SELECT @'app_tenant' := :t AS x", "@'app_tenant' :="},
-	{"double-quoted name", `SELECT @"app_tenant" := :t AS x`, `@"app_tenant" :=`},
-	{"backquoted name", "SELECT @`app_tenant` := :t AS x", "`app_tenant` :="},
-	{"backquoted, other case", "SELECT @`APP_TENANT` := :t AS x", "`APP_TENANT` :="},
-	{"escape in a quoted name", `SELECT @'app_t\enant' := :t AS x`, `@'app_t\enant' :=`},
-	{"in WHERE", "SELECT 1 AS x FROM DUAL WHERE (@app_tenant := :t) IS NOT NULL", "app_tenant :="},
-	{"in a MariaDB executable comment", "SELECT 1 AS x /*M! , @app_tenant := :t */", "app_tenant :="},
-	{"in a MySQL executable comment", "SELECT 1 AS x /*!50000 , @app_tenant := :t */", "app_tenant :="},
-	{"DO", "DO @app_tenant := :t", "app_tenant :="},
-	{"SELECT INTO", "SELECT :t INTO @app_tenant", "INTO @"},
-	{"SELECT INTO, quoted", "SELECT :t INTO @'app_tenant'", "INTO @"},
-	{"SELECT INTO, second target", "SELECT 1, :t INTO @mcpd_unused, @app_tenant", "INTO @"},
-	{"SELECT INTO before FROM", "SELECT :t INTO @app_tenant FROM DUAL", "INTO @"},
-	{"SELECT INTO in parentheses", "(SELECT :t) INTO @app_tenant", "INTO @"},
-	{"WITH ... INTO", "WITH c AS (SELECT :t AS v) SELECT v INTO @app_tenant FROM c", "INTO @"},
-	{"SET =", "SET @app_tenant = :t", "SET"},
-	{"SET :=", "SET @app_tenant := :t", "SET"},
-	{"SET quoted, other case", "SET @`APP_TENANT` = :t", "SET"},
-	{"SET in an executable comment", "/*!SET @app_tenant = :t */", "SET"},
-	{"EXECUTE IMMEDIATE", "EXECUTE IMMEDIATE CONCAT('SET @app_tenant = ', QUOTE(:t))", "EXECUTE"},
-	{"GET DIAGNOSTICS", "GET DIAGNOSTICS @app_tenant = NUMBER", "GET"},
-	{"CALL with an OUT parameter", "CALL mcpd_test_echo(:t, @app_tenant)", "@"},
+	{"unquoted :=", "SELECT @app_tenant := :t AS x", "app_tenant :=", ""},
+	{"no spaces", "SELECT @app_tenant:=:t AS x", "app_tenant:=", ""},
+	{"other case", "SELECT @APP_Tenant := :t AS x", "APP_Tenant :=", ""},
+	{"single-quoted name", "SELECT @'app_tenant' := :t AS x", "@'app_tenant' :=", ""},
+	{"double-quoted name", `SELECT @"app_tenant" := :t AS x`, `@"app_tenant" :=`, ""},
+	{"backquoted name", "SELECT @`app_tenant` := :t AS x", "`app_tenant` :=", ""},
+	{"backquoted, other case", "SELECT @`APP_TENANT` := :t AS x", "`APP_TENANT` :=", ""},
+	{"escape in a quoted name", `SELECT @'app_t\enant' := :t AS x`, `@'app_t\enant' :=`, ""},
+	{"in WHERE", "SELECT 1 AS x FROM DUAL WHERE (@app_tenant := :t) IS NOT NULL", "app_tenant :=", ""},
+	{"in a MariaDB executable comment", "SELECT 1 AS x /*M! , @app_tenant := :t */", "app_tenant :=", ""},
+	{"in a MySQL executable comment", "SELECT 1 AS x /*!50000 , @app_tenant := :t */", "app_tenant :=", ""},
+	{"DO", "DO @app_tenant := :t", "app_tenant :=", ""},
+	{"SELECT INTO", "SELECT :t INTO @app_tenant", "INTO @", ""},
+	{"SELECT INTO, quoted", "SELECT :t INTO @'app_tenant'", "INTO @", ""},
+	{"SELECT INTO, second target", "SELECT 1, :t INTO @mcpd_unused, @app_tenant", "INTO @", ""},
+	{"SELECT INTO before FROM", "SELECT :t INTO @app_tenant FROM DUAL", "INTO @", ""},
+	{"SELECT INTO in parentheses", "(SELECT :t) INTO @app_tenant", "INTO @", ""},
+	{"WITH ... INTO", "WITH c AS (SELECT :t AS v) SELECT v INTO @app_tenant FROM c", "INTO @", ""},
+	{"SET =", "SET @app_tenant = :t", "SET", ""},
+	{"SET :=", "SET @app_tenant := :t", "SET", ""},
+	{"SET quoted, other case", "SET @`APP_TENANT` = :t", "SET", ""},
+	{"SET in an executable comment", "/*!SET @app_tenant = :t */", "SET", ""},
+	{"EXECUTE IMMEDIATE", "EXECUTE IMMEDIATE CONCAT('SET @app_tenant = ', QUOTE(:t))", "EXECUTE", ""},
+	{"GET DIAGNOSTICS", "GET DIAGNOSTICS @app_tenant = NUMBER", "GET", ""},
+	{"CALL with an OUT parameter", "CALL mcpd_test_echo(:t, @app_tenant)", "@", ""},
+	// With NO_BACKSLASH_ESCAPES (a server's or a DSN's sql_mode), 'x\' ends
+	// at the backslash: the assignment that mcpd's default reading puts in
+	// the string is SQL, and the comment hides the rest.
+	{"string ended by the sql_mode", "SELECT 'x\\', @app_tenant := 0x62 -- '", "\\'", "NO_BACKSLASH_ESCAPES"},
 }
 
 // Every way of assigning a user variable is refused in a MySQL/MariaDB tool
@@ -67,8 +72,13 @@ func TestMySQLIdentityAssignments(t *testing.T) {
 	for _, c := range mysqlAssignmentSpellings {
 		t.Run(c.name, func(t *testing.T) {
 			// MariaDB assigns the variable.
-			if _, err := conn.ExecContext(ctx, "SET @app_tenant = 'a'"); err != nil {
+			if _, err := conn.ExecContext(ctx, "SET @app_tenant = 'a', SESSION sql_mode = DEFAULT"); err != nil {
 				t.Fatal(err)
+			}
+			if c.sqlMode != "" {
+				if _, err := conn.ExecContext(ctx, "SET SESSION sql_mode = CONCAT(@@sql_mode, ',"+c.sqlMode+"')"); err != nil {
+					t.Fatal(err)
+				}
 			}
 			q, args := c.query, []any{}
 			if strings.Contains(q, ":t") {
@@ -116,7 +126,7 @@ sql {
 				t.Fatalf("%s: no error", c.query)
 			}
 			d := diags[0]
-			if d.Summary != "User variable assigned in a tool with an identity" && d.Summary != "Identity changed by the query" {
+			if d.Summary != "User variable assigned in a tool with an identity" && d.Summary != "Identity changed by the query" && d.Summary != "Ambiguous string in a tool with an identity" {
 				t.Errorf("%s: %s", c.query, diags.Error())
 			}
 			col := strings.Index(c.query, c.at) + 5
