@@ -442,15 +442,12 @@ func (id *identity) request(ctx context.Context, form url.Values, subject string
 	}
 	claims := unverifiedClaims(tr.AccessToken)
 	// The token's life is what the AS says, bounded (lifetime.Min to
-	// lifetime.Max): expires_in, and the JWT's exp when it is sooner.
+	// lifetime.Max): expires_in (relative, so immune to clock skew
+	// between the AS and mcpd), else the JWT's exp.
 	life, said := expiresIn(tr.ExpiresIn)
-	if exp, ok := claims["exp"].(float64); ok {
-		d, live := lifetime.Until(start, exp)
-		if !live {
-			d = lifetime.Min // issued expired: asked again in a second, not on every call
-		}
-		if !said || d < life {
-			life, said = d, true
+	if exp, ok := claims["exp"].(float64); ok && !said {
+		if life, said = lifetime.Until(start, exp); !said {
+			life, said = lifetime.Min, true // issued expired: asked again in a second, not on every call
 		}
 	}
 	if !said {
