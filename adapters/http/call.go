@@ -24,6 +24,7 @@ import (
 	"unsafe"
 
 	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/lifetime"
 )
 
 // response is what one attempt received, its body already read (at most
@@ -447,16 +448,21 @@ func (p retryPolicy) delay(n int, res *response) time.Duration {
 	return d
 }
 
+// retryAfter reads a Retry-After header (delay-seconds or an HTTP date),
+// bounded by lifetime.Of like every lifetime a peer sends: a number of
+// seconds too large for an int (or a time.Duration) is the maximum, not an
+// overflow. ok is false for none, zero or a date already past.
 func retryAfter(v string) (time.Duration, bool) {
 	v = strings.TrimSpace(v)
 	if v == "" {
 		return 0, false
 	}
-	if secs, err := strconv.Atoi(v); err == nil && secs >= 0 {
-		return time.Duration(secs) * time.Second, true
+	if strings.Trim(v, "0123456789") == "" {
+		secs, _ := strconv.ParseFloat(v, 64)
+		return lifetime.Of(secs, time.Second)
 	}
 	if t, err := http.ParseTime(v); err == nil {
-		return max(time.Until(t), 0), true
+		return lifetime.Until(time.Now(), float64(t.Unix()))
 	}
 	return 0, false
 }

@@ -485,3 +485,47 @@ func TestIdentityTokenRedactedFromAnswers(t *testing.T) {
 		}
 	}
 }
+
+// Token exchange sends only a live caller token: one past its exp, which
+// the verifier still accepts within its leeway, is refused with a tool
+// error before the AS is asked, as passthrough refuses to forward it; so
+// is a caller whose exchanged token is still cached.
+func TestTokenExchangeExpiredCaller(t *testing.T) {
+	r := newIdentityRig(t)
+	h := r.compile(t, r.exchange())
+	for _, c := range []struct {
+		name  string
+		first bool // a call with a live token first, so that an exchanged token is cached
+	}{{"nothing cached", false}, {"exchanged token cached", true}} {
+		t.Run(c.name, func(t *testing.T) {
+			sub := strings.ReplaceAll(c.name, " ", "-")
+			if c.first {
+				ctx, _ := r.caller(t, sub, "https://mcp.example.com/mcp")
+				if _, err := idCall(ctx, h); err != nil {
+					t.Fatal(err)
+				}
+			}
+			before := r.as.Requests()
+			// A real caller token, expired 10s ago: inside the 30s
+			// leeway mcpd's verifier allows, so the call has a caller.
+			exp := time.Now().Add(-10 * time.Second).Truncate(time.Second)
+			tok := r.as.Mint(authtest.Claims{Subject: sub, Audience: []string{"https://mcp.example.com/mcp"}, Scope: "mcp", TTL: time.Until(exp)})
+			claims := map[string]any{"sub": sub, "iss": r.as.Issuer(), "aud": "https://mcp.example.com/mcp", "exp": float64(exp.Unix())}
+			p := (&principal.Principal{Name: sub, Method: "oauth", Claims: claims}).WithToken(tok, exp)
+			seen := len(r.api.Seen())
+			_, err := idCall(principal.NewContext(context.Background(), p), h)
+			if err == nil || !strings.Contains(err.Error(), "the caller's token expired at") {
+				t.Fatalf("an expired caller token: %v", err)
+			}
+			if strings.Contains(err.Error(), tok) {
+				t.Fatal("the error shows the token")
+			}
+			if n := r.as.Requests() - before; n != 0 {
+				t.Fatalf("the expired token was sent to the AS (%d requests)", n)
+			}
+			if n := len(r.api.Seen()) - seen; n != 0 {
+				t.Fatalf("the API received %d calls for an expired caller", n)
+			}
+		})
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/lifetime"
 	"github.com/mcpd/mcpd/engine/principal"
 	"github.com/mcpd/mcpd/engine/redact"
 )
@@ -229,6 +230,13 @@ func (id *identity) token(ctx context.Context) (*grant, error) {
 		if sub == nil {
 			return nil, errNoCallerToken(cfg, p)
 		}
+		if err := id.callerExpired(sub); err != nil {
+			// Verification allows a leeway for clock skew past exp; an
+			// exchange would turn the rest of it into a fresh token (and
+			// a cached one would outlive the caller's), so, as
+			// passthrough does, only a live token is exchanged.
+			return nil, err
+		}
 		// One exchanged token per caller: the subject, with the issuer
 		// that vouches for it.
 		iss, _ := p.Claims["iss"].(string)
@@ -270,12 +278,28 @@ func (id *identity) token(ctx context.Context) (*grant, error) {
 			return nil, fmt.Errorf("%s refused to forward the caller's token: it was issued for %s, not for %q; only a token whose audience includes the backend may be forwarded (ask the authorization server for one, or configure mode = %q)",
 				cfg, got, cfg.audience, modeTokenExchange)
 		}
-		if exp := tok.Expiry(); !exp.IsZero() && !id.cache.now().Before(exp) {
-			return nil, fmt.Errorf("%s: the caller's token expired at %s; the client must get a new one", cfg, exp.UTC().Format(time.RFC3339))
+		if err := id.callerExpired(tok); err != nil {
+			return nil, err
 		}
 		return &grant{token: tok.Reveal(), redactor: id.passthroughRedactor(tok),
 			delegation: adapter.Delegation{Mode: cfg.mode, Subject: p.Name}}, nil
 	}
+}
+
+// callerExpired is the tool error for a caller's token past its expiry,
+// nil for one that is not: the verifier accepts a token up to its leeway
+// after exp, but mcpd sends on (or exchanges) only live tokens.
+func (id *identity) callerExpired(tok *principal.Token) error {
+	if exp := tok.Expiry(); !exp.IsZero() && !id.cache.now().Before(exp) {
+		return fmt.Errorf("%s: the caller's token expired at %s; the client must get a new one", id.cfg, exp.UTC().Format(time.RFC3339))
+	}
+	return nil
+}
+
+// unixSeconds is t as seconds since 1970, for any t (UnixNano overflows
+// past 2262).
+func unixSeconds(t time.Time) float64 {
+	return float64(t.Unix()) + float64(t.Nanosecond())/1e9
 }
 
 // passthroughRedactor is the redactor of a caller's token, built once per
@@ -288,9 +312,12 @@ func (id *identity) passthroughRedactor(tok *principal.Token) *redact.Redactor {
 		return t.redactor
 	}
 	r := redact.New([]string{tok.Reveal()})
-	exp := tok.Expiry()
-	if exp.IsZero() {
-		exp = now.Add(defaultTokenLife)
+	exp := now.Add(defaultTokenLife)
+	if e := tok.Expiry(); !e.IsZero() {
+		// The caller's exp, as the AS set it: bounded like every lifetime
+		// from a peer, so that an entry is not kept for ever.
+		d, _ := lifetime.Until(now, unixSeconds(e))
+		exp = now.Add(d)
 	}
 	id.cache.store(key, &cachedToken{redactor: r, expiry: exp, refreshAt: exp})
 	return r
@@ -414,18 +441,25 @@ func (id *identity) request(ctx context.Context, form url.Values, subject string
 		return nil, fail("the issued_token_type is %q, not an access token", oneLine(tr.IssuedTokenType, 80))
 	}
 	claims := unverifiedClaims(tr.AccessToken)
-	expiry := start.Add(defaultTokenLife)
-	if secs, ok := expiresIn(tr.ExpiresIn); ok {
-		expiry = start.Add(time.Duration(secs) * time.Second)
-	} else if exp, ok := claims["exp"].(float64); ok {
-		expiry = time.Unix(int64(exp), 0)
+	// The token's life is what the AS says, bounded (lifetime.Min to
+	// lifetime.Max): expires_in (relative, so immune to clock skew
+	// between the AS and mcpd), else the JWT's exp.
+	life, said := expiresIn(tr.ExpiresIn)
+	if exp, ok := claims["exp"].(float64); ok && !said {
+		if life, said = lifetime.Until(start, exp); !said {
+			life, said = lifetime.Min, true // issued expired: asked again in a second, not on every call
+		}
 	}
+	if !said {
+		life = defaultTokenLife
+	}
+	expiry := start.Add(life)
 	if !notAfter.IsZero() && notAfter.Before(expiry) {
 		// An exchanged token outliving the caller's would act for a
 		// caller whose session ended.
 		expiry = notAfter
 	}
-	life := expiry.Sub(start)
+	life = expiry.Sub(start)
 	margin := min(life/5, maxRefreshMargin)
 	t := &cachedToken{token: tr.AccessToken, redactor: redact.New([]string{tr.AccessToken}), expiry: expiry, refreshAt: expiry.Add(-margin), subject: subject}
 	if s, ok := claims["sub"].(string); ok && s != "" {
@@ -441,8 +475,9 @@ func (id *identity) request(ctx context.Context, form url.Values, subject string
 }
 
 // expiresIn reads expires_in: a number of seconds, or (from some servers)
-// a string of one.
-func expiresIn(raw json.RawMessage) (int64, bool) {
+// a string of one, bounded by lifetime.Of; ok is false when it is absent,
+// not a number, or not positive.
+func expiresIn(raw json.RawMessage) (time.Duration, bool) {
 	if len(raw) == 0 {
 		return 0, false
 	}
@@ -458,10 +493,7 @@ func expiresIn(raw json.RawMessage) (int64, bool) {
 		}
 		n = f
 	}
-	if n <= 0 {
-		return 0, false
-	}
-	return int64(n), true
+	return lifetime.Of(n, time.Second)
 }
 
 // unverifiedClaims reads the claims of a JWT without verifying it: only to

@@ -284,7 +284,7 @@ func (*Adapter) CompileTool(b *adapter.ToolBlock) (adapter.Handler, hcl.Diagnost
 	if h.identity != nil && len(problems) == 0 {
 		problems = identityProblems(q, h.dialect)
 	}
-	q.tokens = nil // only the load-time checks need them
+	q.tokens, q.escapedQuotes = nil, nil // only the load-time checks need them
 	for _, p := range problems {
 		rng := textRange(queryAttr.Expr, p.off, p.end)
 		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: p.summary, Detail: p.detail, Subject: &rng})

@@ -354,8 +354,9 @@ func (s *session) attributes() []adapter.Attribute {
 // identityProblems refuses, in the query of a tool with an identity, what
 // would change that identity: a SET, RESET or DISCARD statement (SET ROLE,
 // SET @app_tenant = :x) or set_config(), which a tool that writes could
-// otherwise run with a value from the model's arguments. Like the
-// read-only checks, it is a net for mistakes: the database role is the
+// otherwise run with a value from the model's arguments. On MySQL/MariaDB
+// every assignment of a user variable is refused (mysqlAssignments). Like
+// the read-only checks, it is a net for mistakes: the database role is the
 // last word.
 func identityProblems(q *compiledQuery, d dialect) []queryProblem {
 	var problems []queryProblem
@@ -375,10 +376,85 @@ func identityProblems(q *compiledQuery, d dialect) []queryProblem {
 		if (t.kind == tokWord || t.kind == tokQuoted) && strings.EqualFold(t.text, "set_config") && i+1 < len(toks) && toks[i+1].text == "(" {
 			refuse(t, t.text+"()")
 		}
-		// MySQL: SELECT @app_tenant := ... assigns in an expression.
-		if d == mysql && t.text == "@" && i+1 < len(toks) && toks[i+1].kind == tokWord && strings.HasPrefix(strings.ToLower(toks[i+1].text), "app_") &&
-			i+2 < len(toks) && toks[i+2].text == ":=" {
-			refuse(toks[i+1], "Assigning @"+toks[i+1].text)
+	}
+	if d == mysql && len(problems) == 0 {
+		problems = mysqlAssignments(toks)
+		for _, off := range q.escapedQuotes {
+			problems = append(problems, queryProblem{off: off, end: off + 2, summary: "Ambiguous string in a tool with an identity",
+				detail: "Where a string with a backslash before a quote ends depends on the server's sql_mode (NO_BACKSLASH_ESCAPES, ANSI_QUOTES), so what follows it may be SQL the checks did not see. " +
+					"Double the quote instead ('it''s'), or bind the value with a :name placeholder."})
+		}
+	}
+	return problems
+}
+
+// identityVerbsMySQL are the statements a MySQL/MariaDB tool with an
+// identity may run: queries and changes of rows, which assign a user
+// variable only in the ways mysqlAssignments refuses. Every other statement
+// is refused, because several assign user variables in ways no token
+// shows: SET, EXECUTE IMMEDIATE (SQL text in a string or a parameter), GET
+// DIAGNOSTICS @v = ..., LOAD DATA ... (@v), compound statements.
+var identityVerbsMySQL = map[string]bool{
+	"SELECT": true, "WITH": true, "VALUES": true, "TABLE": true,
+	"INSERT": true, "REPLACE": true, "UPDATE": true, "DELETE": true,
+	"CALL": true, "DO": true, "SHOW": true, "DESCRIBE": true, "DESC": true, "EXPLAIN": true,
+}
+
+// mysqlAssignments refuses every assignment of a user variable in the
+// query of a MySQL/MariaDB tool with an identity. The settings are user
+// variables (@app_<name>), and MySQL accepts many spellings of one: @app_x,
+// @APP_X (names ignore case), @'app_x', @"app_x", @`app_x`, @'ap\p_x' (a
+// string's escapes apply), and others in other versions. Recognising each
+// spelling as the server's lexer does would be a second lexer to keep in
+// step with every server version; refusing every assignment, whatever the
+// variable, needs none: the assignment is in the syntax (:=, INTO @...,
+// the statement), not in the name. The cost is that such a tool cannot
+// use a user variable of its own (the @n := @n + 1 row counter): use
+// ROW_NUMBER() instead. A stored procedure or function the tool calls is
+// the database's own code and is not looked into.
+func mysqlAssignments(toks []token) []queryProblem {
+	var problems []queryProblem
+	refuse := func(off, end int, what string) {
+		problems = append(problems, queryProblem{off: off, end: end, summary: "User variable assigned in a tool with an identity",
+			detail: fmt.Sprintf("%s. This tool's database session holds the caller's identity in user variables (@app_<name>), which MySQL names in many spellings "+
+				"(@app_x, @APP_X, @`app_x`, @'app_x', ...), so a tool with an identity may assign no user variable at all. "+
+				"Declare caller values in the identity block, and bind the tool's own values with :name placeholders.", what)})
+	}
+	if i := firstWord(toks); i >= 0 {
+		if v := strings.ToUpper(toks[i].text); !identityVerbsMySQL[v] {
+			refuse(toks[i].off, toks[i].end, fmt.Sprintf("%s is not a query or a change of rows, and statements such as SET, EXECUTE IMMEDIATE, GET DIAGNOSTICS and LOAD DATA assign user variables", v))
+		} else if v == "CALL" {
+			// An OUT or INOUT parameter assigns the variable passed.
+			for _, t := range toks[i+1:] {
+				if t.text == "@" {
+					refuse(t.off, t.end, "A user variable passed to CALL is assigned when the procedure's parameter is OUT or INOUT")
+					break
+				}
+			}
+		}
+	}
+	for i, t := range toks {
+		switch {
+		case t.text == ":=" && t.kind == tokPunct:
+			off := t.off
+			if i > 0 {
+				off = toks[i-1].off
+			}
+			refuse(off, t.end, ":= assigns a variable")
+		case t.kind == tokWord && strings.EqualFold(t.text, "INTO"):
+			// SELECT ... INTO @a, @b: a list of targets, each @name (a
+			// user variable, its name a word or a string the scanner
+			// skipped) or a name (a local variable, in a stored program).
+			for j := i + 1; j < len(toks); j++ {
+				if toks[j].text == "@" {
+					refuse(t.off, toks[j].end, "INTO @... assigns a user variable")
+					break
+				}
+				if toks[j].kind != tokWord || j+1 >= len(toks) || toks[j+1].text != "," {
+					break
+				}
+				j++ // the comma
+			}
 		}
 	}
 	return problems

@@ -711,8 +711,16 @@ func TestIdentityQueryChecks(t *testing.T) {
 		{"postgres", "postgres://u@127.0.0.1:1/db", "SELECT set_config('app.tenant', :t, false)", "set_config() would change"},
 		{"postgres", "postgres://u@127.0.0.1:1/db", "SELECT 'set_config(' AS s", ""},
 		{"mysql", "u@tcp(127.0.0.1:1)/db", "SET @app_tenant = :t", "SET would change"},
-		{"mysql", "u@tcp(127.0.0.1:1)/db", "SELECT @app_tenant := :t", "Assigning @app_tenant would change"},
+		{"mysql", "u@tcp(127.0.0.1:1)/db", "SELECT @app_tenant := :t", "User variable assigned in a tool with an identity"},
 		{"mysql", "u@tcp(127.0.0.1:1)/db", "SELECT * FROM t WHERE tenant = @app_tenant", ""},
+		// Statements that assign user variables in ways no token shows
+		// (TestMySQLIdentityAssignments runs those MariaDB can run here).
+		{"mysql", "u@tcp(127.0.0.1:1)/db", "LOAD DATA INFILE '/tmp/t.csv' INTO TABLE t (@app_tenant)", "LOAD is not a query or a change of rows"},
+		{"mysql", "u@tcp(127.0.0.1:1)/db", "LOAD XML INFILE '/tmp/t.xml' INTO TABLE t SET tenant = :t", "LOAD is not"},
+		{"mysql", "u@tcp(127.0.0.1:1)/db", "PREPARE s FROM 'SET @app_tenant = ?'", "PREPARE is not"},
+		{"mysql", "u@tcp(127.0.0.1:1)/db", "EXECUTE s USING :t", "EXECUTE is not"},
+		{"mysql", "u@tcp(127.0.0.1:1)/db", "BEGIN NOT ATOMIC SELECT :t INTO @app_tenant END", "BEGIN is not"},
+		{"mysql", "u@tcp(127.0.0.1:1)/db", "HANDLER t READ FIRST", "HANDLER is not"},
 	} {
 		src := fmt.Sprintf(`database "main" {
   driver = %q

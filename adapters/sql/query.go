@@ -32,6 +32,11 @@ type compiledQuery struct {
 	// that matters to the read-only checks, with strings and comments left
 	// out: what the database will read as SQL (see readonly.go).
 	tokens []token
+	// escapedQuotes (mysql) are the offsets of \' and \" in string
+	// literals: where the literal ends depends on the server's sql_mode
+	// (NO_BACKSLASH_ESCAPES, ANSI_QUOTES), so the checks cannot know what
+	// follows it is SQL.
+	escapedQuotes []int
 }
 
 type queryPart struct {
@@ -272,6 +277,9 @@ func (s *scanner) skipQuoted(i int, q byte, backslash bool, what string) int {
 	for j := i + 1; j < len(s.src); j++ {
 		switch c := s.src[j]; {
 		case backslash && c == '\\':
+			if s.d == mysql && s.at(j+1) == q {
+				s.q.escapedQuotes = append(s.q.escapedQuotes, j)
+			}
 			j++
 		case c == q && s.at(j+1) == q:
 			j++

@@ -458,6 +458,30 @@ func TestIdentityLoadChecks(t *testing.T) {
 			"tools.hcl:6:21: error: Caller identity without authentication",
 			"tools.hcl:14:19: warning: Caller value no call can have",
 		}},
+		// A MySQL tool with an identity may assign no user variable, in
+		// whatever spelling (TestMySQLIdentityAssignments has them all).
+		{"mysql user variable", `database "my" {
+  driver = "mysql"
+  dsn    = "app@tcp(127.0.0.1:3306)/app"
+  identity {
+    setting "tenant" {
+      from_caller = "claims.tenant"
+    }
+  }
+}
+tool "t" {
+  description = "Lists."
+  param "q" {
+    type = "string"
+  }
+  sql {
+    database = "my"
+    query    = "SELECT :q INTO @'APP_TENANT'"
+  }
+}
+` + keys, 1, []string{
+			"tools.hcl:17:27: error: User variable assigned in a tool with an identity",
+		}},
 		{"api keys without the claim", db + tool + keys, 0, []string{
 			`tools.hcl:14:19: warning: Caller value no call can have: param "team": The auth block authenticates callers with API keys only, and no key's attributes declare "team"`,
 		}},

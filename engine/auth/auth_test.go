@@ -539,6 +539,11 @@ func TestIntrospection(t *testing.T) {
 			"inactive":  `{"active":false}`,
 			"other-aud": fmt.Sprintf(`{"active":true,"sub":"bob","aud":["https://other.example.com"],"exp":%d}`, exp),
 			"expired":   fmt.Sprintf(`{"active":true,"sub":"bob","exp":%d}`, time.Now().Add(-time.Hour).Unix()),
+			// Times no clock reaches: an exp that never comes is a token
+			// that does not expire (bounded by mcpd, not read as the
+			// past); an nbf that never comes is a token not valid yet.
+			"forever":   fmt.Sprintf(`{"active":true,"sub":"bob","scope":"read","aud":%q,"exp":9223372036854775807,"org_id":"acme"}`, resource),
+			"nbf-never": fmt.Sprintf(`{"active":true,"sub":"bob","exp":%d,"nbf":9223372036854775807}`, exp),
 		}
 		a, ok := answers[r.PostForm.Get("token")]
 		if !ok {
@@ -568,7 +573,12 @@ auth {
 	if got := whoami(t, cs); got != "oauth bob [read] acme" {
 		t.Fatalf("whoami = %q", got)
 	}
-	for _, tok := range []string{"inactive", "other-aud", "expired", "unknown"} {
+	if cs, err := connect(t, s.url, "Authorization", "Bearer forever"); err != nil {
+		t.Fatalf("a token with exp 2^63-1: %v", err)
+	} else if got := whoami(t, cs); got != "oauth bob [read] acme" {
+		t.Fatalf("whoami = %q", got)
+	}
+	for _, tok := range []string{"inactive", "other-aud", "expired", "unknown", "nbf-never"} {
 		if code, www := post(t, s.url, "Authorization", "Bearer "+tok); code != http.StatusUnauthorized || !strings.Contains(www, "invalid_token") {
 			t.Fatalf("%s: %d %q", tok, code, www)
 		}

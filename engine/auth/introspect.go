@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mcpd/mcpd/engine/config"
+	"github.com/mcpd/mcpd/engine/lifetime"
 	"github.com/mcpd/mcpd/engine/principal"
 )
 
@@ -94,12 +95,15 @@ func (in *introspector) verify(ctx context.Context, token string, v *oauthVerifi
 	now := v.now()
 	var exp time.Time
 	if r.Exp != 0 {
-		exp = time.Unix(r.Exp, 0)
+		// The AS's exp, bounded like every lifetime from a peer: at most
+		// lifetime.Max ahead (time.Unix of a huge exp overflows into the
+		// past), so that what mcpd keeps for the token's life ends.
+		exp = time.Unix(min(r.Exp, now.Unix()+int64(lifetime.Max/time.Second)), 0)
 		if now.After(exp.Add(v.leeway)) {
 			return nil, time.Time{}, errors.New("the token is expired")
 		}
 	}
-	if r.Nbf != 0 && now.Add(v.leeway).Before(time.Unix(r.Nbf, 0)) {
+	if r.Nbf != 0 && now.Add(v.leeway).Unix() < r.Nbf { // in seconds: time.Unix of a huge nbf overflows into the past
 		return nil, time.Time{}, errors.New("the token is not valid yet")
 	}
 	if r.Iss != "" && r.Iss != v.issuer {

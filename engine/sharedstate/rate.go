@@ -211,6 +211,19 @@ func (s *Store) runTakes(batch []*takeReq) {
 			r.done <- takeRes{admitted: true}
 			continue
 		}
-		r.done <- takeRes{admitted: v[0] == 1, refused: int(v[1]) - 1, retry: time.Duration(v[2]) * time.Microsecond}
+		r.done <- takeRes{admitted: v[0] == 1, refused: int(v[1]) - 1, retry: retryHint(v[2], r.buckets)}
 	}
+}
+
+// retryHint is the wait Redis reports for a refused call, in microseconds,
+// bounded where it enters: a GCRA refusal lasts at most one interval of a
+// bucket (the time one token takes to refill), so a hint beyond the longest
+// interval, or below zero, is Redis's error (or a lie), not a wait; bounding
+// it before converting also keeps a huge one from overflowing.
+func retryHint(micros int64, buckets []Bucket) time.Duration {
+	var longest time.Duration
+	for _, b := range buckets {
+		longest = max(longest, b.Interval)
+	}
+	return time.Duration(min(max(micros, 0), longest.Microseconds())) * time.Microsecond
 }
