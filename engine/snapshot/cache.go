@@ -397,7 +397,13 @@ func (s *Snapshot) initCache(cfg *config.Config, prev *Snapshot, sc serverCache,
 	if st := s.state; st != nil {
 		// Each tool's max_entry_bytes bounds what it stores; the store's
 		// own bound is the largest allowed.
-		store = cache.NewRedis(st, func(h string) string { return st.Key("cache", h) }, 1<<30)
+		// The values are bound to their keys with the deployment's
+		// secret when it has one (cache.Redis).
+		var secret []byte
+		if cfg.Server != nil {
+			secret = []byte(cfg.Server.RequestStateKey)
+		}
+		store = cache.NewRedis(st, func(h string) string { return st.Key("cache", h) }, 1<<30, secret)
 	} else {
 		if prev != nil && prev.memCache != nil && prev.memCache.MaxBytes() == sc.maxBytes {
 			s.memCache = prev.memCache

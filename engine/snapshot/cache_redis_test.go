@@ -139,3 +139,86 @@ func TestCacheRedisKilledFallsBack(t *testing.T) {
 		t.Errorf("%d of %d calls failed while Redis was down; want none", failed.Load(), n.Load())
 	}
 }
+
+// A Redis that answers one key with another's value (a bug, a proxy, or
+// someone who can write to Redis) must not serve one tenant's result to
+// another: each value is bound to its key, and a value found under
+// another key is a miss (the tool runs), counted and logged. The test
+// copies ann's entry onto bob's key with its own Redis client.
+func TestCacheRedisValueBoundToKey(t *testing.T) {
+	url := sharedstatetest.URL(t)
+	prefix := sharedstatetest.Prefix(t, url)
+	extra := "  param \"tenant\" {\n    type        = \"string\"\n    from_caller = \"name\"\n  }\n"
+	for _, secret := range []string{"", "  request_state_key = \"cache-binding-key-0123456789\"\n"} {
+		name := "fixed key"
+		if secret != "" {
+			name = "request_state_key"
+		}
+		t.Run(name, func(t *testing.T) {
+			prefix := prefix + ":" + strings.ReplaceAll(name, " ", "_")
+			f := newFake()
+			s, _ := build(t, f.register(), nil, cachedConfigWith(secret+stateBlock(url, prefix), `ttl = "1m"`, extra))
+			waitFor(t, s.State().Healthy)
+			tl := tool(t, s, "lookup")
+			opts, _ := redis.ParseURL(url)
+			rc := redis.NewClient(opts)
+			defer rc.Close()
+			ctx := context.Background()
+			keys := func() []string {
+				k, err := rc.Keys(ctx, prefix+":cache:*").Result()
+				if err != nil {
+					t.Fatal(err)
+				}
+				return k
+			}
+			args := json.RawMessage(`{"id":7}`)
+			ann := call(tl, asCaller("ann"), args, nil)
+			annKeys := keys()
+			bob := call(tl, asCaller("bob"), args, nil)
+			if cacheStatus(ann) != "miss" || cacheStatus(bob) != "miss" || len(annKeys) != 1 || len(keys()) != 2 {
+				t.Fatalf("ann %q, bob %q, keys %v then %v", cacheStatus(ann), cacheStatus(bob), annKeys, keys())
+			}
+			if !strings.Contains(render(ann), "ann") || !strings.Contains(render(bob), "bob") {
+				t.Fatalf("results do not name their caller: %s / %s", render(ann), render(bob))
+			}
+			var bobKey string
+			for _, k := range keys() {
+				if k != annKeys[0] {
+					bobKey = k
+				}
+			}
+			if again := call(tl, asCaller("bob"), args, nil); cacheStatus(again) != "hit" {
+				t.Fatalf("bob's repeated call: %q, want a hit", cacheStatus(again))
+			}
+			annValue, err := rc.Get(ctx, annKeys[0]).Bytes()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := rc.Set(ctx, bobKey, annValue, time.Minute).Err(); err != nil {
+				t.Fatal(err)
+			}
+			before := backendCalls(f)
+			swapped := call(tl, asCaller("bob"), args, nil)
+			if strings.Contains(render(swapped), "ann") {
+				t.Fatalf("bob was served ann's result: %s", render(swapped))
+			}
+			if cacheStatus(swapped) != "miss" || backendCalls(f) != before+1 {
+				t.Errorf("bob's call with ann's value under his key: %q, backend calls %d -> %d; want a miss that runs the tool", cacheStatus(swapped), before, backendCalls(f))
+			}
+			if n := s.State().Status().CacheMismatches; n != 1 {
+				t.Errorf("mismatches counted: %d, want 1", n)
+			}
+			// The miss stored bob's own result again: his next call is a hit.
+			if again := call(tl, asCaller("bob"), args, nil); cacheStatus(again) != "hit" || !strings.Contains(render(again), "bob") {
+				t.Errorf("after the mismatch: %q %s, want bob's own result as a hit", cacheStatus(again), render(again))
+			}
+			// An altered value is a mismatch too.
+			v, _ := rc.Get(ctx, bobKey).Bytes()
+			v[len(v)-2] ^= 1
+			rc.Set(ctx, bobKey, v, time.Minute)
+			if res := call(tl, asCaller("bob"), args, nil); cacheStatus(res) != "miss" || s.State().Status().CacheMismatches != 2 {
+				t.Errorf("an altered value: %q, %d mismatches; want a miss, 2", cacheStatus(res), s.State().Status().CacheMismatches)
+			}
+		})
+	}
+}
