@@ -134,6 +134,9 @@ func (r *Redis) Set(ctx context.Context, key string, e Entry, ttl time.Duration)
 	if !r.shared.Healthy() {
 		return ErrUnavailable
 	}
+	if err := ctx.Err(); err != nil {
+		return err // not tried: says nothing about Redis
+	}
 	rkey := r.key(key)
 	b := make([]byte, headerLen+len(e.Value))
 	b[0] = formatV2

@@ -222,3 +222,77 @@ func TestCacheRedisValueBoundToKey(t *testing.T) {
 		})
 	}
 }
+
+// A Redis that stops answering (SIGSTOP: connections stay open, nothing
+// is answered) holds a call for at most the state block's timeout, all of
+// the call's state work together: reading the cache, taking its rate
+// limit, leasing and releasing its global concurrency slot, storing the
+// result. Calls run from several goroutines before and while Redis
+// freezes; the slowest must finish within the timeout and a margin for a
+// loaded machine, well under twice the timeout.
+func TestStateFrozenOneDeadline(t *testing.T) {
+	srv := sharedstatetest.NewServer(t)
+	const timeout = time.Second
+	state := fmt.Sprintf("  state {\n    redis   = %q\n    timeout = %q\n  }\n", srv.URL(), timeout)
+	extra := "  rate_limit {\n    per_caller = \"100000/s\"\n  }\n  max_concurrency   = 64\n  concurrency_scope = \"global\"\n"
+	f := newFake()
+	s, _ := build(t, f.register(), nil, cachedConfigWith(state, `ttl = "1m"`, extra))
+	waitFor(t, s.State().Healthy)
+	tl := tool(t, s, "lookup")
+
+	var (
+		mu      sync.Mutex
+		worst   time.Duration
+		frozen  atomic.Bool
+		after   atomic.Int32 // calls started after the freeze
+		wg      sync.WaitGroup
+		stop    = make(chan struct{})
+		counter atomic.Int32
+	)
+	// Enough callers that some wait in the line behind the batch of
+	// operations in flight when Redis freezes.
+	for range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				wasFrozen := frozen.Load()
+				start := time.Now()
+				// A new id each time: every call misses, so it reads,
+				// admits, runs and stores.
+				res := call(tl, asCaller("ann"), json.RawMessage(fmt.Sprintf(`{"id":%d}`, counter.Add(1))), nil)
+				d := time.Since(start)
+				if res.IsError {
+					t.Errorf("a call failed: %s", render(res))
+				}
+				mu.Lock()
+				worst = max(worst, d)
+				mu.Unlock()
+				if wasFrozen {
+					after.Add(1)
+				}
+			}
+		}()
+	}
+	waitFor(t, func() bool { return counter.Load() > 100 })
+	srv.Freeze()
+	frozen.Store(true)
+	deadline := time.Now().Add(30 * time.Second)
+	for after.Load() < 200 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	close(stop)
+	wg.Wait()
+	t.Logf("worst call with Redis frozen: %s (state timeout %s); %d calls after the freeze", worst, timeout, after.Load())
+	if after.Load() < 200 {
+		t.Fatalf("only %d calls finished in 30s after Redis froze", after.Load())
+	}
+	if limit := timeout + 600*time.Millisecond; worst > limit {
+		t.Errorf("a call took %s with Redis frozen; want at most the state timeout %s (+ a margin: %s)", worst, timeout, limit)
+	}
+}

@@ -193,6 +193,11 @@ func BuildWith(cfg *config.Config, reg *adapter.Registry, prev *Snapshot, defaul
 	}
 	s.setRedactor(secrets.Redactor())
 	s.initCache(cfg, prev, sc, secrets.Values())
+	for _, t := range s.Tools {
+		if t.limits != nil && t.limits.state != nil {
+			t.state = t.limits.state
+		}
+	}
 	s.initAccess()
 	return s, diags
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/mcpd/mcpd/engine/requeststate"
 	"github.com/mcpd/mcpd/engine/schema"
 	"github.com/mcpd/mcpd/engine/shape"
+	"github.com/mcpd/mcpd/engine/sharedstate"
 )
 
 // Tool is one compiled tool: everything a call needs, built at load time.
@@ -60,6 +61,10 @@ type Tool struct {
 	sensitive map[string]bool
 	// cache reuses the tool's results (cache.go); nil: not cached.
 	cache *toolCache
+	// state is the shared state when the tool's calls use it (shared
+	// limits, the cache in Redis); nil otherwise. Each call's operations
+	// on it share one budget, its timeout (sharedstate.Budget).
+	state *sharedstate.Store
 }
 
 type result struct {
@@ -427,6 +432,7 @@ func (t *Tool) call(ctx context.Context, req *CallRequest, protoErr *error) (res
 	raw := req.Args
 	var fill *cacheFill
 	cacheStatus := ""
+	budget := t.state.Budget()
 	// Registered first, so it runs last: over every result, errors and the
 	// panic message included; a cache hit was redacted when stored. The
 	// result is stored redacted.
@@ -436,7 +442,7 @@ func (t *Tool) call(ctx context.Context, req *CallRequest, protoErr *error) (res
 		}
 		res = redactResult(t.redact, t.scrubSensitive(raw, res))
 		if cacheStatus != "" {
-			res = t.cache.fill(ctx, t.Def.Name, fill, cacheStatus, res)
+			res = t.cache.fill(ctx, t.Def.Name, fill, cacheStatus, res, budget)
 		}
 	}()
 	defer t.recoverCall(&res)
@@ -482,11 +488,11 @@ func (t *Tool) call(ctx context.Context, req *CallRequest, protoErr *error) (res
 		// After validation, binding and the asks, which the key covers;
 		// before the limits, which a hit does not need (cache.go).
 		var hit *mcp.CallToolResult
-		if hit, fill, cacheStatus = t.cache.lookup(ctx, t.Def.Name, args, inputs, caller); hit != nil {
+		if hit, fill, cacheStatus = t.cache.lookup(ctx, t.Def.Name, args, inputs, caller, budget); hit != nil {
 			return hit
 		}
 	}
-	release, refusal := t.limits.admit(ctx, t.Def.Name, caller)
+	release, refusal := t.limits.admit(ctx, t.Def.Name, caller, budget)
 	if refusal != "" {
 		return toolError(refusal)
 	}
