@@ -60,6 +60,9 @@ type Snapshot struct {
 	// memCache is the in-memory result cache, carried over by a reload
 	// with the same bound; nil when no tool is cached.
 	memCache *cache.Memory
+	// used remembers the requestStates that have run a tool (replay.go),
+	// carried over by every reload.
+	used *requeststate.Used
 
 	// state is the shared state of the server's state block; nil: none
 	// (every limit is this process's). Like a backend it is taken over by
@@ -198,6 +201,7 @@ func BuildWith(cfg *config.Config, reg *adapter.Registry, prev *Snapshot, defaul
 			t.state = t.limits.state
 		}
 	}
+	s.initReplay(prev)
 	s.initAccess()
 	return s, diags
 }

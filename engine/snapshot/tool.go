@@ -61,8 +61,15 @@ type Tool struct {
 	sensitive map[string]bool
 	// cache reuses the tool's results (cache.go); nil: not cached.
 	cache *toolCache
+	// rerunnable: a second run with the same arguments changes nothing
+	// (read-only or idempotent), so one requestState may run the tool
+	// more than once (replay.go).
+	rerunnable bool
+	// used remembers the requestStates that have run the tool, to refuse
+	// their replay (replay.go); the snapshot's, carried over by reloads.
+	used *requeststate.Used
 	// state is the shared state when the tool's calls use it (shared
-	// limits, the cache in Redis); nil otherwise. Each call's operations
+	// limits, the cache in Redis, the requestStates used); nil otherwise. Each call's operations
 	// on it share one budget, its timeout (sharedstate.Budget).
 	state *sharedstate.Store
 }
@@ -185,6 +192,7 @@ func compileTool(tc *config.Tool, reg *adapter.Registry, backend *backendSet, ft
 		t.cache, d = compileCache(tc, t.handler, sc)
 		diags = append(diags, d...)
 	}
+	t.rerunnable = rerunnable(tc, t.handler)
 	if tc.Result != nil {
 		rvars := vars
 		if asks != nil {
@@ -497,6 +505,13 @@ func (t *Tool) call(ctx context.Context, req *CallRequest, protoErr *error) (res
 		return toolError(refusal)
 	}
 	defer release()
+	if t.used != nil && req.Answers.State != "" {
+		// Admitted and about to run: the requestState is spent now
+		// (replay.go), not before a limit refused the call.
+		if err := t.claimState(ctx, req.Answers.State, budget); err != nil {
+			return t.stateRefused(err, protoErr)
+		}
+	}
 	ctx, cancel := t.limits.withTimeout(ctx)
 	defer cancel()
 	ask := callAsk{client: req.Answers.clientAsker(), rounds: rounds, progress: req.Progress != nil, log: req.Log != nil}
