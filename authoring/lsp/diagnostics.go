@@ -72,7 +72,7 @@ func (s *Server) loadDir(dir string) {
 		}
 	}
 	s.mu.Unlock()
-	loaded := loader.LoadWith([]string{dir}, s.reg, nil, "lsp", loader.Options{UnsetEnvWarning: true, Overlay: overlay})
+	loaded := loader.LoadWith([]string{dir}, s.reg, nil, "lsp", loader.Options{UnsetEnvWarning: true, CheckOnly: true, Overlay: overlay})
 	var inputs map[string]any
 	if loaded.Snapshot != nil {
 		inputs = map[string]any{}

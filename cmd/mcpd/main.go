@@ -245,7 +245,7 @@ func validateCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	// Without --strict, a config checks without its secrets (in CI): an
 	// unset variable is a warning and the checks that need it are skipped.
-	l := loader.LoadWith(c.paths(), registry(), nil, mcpdVersion(), loader.Options{UnsetEnvWarning: !*strict})
+	l := loader.LoadWith(c.paths(), registry(), nil, mcpdVersion(), loader.Options{UnsetEnvWarning: !*strict, CheckOnly: true})
 	checkTests(c.paths(), l)
 	if l.Snapshot != nil {
 		defer l.Snapshot.Close()

@@ -36,6 +36,10 @@ type State struct {
 	Bind string `json:"b"`
 	// Expires is the Unix time after which the state is refused.
 	Expires int64 `json:"e"`
+	// Nonce makes every sealed state unique, so that two calls asked the
+	// same question in the same second each get a state of their own to
+	// claim (see Used).
+	Nonce string `json:"n,omitempty"`
 }
 
 // Sealer signs and verifies states with HMAC-SHA256. It is immutable.
@@ -109,6 +113,11 @@ func BindCaller(kind, name string, args map[string]any, caller string, bound map
 // Seal encodes st, setting its expiry, as "payload.signature".
 func (s *Sealer) Seal(st State) (string, error) {
 	st.Expires = s.now().Add(s.ttl).Unix()
+	var nonce [12]byte
+	if _, err := rand.Read(nonce[:]); err != nil {
+		return "", fmt.Errorf("sealing requestState: %w", err)
+	}
+	st.Nonce = base64.RawURLEncoding.EncodeToString(nonce[:])
 	payload, err := json.Marshal(st)
 	if err != nil {
 		return "", fmt.Errorf("encoding requestState: %w", err)

@@ -81,3 +81,42 @@ func TestBindCaller(t *testing.T) {
 		t.Error("the same call binds differently")
 	}
 }
+
+// A state is used once; the set forgets states once they have expired,
+// and refuses a claim rather than forget one that has not (a full set).
+func TestUsed(t *testing.T) {
+	s := NewSealer([]byte("used-test-key-0123456789"), time.Minute)
+	a, _ := s.Seal(State{Round: 1, Bind: "b"})
+	b, _ := s.Seal(State{Round: 1, Bind: "b"})
+	if a == b || ID(a) == ID(b) {
+		t.Fatal("two states sealed alike in the same second are the same state")
+	}
+	if exp := Expiry(a); exp.Before(time.Now().Add(50*time.Second)) || exp.After(time.Now().Add(time.Minute+time.Second)) {
+		t.Fatalf("expiry %s, want in about a minute", exp)
+	}
+	u := NewUsed(2)
+	for _, tc := range []struct {
+		id      string
+		expires time.Time
+		first   bool
+		err     error
+	}{
+		{ID(a), time.Now().Add(time.Minute), true, nil},
+		{ID(a), time.Now().Add(time.Minute), false, nil},
+		{"expired", time.Now().Add(-2 * time.Second), true, nil},
+		// Full: the expired state makes room.
+		{ID(b), time.Now().Add(time.Minute), true, nil},
+		// Full of live states: refused.
+		{"third", time.Now().Add(time.Minute), false, ErrFull},
+		{ID(b), time.Now().Add(time.Minute), false, nil},
+	} {
+		first, err := u.Claim(tc.id, tc.expires)
+		if first != tc.first || err != tc.err {
+			t.Errorf("claim %s: %v %v, want %v %v", tc.id, first, err, tc.first, tc.err)
+		}
+	}
+	u.Forget(ID(b))
+	if first, _ := u.Claim(ID(b), time.Now().Add(time.Minute)); !first || u.Len() != 2 {
+		t.Errorf("a forgotten state: first %v, %d held", first, u.Len())
+	}
+}

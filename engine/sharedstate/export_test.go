@@ -19,7 +19,7 @@ func (s *Store) TakeBatch(ctx context.Context, takes ...[]Bucket) ([]int, error)
 	for i, bs := range takes {
 		batch[i] = s.newTake(ctx, bs)
 	}
-	if l := live(slices.Clone(batch)); len(l) > 0 {
+	if l := live(s, slices.Clone(batch)); len(l) > 0 {
 		s.runTakes(l)
 	}
 	out := make([]int, len(batch))

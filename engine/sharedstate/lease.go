@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -62,6 +63,10 @@ type Lease struct {
 	id    string
 	stop  chan struct{}
 	done  chan struct{}
+	// ctx ends the renewal in flight when the lease is released, so that
+	// Release does not wait for a Redis that does not answer.
+	ctx    context.Context
+	cancel context.CancelFunc
 }
 
 func (sem Semaphore) ttl() time.Duration {
@@ -74,11 +79,17 @@ func (sem Semaphore) ttl() time.Duration {
 // TryAcquire takes a slot of sem, or returns ErrBusy when there is none.
 // Other errors mean Redis did not answer (see Observe).
 func (s *Store) TryAcquire(ctx context.Context, sem Semaphore) (*Lease, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err // not tried: says nothing about Redis
+	}
 	b := make([]byte, 12)
 	_, _ = rand.Read(b)
 	id := hex.EncodeToString(b)
 	ok, err := acquire.Run(ctx, s.client, []string{sem.Key}, sem.Max, sem.ttl().Milliseconds(), id).Int()
 	if err != nil {
+		if budgetSpent(ctx) {
+			err = fmt.Errorf("no answer within the call's state timeout: %w", context.DeadlineExceeded)
+		}
 		s.Observe(err)
 		return nil, err
 	}
@@ -86,17 +97,25 @@ func (s *Store) TryAcquire(ctx context.Context, sem Semaphore) (*Lease, error) {
 		return nil, ErrBusy
 	}
 	l := &Lease{store: s, sem: sem, id: id, stop: make(chan struct{}), done: make(chan struct{})}
+	l.ctx, l.cancel = context.WithCancel(context.Background())
 	go l.keep()
 	return l, nil
 }
 
 // Acquire waits for a slot of sem until ctx ends, polling with a backoff
 // from 10ms up to poll. It returns ErrBusy when ctx ends first with every
-// slot leased, or the error of a Redis that did not answer.
-func (s *Store) Acquire(ctx context.Context, sem Semaphore, poll time.Duration) (*Lease, error) {
+// slot leased, or the error of a Redis that did not answer. Each try is
+// charged to budget (the wait between tries is not: it waits for other
+// calls, not for Redis); a budget spent is a Redis that did not answer.
+func (s *Store) Acquire(ctx context.Context, sem Semaphore, poll time.Duration, budget *Budget) (*Lease, error) {
 	wait := 10 * time.Millisecond
 	for {
-		l, err := s.TryAcquire(ctx, sem)
+		if budget.Spent() {
+			return nil, fmt.Errorf("no answer within the call's state timeout: %w", context.DeadlineExceeded)
+		}
+		octx, done := budget.Op(ctx)
+		l, err := s.TryAcquire(octx, sem)
+		done()
 		if !errors.Is(err, ErrBusy) {
 			if err != nil && ctx.Err() != nil {
 				return nil, ErrBusy
@@ -126,9 +145,12 @@ func (l *Lease) keep() {
 			return
 		case <-tick.C:
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), ttl/3)
+		ctx, cancel := context.WithTimeout(l.ctx, ttl/3)
 		err := renew.Run(ctx, l.store.client, []string{l.sem.Key}, ttl.Milliseconds(), l.id).Err()
 		cancel()
+		if l.ctx.Err() != nil {
+			return // released meanwhile: not a failure of Redis
+		}
 		// A failed renewal is retried at the next tick; while Redis is
 		// down the lease may expire, which over-admits by at most this
 		// call: the safe side of a limit that protects a backend from a
@@ -137,17 +159,33 @@ func (l *Lease) keep() {
 	}
 }
 
-// Release frees the slot. It is safe to call more than once.
+// Release frees the slot, within the state block's timeout. It is safe
+// to call more than once.
 func (l *Lease) Release() {
+	ctx, cancel := context.WithTimeout(context.Background(), l.store.settings.Options.ReadTimeout)
+	defer cancel()
+	l.ReleaseContext(ctx)
+}
+
+// ReleaseContext frees the slot within ctx (a call's Budget). A release
+// that fails, or finds the store down, leaves the lease to expire (its
+// TTL): the slot is taken for that long, the safe side of a limit. It is
+// safe to call more than once.
+func (l *Lease) ReleaseContext(ctx context.Context) {
 	select {
 	case <-l.stop:
 		return
 	default:
 	}
 	close(l.stop)
+	l.cancel()
 	<-l.done
-	ctx, cancel := context.WithTimeout(context.Background(), l.store.settings.Options.ReadTimeout+l.store.settings.Options.DialTimeout)
-	defer cancel()
-	// A release that fails leaves the lease to expire.
-	l.store.Observe(l.store.client.ZRem(ctx, l.sem.Key, l.id).Err())
+	if !l.store.Healthy() || ctx.Err() != nil {
+		return
+	}
+	err := l.store.client.ZRem(ctx, l.sem.Key, l.id).Err()
+	if err != nil && budgetSpent(ctx) {
+		err = fmt.Errorf("releasing a lease: no answer within the call's state timeout: %w", context.DeadlineExceeded)
+	}
+	l.store.Observe(err)
 }

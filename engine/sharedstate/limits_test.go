@@ -154,7 +154,7 @@ func TestLeases(t *testing.T) {
 	// a is killed: it stops renewing. c keeps renewing.
 	a.StopRenewing()
 	time.Sleep(3 * sem.TTL)
-	d, err := st.Acquire(ctx, sem, 50*time.Millisecond)
+	d, err := st.Acquire(ctx, sem, 50*time.Millisecond, nil)
 	if err != nil {
 		t.Fatalf("the killed holder's slot did not come back: %v", err)
 	}
@@ -164,7 +164,7 @@ func TestLeases(t *testing.T) {
 	// Acquire gives up with ErrBusy when its context ends.
 	wctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 	defer cancel()
-	if _, err := st.Acquire(wctx, sem, 50*time.Millisecond); !errors.Is(err, sharedstate.ErrBusy) {
+	if _, err := st.Acquire(wctx, sem, 50*time.Millisecond, nil); !errors.Is(err, sharedstate.ErrBusy) {
 		t.Fatalf("Acquire with every slot leased: %v", err)
 	}
 	c.Release()

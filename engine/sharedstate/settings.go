@@ -69,9 +69,9 @@ func ParseFailMode(a *hcl.Attribute, ectx *hcl.EvalContext) (FailMode, hcl.Diagn
 
 // Defaults of a state block.
 const (
-	// DefaultTimeout bounds one Redis operation and a dial: long enough for
-	// a managed Redis across zones, short enough that a call does not
-	// hang on a Redis that went away.
+	// DefaultTimeout bounds a dial, and all of one call's Redis operations
+	// together (see Budget): long enough for a managed Redis across zones,
+	// short enough that a call does not hang on a Redis that went away.
 	DefaultTimeout = time.Second
 )
 

@@ -40,6 +40,11 @@ type Store struct {
 	refusals  atomic.Uint64 // calls refused by a fail-closed user
 	reserved  atomic.Uint64 // rate-limit checks answered from local reservations
 	checked   atomic.Uint64 // rate-limit checks decided in Redis
+	// mismatches are values Redis answered that were not bound to the key
+	// asked for (see Mismatched); mismatchLog is when one was last logged
+	// (Unix ns).
+	mismatches  atomic.Uint64
+	mismatchLog atomic.Int64
 
 	mu        sync.Mutex
 	lastErr   string
@@ -150,6 +155,9 @@ type Status struct {
 	// without a round trip (see local_reserve).
 	LimitChecks uint64 `json:"limit_checks"`
 	LocalAdmits uint64 `json:"local_admits"`
+	// CacheMismatches are cached values Redis answered that were bound to
+	// another key (or altered): each was a miss.
+	CacheMismatches uint64 `json:"cache_mismatches"`
 }
 
 // Status returns the store's state.
@@ -160,7 +168,7 @@ func (s *Store) Status() Status {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := Status{Addr: s.settings.Addr, Up: s.up.Load(), Since: s.since, Failures: s.failures.Load(), Fallbacks: s.fallbacks.Load(), Refusals: s.refusals.Load(),
-		LimitChecks: s.checked.Load(), LocalAdmits: s.reserved.Load()}
+		LimitChecks: s.checked.Load(), LocalAdmits: s.reserved.Load(), CacheMismatches: s.mismatches.Load()}
 	if !st.Up {
 		st.Error = s.lastErr
 	}
@@ -184,6 +192,24 @@ func (s *Store) Observe(err error) bool {
 	return true
 }
 
+// mismatchLogEvery bounds the warnings about mismatched values: a Redis
+// that answers wrongly may do so for every call.
+const mismatchLogEvery = time.Minute
+
+// Mismatched counts one value Redis answered for key that was not bound to
+// it (what says how), and logs it, at most once per mismatchLogEvery with
+// the count so far: Redis, or something between it and this replica,
+// answered one key with another's value, or altered it.
+func (s *Store) Mismatched(what, key string) {
+	n := s.mismatches.Add(1)
+	now := time.Now().UnixNano()
+	last := s.mismatchLog.Load()
+	if last != 0 && now-last < int64(mismatchLogEvery) || !s.mismatchLog.CompareAndSwap(last, now) {
+		return
+	}
+	s.log.Warn("shared state answered "+what+"; treated as a miss (a bug, a proxy, or someone writing to Redis?)", "key", key, "mismatches", n)
+}
+
 // Refused counts one call that a fail-closed user refused because the
 // store was down.
 func (s *Store) Refused() { s.refusals.Add(1) }
@@ -198,7 +224,7 @@ func IsUnavailable(err error) bool {
 	if err == nil {
 		return false
 	}
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, redis.ErrClosed) || errors.Is(err, redis.ErrPoolTimeout) {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, redis.ErrClosed) || errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, ErrDown) {
 		return true
 	}
 	var ne net.Error

@@ -20,6 +20,7 @@ import (
 	"github.com/mcpd/mcpd/engine/cache"
 	"github.com/mcpd/mcpd/engine/config"
 	"github.com/mcpd/mcpd/engine/principal"
+	"github.com/mcpd/mcpd/engine/sharedstate"
 )
 
 // The result cache (docs/config.md, "cache"; docs/operations.md, "Caching
@@ -294,7 +295,7 @@ func (c *toolCache) scope() string {
 // lookup returns the cached result of a call, or nil and the fill to do
 // once the call has run (nil when the store failed: the call runs without
 // the cache, and its status is CacheError).
-func (c *toolCache) lookup(ctx context.Context, tool string, args, inputs map[string]any, caller *principal.Principal) (*mcp.CallToolResult, *cacheFill, string) {
+func (c *toolCache) lookup(ctx context.Context, tool string, args, inputs map[string]any, caller *principal.Principal, budget *sharedstate.Budget) (*mcp.CallToolResult, *cacheFill, string) {
 	parts := cache.KeyParts{Fingerprint: c.fingerprint, Tool: tool, Args: args, Inputs: inputs, Shared: c.shared}
 	if !c.shared {
 		parts.Principal = callerID(caller)
@@ -305,16 +306,20 @@ func (c *toolCache) lookup(ctx context.Context, tool string, args, inputs map[st
 		// run uncached.
 		return nil, nil, CacheError
 	}
-	ctx, cancel := c.opContext(ctx)
-	e, err := c.store.Get(ctx, key)
+	if budget.Spent() {
+		return nil, nil, CacheError
+	}
+	octx, cancel := c.opContext(ctx, budget)
+	e, err := c.store.Get(octx, key)
 	cancel()
 	switch {
 	case errors.Is(err, cache.ErrMiss):
 		return nil, &cacheFill{key: key}, CacheMiss
 	case err != nil:
-		// While Redis is known to be down, the shared state logs its
-		// transitions; each call does not.
-		if !errors.Is(err, cache.ErrUnavailable) {
+		// While Redis is known to be down, or did not answer within the
+		// call's budget, the shared state logs its transitions; each call
+		// does not.
+		if !errors.Is(err, cache.ErrUnavailable) && !sharedstate.IsUnavailable(err) {
 			slog.Warn("result cache unavailable; calling the tool", "tool", tool, "store", c.store.Kind(), "err", err)
 		}
 		return nil, nil, CacheError
@@ -340,31 +345,37 @@ func (c *toolCache) lookup(ctx context.Context, tool string, args, inputs map[st
 
 // opContext is the context of an operation of a shared store: not
 // cancelled with the call (a result is stored after the call's timeout
-// has been released), bounded by the state block's timeout, which the
-// client applies to every command. The memory store needs no context.
-func (c *toolCache) opContext(ctx context.Context) (context.Context, context.CancelFunc) {
+// has been released), bounded by what is left of the call's budget for
+// the shared state (sharedstate.Budget), and by the state block's timeout,
+// which the client applies to every command. The memory store needs no
+// context.
+func (c *toolCache) opContext(ctx context.Context, budget *sharedstate.Budget) (context.Context, func()) {
 	if _, ok := c.store.(*cache.Memory); ok {
 		return ctx, func() {}
 	}
-	return context.WithoutCancel(ctx), func() {}
+	return budget.Op(context.WithoutCancel(ctx))
 }
 
 // fill stores res, the redacted result of a miss, unless it is an error or
 // a question (input_required), and marks it with its status.
-func (c *toolCache) fill(ctx context.Context, tool string, f *cacheFill, status string, res *mcp.CallToolResult) *mcp.CallToolResult {
+func (c *toolCache) fill(ctx context.Context, tool string, f *cacheFill, status string, res *mcp.CallToolResult, budget *sharedstate.Budget) *mcp.CallToolResult {
 	if res == nil || res.IsError || res.InputRequests != nil || res.RequestState != "" {
 		return res
+	}
+	if f != nil && budget.Spent() {
+		// The call spent its time for the shared state: not stored.
+		f, status = nil, CacheError
 	}
 	if f != nil {
 		stored := *res
 		stored.Meta = nil
 		b, err := json.Marshal(&stored)
 		if err == nil && len(b) <= c.maxEntry {
-			ctx, cancel := c.opContext(ctx)
-			err = c.store.Set(ctx, f.key, cache.Entry{Value: b, Decoded: &stored, At: time.Now()}, c.ttl)
+			octx, cancel := c.opContext(ctx, budget)
+			err = c.store.Set(octx, f.key, cache.Entry{Value: b, Decoded: &stored, At: time.Now()}, c.ttl)
 			cancel()
 			if err != nil {
-				if !errors.Is(err, cache.ErrUnavailable) {
+				if !errors.Is(err, cache.ErrUnavailable) && !sharedstate.IsUnavailable(err) {
 					slog.Warn("result cache unavailable; the result is not stored", "tool", tool, "store", c.store.Kind(), "err", err)
 				}
 				status = CacheError
@@ -397,7 +408,13 @@ func (s *Snapshot) initCache(cfg *config.Config, prev *Snapshot, sc serverCache,
 	if st := s.state; st != nil {
 		// Each tool's max_entry_bytes bounds what it stores; the store's
 		// own bound is the largest allowed.
-		store = cache.NewRedis(st, func(h string) string { return st.Key("cache", h) }, 1<<30)
+		// The values are bound to their keys with the deployment's
+		// secret when it has one (cache.Redis).
+		var secret []byte
+		if cfg.Server != nil {
+			secret = []byte(cfg.Server.RequestStateKey)
+		}
+		store = cache.NewRedis(st, func(h string) string { return st.Key("cache", h) }, 1<<30, secret)
 	} else {
 		if prev != nil && prev.memCache != nil && prev.memCache.MaxBytes() == sc.maxBytes {
 			s.memCache = prev.memCache
@@ -414,6 +431,7 @@ func (s *Snapshot) initCache(cfg *config.Config, prev *Snapshot, sc serverCache,
 	for _, t := range cached {
 		t.cache.fingerprint = toolFingerprint(decls[t.Def.Name], cfg, backends, secs)
 		t.cache.store = store
+		t.state = s.state
 	}
 }
 

@@ -139,3 +139,160 @@ func TestCacheRedisKilledFallsBack(t *testing.T) {
 		t.Errorf("%d of %d calls failed while Redis was down; want none", failed.Load(), n.Load())
 	}
 }
+
+// A Redis that answers one key with another's value (a bug, a proxy, or
+// someone who can write to Redis) must not serve one tenant's result to
+// another: each value is bound to its key, and a value found under
+// another key is a miss (the tool runs), counted and logged. The test
+// copies ann's entry onto bob's key with its own Redis client.
+func TestCacheRedisValueBoundToKey(t *testing.T) {
+	url := sharedstatetest.URL(t)
+	prefix := sharedstatetest.Prefix(t, url)
+	extra := "  param \"tenant\" {\n    type        = \"string\"\n    from_caller = \"name\"\n  }\n"
+	for _, secret := range []string{"", "  request_state_key = \"cache-binding-key-0123456789\"\n"} {
+		name := "fixed key"
+		if secret != "" {
+			name = "request_state_key"
+		}
+		t.Run(name, func(t *testing.T) {
+			prefix := prefix + ":" + strings.ReplaceAll(name, " ", "_")
+			f := newFake()
+			s, _ := build(t, f.register(), nil, cachedConfigWith(secret+stateBlock(url, prefix), `ttl = "1m"`, extra))
+			waitFor(t, s.State().Healthy)
+			tl := tool(t, s, "lookup")
+			opts, _ := redis.ParseURL(url)
+			rc := redis.NewClient(opts)
+			defer rc.Close()
+			ctx := context.Background()
+			keys := func() []string {
+				k, err := rc.Keys(ctx, prefix+":cache:*").Result()
+				if err != nil {
+					t.Fatal(err)
+				}
+				return k
+			}
+			args := json.RawMessage(`{"id":7}`)
+			ann := call(tl, asCaller("ann"), args, nil)
+			annKeys := keys()
+			bob := call(tl, asCaller("bob"), args, nil)
+			if cacheStatus(ann) != "miss" || cacheStatus(bob) != "miss" || len(annKeys) != 1 || len(keys()) != 2 {
+				t.Fatalf("ann %q, bob %q, keys %v then %v", cacheStatus(ann), cacheStatus(bob), annKeys, keys())
+			}
+			if !strings.Contains(render(ann), "ann") || !strings.Contains(render(bob), "bob") {
+				t.Fatalf("results do not name their caller: %s / %s", render(ann), render(bob))
+			}
+			var bobKey string
+			for _, k := range keys() {
+				if k != annKeys[0] {
+					bobKey = k
+				}
+			}
+			if again := call(tl, asCaller("bob"), args, nil); cacheStatus(again) != "hit" {
+				t.Fatalf("bob's repeated call: %q, want a hit", cacheStatus(again))
+			}
+			annValue, err := rc.Get(ctx, annKeys[0]).Bytes()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := rc.Set(ctx, bobKey, annValue, time.Minute).Err(); err != nil {
+				t.Fatal(err)
+			}
+			before := backendCalls(f)
+			swapped := call(tl, asCaller("bob"), args, nil)
+			if strings.Contains(render(swapped), "ann") {
+				t.Fatalf("bob was served ann's result: %s", render(swapped))
+			}
+			if cacheStatus(swapped) != "miss" || backendCalls(f) != before+1 {
+				t.Errorf("bob's call with ann's value under his key: %q, backend calls %d -> %d; want a miss that runs the tool", cacheStatus(swapped), before, backendCalls(f))
+			}
+			if n := s.State().Status().CacheMismatches; n != 1 {
+				t.Errorf("mismatches counted: %d, want 1", n)
+			}
+			// The miss stored bob's own result again: his next call is a hit.
+			if again := call(tl, asCaller("bob"), args, nil); cacheStatus(again) != "hit" || !strings.Contains(render(again), "bob") {
+				t.Errorf("after the mismatch: %q %s, want bob's own result as a hit", cacheStatus(again), render(again))
+			}
+			// An altered value is a mismatch too.
+			v, _ := rc.Get(ctx, bobKey).Bytes()
+			v[len(v)-2] ^= 1
+			rc.Set(ctx, bobKey, v, time.Minute)
+			if res := call(tl, asCaller("bob"), args, nil); cacheStatus(res) != "miss" || s.State().Status().CacheMismatches != 2 {
+				t.Errorf("an altered value: %q, %d mismatches; want a miss, 2", cacheStatus(res), s.State().Status().CacheMismatches)
+			}
+		})
+	}
+}
+
+// A Redis that stops answering (SIGSTOP: connections stay open, nothing
+// is answered) holds a call for at most the state block's timeout, all of
+// the call's state work together: reading the cache, taking its rate
+// limit, leasing and releasing its global concurrency slot, storing the
+// result. Calls run from several goroutines before and while Redis
+// freezes; the slowest must finish within the timeout and a margin for a
+// loaded machine, well under twice the timeout.
+func TestStateFrozenOneDeadline(t *testing.T) {
+	srv := sharedstatetest.NewServer(t)
+	const timeout = time.Second
+	state := fmt.Sprintf("  state {\n    redis   = %q\n    timeout = %q\n  }\n", srv.URL(), timeout)
+	extra := "  rate_limit {\n    per_caller = \"100000/s\"\n  }\n  max_concurrency   = 64\n  concurrency_scope = \"global\"\n"
+	f := newFake()
+	s, _ := build(t, f.register(), nil, cachedConfigWith(state, `ttl = "1m"`, extra))
+	waitFor(t, s.State().Healthy)
+	tl := tool(t, s, "lookup")
+
+	var (
+		mu      sync.Mutex
+		worst   time.Duration
+		frozen  atomic.Bool
+		after   atomic.Int32 // calls started after the freeze
+		wg      sync.WaitGroup
+		stop    = make(chan struct{})
+		counter atomic.Int32
+	)
+	// Enough callers that some wait in the line behind the batch of
+	// operations in flight when Redis freezes.
+	for range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				wasFrozen := frozen.Load()
+				start := time.Now()
+				// A new id each time: every call misses, so it reads,
+				// admits, runs and stores.
+				res := call(tl, asCaller("ann"), json.RawMessage(fmt.Sprintf(`{"id":%d}`, counter.Add(1))), nil)
+				d := time.Since(start)
+				if res.IsError {
+					t.Errorf("a call failed: %s", render(res))
+				}
+				mu.Lock()
+				worst = max(worst, d)
+				mu.Unlock()
+				if wasFrozen {
+					after.Add(1)
+				}
+			}
+		}()
+	}
+	waitFor(t, func() bool { return counter.Load() > 100 })
+	srv.Freeze()
+	frozen.Store(true)
+	deadline := time.Now().Add(30 * time.Second)
+	for after.Load() < 200 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	close(stop)
+	wg.Wait()
+	t.Logf("worst call with Redis frozen: %s (state timeout %s); %d calls after the freeze", worst, timeout, after.Load())
+	if after.Load() < 200 {
+		t.Fatalf("only %d calls finished in 30s after Redis froze", after.Load())
+	}
+	if limit := timeout + 600*time.Millisecond; worst > limit {
+		t.Errorf("a call took %s with Redis frozen; want at most the state timeout %s (+ a margin: %s)", worst, timeout, limit)
+	}
+}

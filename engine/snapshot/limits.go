@@ -381,15 +381,16 @@ func callerKey(p *principal.Principal) string {
 // Global limits go to the shared state; while it does not answer, a
 // fail-open tool falls back to this replica's own buckets and slots (the
 // limits hold per replica for that while), and a fail-closed one is
-// refused.
-func (l *limits) admit(ctx context.Context, tool string, p *principal.Principal) (release func(), refusal string) {
+// refused. Their operations on the shared state are charged to budget,
+// the call's (see sharedstate.Budget).
+func (l *limits) admit(ctx context.Context, tool string, p *principal.Principal, budget *sharedstate.Budget) (release func(), refusal string) {
 	if l == nil {
 		return func() {}, ""
 	}
 	local := true
 	if l.state != nil && l.spec.rateGlobal && (l.tool != nil || l.callers != nil) {
 		var ok bool
-		if ok, refusal = l.admitShared(ctx, tool, p); refusal != "" {
+		if ok, refusal = l.admitShared(ctx, tool, p, budget); refusal != "" {
 			return nil, refusal
 		}
 		local = !ok
@@ -403,7 +404,7 @@ func (l *limits) admit(ctx context.Context, tool string, p *principal.Principal)
 		return func() {}, ""
 	}
 	if l.state != nil && l.spec.concGlobal {
-		release, refusal, ok := l.acquireShared(ctx, tool)
+		release, refusal, ok := l.acquireShared(ctx, tool, budget)
 		if ok || refusal != "" {
 			return release, refusal
 		}
@@ -471,8 +472,8 @@ func (l *limits) sharedDown(tool, what string, err error) string {
 // admitShared applies the rate limits in the shared state, in one round
 // trip. ok is false when the store did not answer and the tool fails open:
 // the local buckets apply.
-func (l *limits) admitShared(ctx context.Context, tool string, p *principal.Principal) (ok bool, refusal string) {
-	if !l.state.Healthy() {
+func (l *limits) admitShared(ctx context.Context, tool string, p *principal.Principal, budget *sharedstate.Budget) (ok bool, refusal string) {
+	if !l.state.Healthy() || budget.Spent() {
 		return false, l.sharedDown(tool, "rate limit", nil)
 	}
 	var buckets [2]sharedstate.Bucket
@@ -485,7 +486,9 @@ func (l *limits) admitShared(ctx context.Context, tool string, p *principal.Prin
 		buckets[n] = sharedstate.Bucket{Key: l.state.Key("rl", tool, "caller", callerKey(p)), Interval: r.period / time.Duration(r.n), Burst: l.spec.burstFor(r)}
 		n++
 	}
-	i, retry, err := l.state.Take(ctx, buckets[:n]...)
+	octx, done := budget.Op(ctx)
+	i, retry, err := l.state.Take(octx, buckets[:n]...)
+	done()
 	if err != nil {
 		if ctx.Err() != nil {
 			return false, fmt.Sprintf("tool %s: cancelled while checking its rate limit", tool)
@@ -504,18 +507,24 @@ const sharedPoll = 100 * time.Millisecond
 // acquireShared takes one of the tool's max_concurrency slots counted
 // across replicas. ok is false when the store did not answer and the tool
 // fails open: the local slots apply.
-func (l *limits) acquireShared(ctx context.Context, tool string) (release func(), refusal string, ok bool) {
-	if !l.state.Healthy() {
+func (l *limits) acquireShared(ctx context.Context, tool string, budget *sharedstate.Budget) (release func(), refusal string, ok bool) {
+	if !l.state.Healthy() || budget.Spent() {
 		refusal = l.sharedDown(tool, "max_concurrency", nil)
 		return nil, refusal, false
 	}
 	sem := sharedstate.Semaphore{Key: l.state.Key("conc", tool), Max: l.spec.maxConc}
 	wctx, cancel := context.WithTimeout(ctx, l.spec.queueTimeout)
 	defer cancel()
-	lease, err := l.state.Acquire(wctx, sem, sharedPoll)
+	lease, err := l.state.Acquire(wctx, sem, sharedPoll, budget)
 	switch {
 	case err == nil:
-		return lease.Release, "", true
+		return func() {
+			// Released when the call ends, however it ended; within
+			// what is left of the call's budget.
+			rctx, done := budget.Op(context.WithoutCancel(ctx))
+			lease.ReleaseContext(rctx)
+			done()
+		}, "", true
 	case ctx.Err() != nil:
 		return nil, fmt.Sprintf("tool %s: cancelled while waiting for one of its %d calls running at once to finish", tool, l.spec.maxConc), true
 	case errors.Is(err, sharedstate.ErrBusy):

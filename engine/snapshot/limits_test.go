@@ -67,7 +67,7 @@ func TestCallerLimitersBounded(t *testing.T) {
 	l.callers = &callerLimiters{limit: r.limit(), burst: 1, m: map[string]*rate.Limiter{}}
 	hog := &principal.Principal{Name: "hog", Method: "api_key"}
 	ctx := context.Background()
-	if _, refusal := l.admit(ctx, "t", hog); refusal != "" {
+	if _, refusal := l.admit(ctx, "t", hog, nil); refusal != "" {
 		t.Fatal(refusal)
 	}
 	now := time.Now()
@@ -77,14 +77,14 @@ func TestCallerLimitersBounded(t *testing.T) {
 	if n := len(l.callers.m); n > maxCallers {
 		t.Errorf("%d buckets kept, want at most %d", n, maxCallers)
 	}
-	if _, refusal := l.admit(ctx, "t", hog); !strings.Contains(refusal, "retry in") {
+	if _, refusal := l.admit(ctx, "t", hog, nil); !strings.Contains(refusal, "retry in") {
 		t.Errorf("the hog got a fresh bucket: %q", refusal)
 	}
 	// The local user is one caller.
-	if _, refusal := l.admit(ctx, "t", nil); refusal != "" {
+	if _, refusal := l.admit(ctx, "t", nil, nil); refusal != "" {
 		t.Fatal(refusal)
 	}
-	if _, refusal := l.admit(ctx, "t", nil); refusal == "" {
+	if _, refusal := l.admit(ctx, "t", nil, nil); refusal == "" {
 		t.Error("the local user got a second token")
 	}
 }
@@ -100,7 +100,7 @@ func TestRefusedCallTakesNoToken(t *testing.T) {
 	b := &principal.Principal{Name: "b"}
 	ctx := context.Background()
 	for i, p := range []*principal.Principal{a, a, b} {
-		_, refusal := l.admit(ctx, "t", p)
+		_, refusal := l.admit(ctx, "t", p, nil)
 		if (refusal != "") != (i == 1) {
 			t.Errorf("call %d: refusal %q", i, refusal)
 		}

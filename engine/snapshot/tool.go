@@ -22,6 +22,7 @@ import (
 	"github.com/mcpd/mcpd/engine/requeststate"
 	"github.com/mcpd/mcpd/engine/schema"
 	"github.com/mcpd/mcpd/engine/shape"
+	"github.com/mcpd/mcpd/engine/sharedstate"
 )
 
 // Tool is one compiled tool: everything a call needs, built at load time.
@@ -60,6 +61,17 @@ type Tool struct {
 	sensitive map[string]bool
 	// cache reuses the tool's results (cache.go); nil: not cached.
 	cache *toolCache
+	// rerunnable: a second run with the same arguments changes nothing
+	// (read-only or idempotent), so one requestState may run the tool
+	// more than once (replay.go).
+	rerunnable bool
+	// used remembers the requestStates that have run the tool, to refuse
+	// their replay (replay.go); the snapshot's, carried over by reloads.
+	used *requeststate.Used
+	// state is the shared state when the tool's calls use it (shared
+	// limits, the cache in Redis, the requestStates used); nil otherwise. Each call's operations
+	// on it share one budget, its timeout (sharedstate.Budget).
+	state *sharedstate.Store
 }
 
 type result struct {
@@ -180,6 +192,7 @@ func compileTool(tc *config.Tool, reg *adapter.Registry, backend *backendSet, ft
 		t.cache, d = compileCache(tc, t.handler, sc)
 		diags = append(diags, d...)
 	}
+	t.rerunnable = rerunnable(tc, t.handler)
 	if tc.Result != nil {
 		rvars := vars
 		if asks != nil {
@@ -427,6 +440,7 @@ func (t *Tool) call(ctx context.Context, req *CallRequest, protoErr *error) (res
 	raw := req.Args
 	var fill *cacheFill
 	cacheStatus := ""
+	budget := t.state.Budget()
 	// Registered first, so it runs last: over every result, errors and the
 	// panic message included; a cache hit was redacted when stored. The
 	// result is stored redacted.
@@ -436,7 +450,7 @@ func (t *Tool) call(ctx context.Context, req *CallRequest, protoErr *error) (res
 		}
 		res = redactResult(t.redact, t.scrubSensitive(raw, res))
 		if cacheStatus != "" {
-			res = t.cache.fill(ctx, t.Def.Name, fill, cacheStatus, res)
+			res = t.cache.fill(ctx, t.Def.Name, fill, cacheStatus, res, budget)
 		}
 	}()
 	defer t.recoverCall(&res)
@@ -482,15 +496,22 @@ func (t *Tool) call(ctx context.Context, req *CallRequest, protoErr *error) (res
 		// After validation, binding and the asks, which the key covers;
 		// before the limits, which a hit does not need (cache.go).
 		var hit *mcp.CallToolResult
-		if hit, fill, cacheStatus = t.cache.lookup(ctx, t.Def.Name, args, inputs, caller); hit != nil {
+		if hit, fill, cacheStatus = t.cache.lookup(ctx, t.Def.Name, args, inputs, caller, budget); hit != nil {
 			return hit
 		}
 	}
-	release, refusal := t.limits.admit(ctx, t.Def.Name, caller)
+	release, refusal := t.limits.admit(ctx, t.Def.Name, caller, budget)
 	if refusal != "" {
 		return toolError(refusal)
 	}
 	defer release()
+	if t.used != nil && req.Answers.State != "" {
+		// Admitted and about to run: the requestState is spent now
+		// (replay.go), not before a limit refused the call.
+		if err := t.claimState(ctx, req.Answers.State, budget); err != nil {
+			return t.stateRefused(err, protoErr)
+		}
+	}
 	ctx, cancel := t.limits.withTimeout(ctx)
 	defer cancel()
 	ask := callAsk{client: req.Answers.clientAsker(), rounds: rounds, progress: req.Progress != nil, log: req.Log != nil}

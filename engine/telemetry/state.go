@@ -72,6 +72,8 @@ var (
 		"Rate-limit checks sent to the shared state (one script run decides a batch of them).", nil, nil)
 	stateLocal = prometheus.NewDesc("mcpd_shared_state_local_admits_total",
 		"Rate-limited calls admitted from tokens this replica reserved, without a round trip (local_reserve).", nil, nil)
+	stateMismatches = prometheus.NewDesc("mcpd_shared_state_cache_mismatches_total",
+		"Cached results the shared state answered that were bound to another key or altered (each was a miss: the tool ran).", nil, nil)
 )
 
 type stateCollector struct{ status func() *sharedstate.Status }
@@ -83,6 +85,7 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- stateRefusals
 	ch <- stateChecks
 	ch <- stateLocal
+	ch <- stateMismatches
 }
 
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
@@ -100,6 +103,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(stateRefusals, prometheus.CounterValue, float64(st.Refusals))
 	ch <- prometheus.MustNewConstMetric(stateChecks, prometheus.CounterValue, float64(st.LimitChecks))
 	ch <- prometheus.MustNewConstMetric(stateLocal, prometheus.CounterValue, float64(st.LocalAdmits))
+	ch <- prometheus.MustNewConstMetric(stateMismatches, prometheus.CounterValue, float64(st.CacheMismatches))
 }
 
 // WatchPools exports the statistics of the connection pools of the running

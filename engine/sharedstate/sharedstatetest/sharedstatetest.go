@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -130,6 +131,25 @@ func (s *Server) Start() {
 			s.t.Fatalf("redis-server on port %d does not answer: %v", s.Port, err)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Freeze stops the server (SIGSTOP): its connections stay open and its
+// port accepts new ones (the kernel completes them), but nothing is
+// answered, as a Redis stuck in a long command or a frozen VM. Thaw (or
+// the test's end) continues it.
+func (s *Server) Freeze() {
+	s.t.Helper()
+	if err := s.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		s.t.Fatalf("freezing redis-server: %v", err)
+	}
+	s.t.Cleanup(s.Thaw) // before Kill (cleanups run last first)
+}
+
+// Thaw continues a frozen server (SIGCONT).
+func (s *Server) Thaw() {
+	if s.cmd != nil && s.cmd.Process != nil {
+		_ = s.cmd.Process.Signal(syscall.SIGCONT)
 	}
 }
 
