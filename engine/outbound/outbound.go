@@ -82,22 +82,40 @@ func SameOriginRedirects(who string, max int) CheckRedirect {
 }
 
 // Client is an http.Client over rt (nil: http.DefaultTransport) that never
-// follows a redirect, for a server whose address is configured: a
-// redirect's answer fails the request with a *RedirectError that names
-// who and the Location (RefuseRedirects(who, "")). It is refused as the
-// answer arrives, before net/http's redirect logic, so that the error
-// shows the request's own URL and not the Location's query string.
+// follows a redirect, for a server whose address is configured:
+// Refusing(&http.Client{Transport: rt}, who, "").
 func Client(who string, rt http.RoundTripper) *http.Client {
-	if rt == nil {
-		rt = http.DefaultTransport
+	return Refusing(&http.Client{Transport: rt}, who, "")
+}
+
+// Refusing is a copy of c (nil: a new client) that never follows a
+// redirect: a redirect's answer fails the request with a *RedirectError
+// that names who and the Location, and hint says what to do ("": "set
+// url to the final address"). It is refused as the answer arrives, before
+// net/http's redirect logic (CheckRedirect is a second guard), so that
+// the error net/http returns shows the request's own URL and not the
+// Location's query string.
+func Refusing(c *http.Client, who, hint string) *http.Client {
+	if hint == "" {
+		hint = "set url to the final address"
 	}
-	return &http.Client{Transport: &refusing{who: who, base: rt}, CheckRedirect: RefuseRedirects(who, "")}
+	var cp http.Client
+	if c != nil {
+		cp = *c
+	}
+	base := cp.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	cp.Transport = &refusing{who: who, hint: hint, base: base}
+	cp.CheckRedirect = RefuseRedirects(who, hint)
+	return &cp
 }
 
 // refusing turns a redirect's answer into a *RedirectError.
 type refusing struct {
-	who  string
-	base http.RoundTripper
+	who, hint string
+	base      http.RoundTripper
 }
 
 func (t *refusing) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -112,7 +130,7 @@ func (t *refusing) RoundTrip(r *http.Request) (*http.Response, error) {
 		shown = Shown(u)
 	}
 	return nil, &RedirectError{Who: t.who, Location: shown, Status: resp.StatusCode,
-		Reason: "mcpd does not follow redirects: set url to the final address"}
+		Reason: "mcpd does not follow redirects: " + t.hint}
 }
 
 // CloseIdleConnections closes the idle connections of the transport
