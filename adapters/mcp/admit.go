@@ -1,0 +1,201 @@
+package mcpadapter
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpd/mcpd/engine/ident"
+)
+
+// What an upstream lists is passed on to mcpd's clients, whose hosts show
+// it: every identifier of every entry (names, titles, URIs, URI
+// templates, MIME types, prompt arguments, icons) must pass engine/ident's
+// rule, and a tool's or prompt's name the spec's (validName). An entry
+// with one that does not is dropped, logged and counted
+// (mcpd_upstream_listing_dropped_total); the upstream's other entries keep
+// serving. Descriptions are cleaned (ident.Clean), not refused.
+
+// maxDropLogs is how many dropped entries one listing logs one by one;
+// the rest are summed up in one record. A listing that drops what the
+// previous one dropped logs nothing again (it is still counted).
+const maxDropLogs = 8
+
+// admission is the check of one listing of one kind.
+type admission struct {
+	u       *upstream
+	kind    string   // "tool", "resource", "resource template", "prompt"
+	reasons []string // why each dropped entry was, in order
+}
+
+// field checks one identifier of the entry id; required: it may not be
+// empty. It records why it fails and reports whether it passed.
+func (a *admission) field(id, name, value string, required bool) bool {
+	var err error
+	switch {
+	case value == "" && required:
+		err = fmt.Errorf("is empty")
+	case value != "":
+		err = ident.Check(value)
+	}
+	if err != nil {
+		a.reasons = append(a.reasons, fmt.Sprintf("%s %s: %s %s", a.kind, quoted(id), name, err))
+		return false
+	}
+	return true
+}
+
+// name checks a tool's or prompt's name: the spec's rule for tool names,
+// which mcpd applies to prompts too (they are prefixed and named alike).
+func (a *admission) name(value string) bool {
+	if validName(value) {
+		return true
+	}
+	a.reasons = append(a.reasons, fmt.Sprintf("%s %s: name is not 1 to 128 of A-Z, a-z, 0-9, _, . and -", a.kind, quoted(value)))
+	return false
+}
+
+// icons checks the icons' addresses (a client fetches them, and shows
+// them when it cannot: no bound on length, data: URIs are long).
+func (a *admission) icons(id string, icons []mcp.Icon) bool {
+	for _, ic := range icons {
+		if err := ident.CheckLen(ic.Source, 0); err != nil {
+			a.reasons = append(a.reasons, fmt.Sprintf("%s %s: icon src %s", a.kind, quoted(id), err))
+			return false
+		}
+		if !a.field(id, "icon mimeType", ic.MIMEType, false) {
+			return false
+		}
+	}
+	return true
+}
+
+// done counts and logs what the listing dropped.
+func (a *admission) done() {
+	if len(a.reasons) == 0 {
+		a.u.setDropped(a.kind, nil)
+		return
+	}
+	a.u.listingDropped.Add(int64(len(a.reasons)))
+	if !a.u.setDropped(a.kind, a.reasons) {
+		return
+	}
+	for i, r := range a.reasons {
+		if i == maxDropLogs {
+			a.u.log.Warn("upstream listing entries dropped", "kind", a.kind, "more", len(a.reasons)-maxDropLogs)
+			break
+		}
+		a.u.log.Warn("upstream listing entry dropped", "reason", r)
+	}
+}
+
+// setDropped remembers why the latest listing of kind dropped entries and
+// reports whether that differs from the listing before.
+func (u *upstream) setDropped(kind string, reasons []string) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.dropped == nil {
+		u.dropped = map[string][]string{}
+	}
+	changed := !slices.Equal(u.dropped[kind], reasons)
+	u.dropped[kind] = reasons
+	return changed
+}
+
+// quoted is an identifier as a log record or error shows it: quoted with
+// its control characters escaped, and at most 80 bytes of it.
+func quoted(s string) string {
+	if len(s) > 80 {
+		s = s[:80] + "…"
+	}
+	return strconv.QuoteToASCII(s)
+}
+
+// admitTools keeps the tools whose identifiers pass, descriptions cleaned.
+func (u *upstream) admitTools(tools []*mcp.Tool) []*mcp.Tool {
+	a := &admission{u: u, kind: "tool"}
+	out := tools[:0]
+	for _, t := range tools {
+		ok := a.name(t.Name) && a.field(t.Name, "title", t.Title, false) && a.icons(t.Name, t.Icons)
+		if ok && t.Annotations != nil {
+			ok = a.field(t.Name, "annotations.title", t.Annotations.Title, false)
+		}
+		if !ok {
+			continue
+		}
+		t.Description = ident.Clean(t.Description)
+		out = append(out, t)
+	}
+	a.done()
+	return out
+}
+
+// admitResources keeps the resources whose identifiers pass.
+func (u *upstream) admitResources(rs []*mcp.Resource) []*mcp.Resource {
+	a := &admission{u: u, kind: "resource"}
+	out := rs[:0]
+	for _, r := range rs {
+		if !(a.field(r.URI, "uri", r.URI, true) && a.field(r.URI, "name", r.Name, true) &&
+			a.field(r.URI, "title", r.Title, false) && a.field(r.URI, "mimeType", r.MIMEType, false) &&
+			a.icons(r.URI, r.Icons) && a.annotations(r.URI, r.Annotations)) {
+			continue
+		}
+		r.Description = ident.Clean(r.Description)
+		out = append(out, r)
+	}
+	a.done()
+	return out
+}
+
+// admitTemplates keeps the resource templates whose identifiers pass.
+func (u *upstream) admitTemplates(ts []*mcp.ResourceTemplate) []*mcp.ResourceTemplate {
+	a := &admission{u: u, kind: "resource template"}
+	out := ts[:0]
+	for _, t := range ts {
+		id := t.URITemplate
+		if !(a.field(id, "uriTemplate", t.URITemplate, true) && a.field(id, "name", t.Name, true) &&
+			a.field(id, "title", t.Title, false) && a.field(id, "mimeType", t.MIMEType, false) &&
+			a.icons(id, t.Icons) && a.annotations(id, t.Annotations)) {
+			continue
+		}
+		t.Description = ident.Clean(t.Description)
+		out = append(out, t)
+	}
+	a.done()
+	return out
+}
+
+// admitPrompts keeps the prompts whose identifiers, arguments' included,
+// pass.
+func (u *upstream) admitPrompts(ps []*mcp.Prompt) []*mcp.Prompt {
+	a := &admission{u: u, kind: "prompt"}
+	out := ps[:0]
+next:
+	for _, p := range ps {
+		if !(a.name(p.Name) && a.field(p.Name, "title", p.Title, false) && a.icons(p.Name, p.Icons)) {
+			continue
+		}
+		for _, arg := range p.Arguments {
+			if arg == nil || !a.field(p.Name, "argument name", arg.Name, true) || !a.field(p.Name, "argument title", arg.Title, false) {
+				if arg == nil {
+					a.reasons = append(a.reasons, fmt.Sprintf("prompt %s: an argument is null", quoted(p.Name)))
+				}
+				continue next
+			}
+		}
+		p.Description = ident.Clean(p.Description)
+		for _, arg := range p.Arguments {
+			arg.Description = ident.Clean(arg.Description)
+		}
+		out = append(out, p)
+	}
+	a.done()
+	return out
+}
+
+// annotations checks a resource's annotations (lastModified is shown).
+func (a *admission) annotations(id string, an *mcp.Annotations) bool {
+	return an == nil || a.field(id, "annotations.lastModified", an.LastModified, false)
+}
