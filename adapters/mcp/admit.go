@@ -15,7 +15,7 @@ import (
 // templates, MIME types, prompt arguments, icons) must pass engine/ident's
 // rule, and a tool's or prompt's name the spec's (validName). An entry
 // with one that does not is dropped, logged and counted
-// (mcpd_upstream_listing_dropped_total); the upstream's other entries keep
+// (mcpd_upstream_identifiers_dropped_total); the upstream's other entries keep
 // serving. Descriptions are cleaned (ident.Clean), not refused.
 
 // maxDropLogs is how many dropped entries one listing logs one by one;
@@ -25,8 +25,11 @@ const maxDropLogs = 8
 
 // admission is the check of one listing of one kind.
 type admission struct {
-	u       *upstream
-	kind    string   // "tool", "resource", "resource template", "prompt"
+	u    *upstream
+	kind string // what is checked, for the log: "tool", "resource"...
+	// memo is the key under which the reasons are remembered, one of a
+	// few fixed ones (kind may name a URI a client chose).
+	memo    string
 	reasons []string // why each dropped entry was, in order
 }
 
@@ -75,11 +78,11 @@ func (a *admission) icons(id string, icons []mcp.Icon) bool {
 // done counts and logs what the listing dropped.
 func (a *admission) done() {
 	if len(a.reasons) == 0 {
-		a.u.setDropped(a.kind, nil)
+		a.u.setDropped(a.memo, nil)
 		return
 	}
-	a.u.listingDropped.Add(int64(len(a.reasons)))
-	if !a.u.setDropped(a.kind, a.reasons) {
+	a.u.identsDropped.Add(int64(len(a.reasons)))
+	if !a.u.setDropped(a.memo, a.reasons) {
 		return
 	}
 	for i, r := range a.reasons {
@@ -91,16 +94,16 @@ func (a *admission) done() {
 	}
 }
 
-// setDropped remembers why the latest listing of kind dropped entries and
-// reports whether that differs from the listing before.
-func (u *upstream) setDropped(kind string, reasons []string) bool {
+// setDropped remembers why the latest check under memo dropped entries
+// and reports whether that differs from the check before.
+func (u *upstream) setDropped(memo string, reasons []string) bool {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.dropped == nil {
 		u.dropped = map[string][]string{}
 	}
-	changed := !slices.Equal(u.dropped[kind], reasons)
-	u.dropped[kind] = reasons
+	changed := !slices.Equal(u.dropped[memo], reasons)
+	u.dropped[memo] = reasons
 	return changed
 }
 
@@ -115,7 +118,7 @@ func quoted(s string) string {
 
 // admitTools keeps the tools whose identifiers pass, descriptions cleaned.
 func (u *upstream) admitTools(tools []*mcp.Tool) []*mcp.Tool {
-	a := &admission{u: u, kind: "tool"}
+	a := &admission{u: u, kind: "tool", memo: "tool"}
 	out := tools[:0]
 	for _, t := range tools {
 		ok := a.name(t.Name) && a.field(t.Name, "title", t.Title, false) && a.icons(t.Name, t.Icons)
@@ -134,7 +137,7 @@ func (u *upstream) admitTools(tools []*mcp.Tool) []*mcp.Tool {
 
 // admitResources keeps the resources whose identifiers pass.
 func (u *upstream) admitResources(rs []*mcp.Resource) []*mcp.Resource {
-	a := &admission{u: u, kind: "resource"}
+	a := &admission{u: u, kind: "resource", memo: "resource"}
 	out := rs[:0]
 	for _, r := range rs {
 		if !(a.field(r.URI, "uri", r.URI, true) && a.field(r.URI, "name", r.Name, true) &&
@@ -151,7 +154,7 @@ func (u *upstream) admitResources(rs []*mcp.Resource) []*mcp.Resource {
 
 // admitTemplates keeps the resource templates whose identifiers pass.
 func (u *upstream) admitTemplates(ts []*mcp.ResourceTemplate) []*mcp.ResourceTemplate {
-	a := &admission{u: u, kind: "resource template"}
+	a := &admission{u: u, kind: "resource template", memo: "resource template"}
 	out := ts[:0]
 	for _, t := range ts {
 		id := t.URITemplate
@@ -170,7 +173,7 @@ func (u *upstream) admitTemplates(ts []*mcp.ResourceTemplate) []*mcp.ResourceTem
 // admitPrompts keeps the prompts whose identifiers, arguments' included,
 // pass.
 func (u *upstream) admitPrompts(ps []*mcp.Prompt) []*mcp.Prompt {
-	a := &admission{u: u, kind: "prompt"}
+	a := &admission{u: u, kind: "prompt", memo: "prompt"}
 	out := ps[:0]
 next:
 	for _, p := range ps {
@@ -198,4 +201,119 @@ next:
 // annotations checks a resource's annotations (lastModified is shown).
 func (a *admission) annotations(id string, an *mcp.Annotations) bool {
 	return an == nil || a.field(id, "annotations.lastModified", an.LastModified, false)
+}
+
+// The same rule holds for what an upstream's answers carry that a client
+// shows as a name or address: the resource links and embedded resources
+// of a tool's result or a prompt's messages, the contents of a resource
+// read, and completion values. A block, content or value that fails is
+// dropped (the rest of the answer is passed on), logged and counted.
+
+// admitContent keeps the content blocks whose identifiers pass; what is
+// the answer they are part of, for the log.
+func (u *upstream) admitContent(what string, content []mcp.Content) []mcp.Content {
+	a := &admission{u: u, kind: "content of " + what, memo: "result"}
+	var out []mcp.Content
+	for i, c := range content {
+		if !a.block(c) {
+			if out == nil {
+				out = append([]mcp.Content(nil), content[:i]...)
+			}
+			continue
+		}
+		if out != nil {
+			out = append(out, c)
+		}
+	}
+	a.done()
+	if out == nil {
+		return content // the usual case: nothing dropped, no copy
+	}
+	return out
+}
+
+// block checks one content block.
+func (a *admission) block(c mcp.Content) bool {
+	switch b := c.(type) {
+	case *mcp.ResourceLink:
+		if !(a.field(b.URI, "resource link uri", b.URI, true) && a.field(b.URI, "resource link name", b.Name, true) &&
+			a.field(b.URI, "resource link title", b.Title, false) && a.field(b.URI, "resource link mimeType", b.MIMEType, false) &&
+			a.icons(b.URI, b.Icons)) {
+			return false
+		}
+		b.Description = ident.Clean(b.Description)
+	case *mcp.EmbeddedResource:
+		if b.Resource != nil && !a.contents(b.Resource) {
+			return false
+		}
+	case *mcp.ImageContent:
+		return a.field("image", "mimeType", b.MIMEType, false)
+	case *mcp.AudioContent:
+		return a.field("audio", "mimeType", b.MIMEType, false)
+	}
+	return true
+}
+
+// contents checks one resource's contents (of a read, or embedded).
+func (a *admission) contents(rc *mcp.ResourceContents) bool {
+	return a.field(rc.URI, "resource uri", rc.URI, true) && a.field(rc.URI, "resource mimeType", rc.MIMEType, false)
+}
+
+// admitToolResult checks a tool's result in place.
+func (u *upstream) admitToolResult(name string, res *mcp.CallToolResult) {
+	if res != nil {
+		res.Content = u.admitContent("tool "+quoted(name)+"'s result", res.Content)
+	}
+}
+
+// admitPromptResult checks a prompt's messages in place: a message whose
+// content fails is dropped.
+func (u *upstream) admitPromptResult(name string, res *mcp.GetPromptResult) {
+	if res == nil {
+		return
+	}
+	a := &admission{u: u, kind: "message of prompt " + quoted(name), memo: "result"}
+	out := res.Messages[:0]
+	for _, m := range res.Messages {
+		if m != nil && m.Content != nil && !a.block(m.Content) {
+			continue
+		}
+		out = append(out, m)
+	}
+	res.Messages = out
+	res.Description = ident.Clean(res.Description)
+	a.done()
+}
+
+// admitRead checks a resource read's contents in place.
+func (u *upstream) admitRead(uri string, res *mcp.ReadResourceResult) {
+	if res == nil {
+		return
+	}
+	a := &admission{u: u, kind: "contents of resource " + quoted(uri), memo: "read"}
+	out := res.Contents[:0]
+	for _, c := range res.Contents {
+		if c != nil && !a.contents(c) {
+			continue
+		}
+		out = append(out, c)
+	}
+	res.Contents = out
+	a.done()
+}
+
+// admitCompletion keeps the completion values that pass.
+func (u *upstream) admitCompletion(c *mcp.CompletionResultDetails) {
+	if c == nil {
+		return
+	}
+	a := &admission{u: u, kind: "completion value", memo: "completion"}
+	out := c.Values[:0]
+	for _, v := range c.Values {
+		if a.field(v, "value", v, false) {
+			out = append(out, v)
+		}
+	}
+	c.Values = out
+	a.done()
 }

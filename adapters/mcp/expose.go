@@ -284,6 +284,7 @@ func (u *upstream) readResource(ctx context.Context, uri string) (*mcp.ReadResou
 	if err != nil {
 		return nil, u.callError(ctx, cs, uri, err)
 	}
+	u.admitRead(uri, res)
 	return res, nil
 }
 
@@ -299,7 +300,9 @@ func (u *upstream) getPrompt(ctx context.Context, name string, req *adapter.Prom
 	case ask != nil:
 		return &adapter.PromptOutput{InputRequired: ask}, nil
 	}
-	return &adapter.PromptOutput{Result: res.(*mcp.GetPromptResult)}, nil
+	r := res.(*mcp.GetPromptResult)
+	u.admitPromptResult(name, r)
+	return &adapter.PromptOutput{Result: r}, nil
 }
 
 // Watch registers changed, called when the upstream's listing changes or,

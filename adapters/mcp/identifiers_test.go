@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // What an upstream lists reaches the gateway's clients' screens: a
@@ -56,6 +58,24 @@ var hostileListings = map[string]any{
 		map[string]any{"name": "argy", "arguments": []any{map[string]any{"name": "w\x1b[0mho"}}},
 		map[string]any{"name": "argtitle", "arguments": []any{map[string]any{"name": "who", "title": "W\u0085ho"}}},
 	}},
+	// Answers whose links, contents and values are checked the same way.
+	"tools/call": map[string]any{"content": []any{
+		map[string]any{"type": "text", "text": "echoed"},
+		map[string]any{"type": "resource_link", "uri": "files://good", "name": "good", "description": "Linked\x1b[0m."},
+		map[string]any{"type": "resource_link", "uri": "files://\x1b[2J", "name": "cleared"},
+		map[string]any{"type": "resource_link", "uri": "files://named", "name": "x\x1b]8;;https://evil.example\x07click"},
+		map[string]any{"type": "resource", "resource": map[string]any{"uri": "files://em\rbedded", "text": "e"}},
+		map[string]any{"type": "image", "data": "AAAA", "mimeType": "image/png\x1b"},
+	}},
+	"prompts/get": map[string]any{"messages": []any{
+		map[string]any{"role": "user", "content": map[string]any{"type": "text", "text": "Greet someone."}},
+		map[string]any{"role": "user", "content": map[string]any{"type": "resource_link", "uri": "files://\u202egood", "name": "spoof"}},
+	}},
+	"resources/read": map[string]any{"contents": []any{
+		map[string]any{"uri": "files://good", "text": "good text"},
+		map[string]any{"uri": "files://\x1b]8;;https://evil.example\x07", "text": "linked"},
+	}},
+	"completion/complete": map[string]any{"completion": map[string]any{"values": []any{"alice", "bob\x1b[2J", "carol", "dave\u200b"}}},
 }
 
 // hostileAnswer is the upstream's answer to one JSON-RPC message (nil for
@@ -71,7 +91,7 @@ func hostileAnswer(msg []byte) []byte {
 	if json.Unmarshal(msg, &req) != nil || len(req.ID) == 0 {
 		return nil
 	}
-	caps := map[string]any{"tools": map[string]any{}, "resources": map[string]any{}, "prompts": map[string]any{}}
+	caps := map[string]any{"tools": map[string]any{}, "resources": map[string]any{}, "prompts": map[string]any{}, "completions": map[string]any{}}
 	var result any
 	switch req.Method {
 	case "initialize":
@@ -244,8 +264,52 @@ mcp_server "up" {
 					t.Errorf("description of %s = %q, want %q", k, descs[k], want)
 				}
 			}
-			if n := upstreamStatus(t, cur, "up").ListingDropped; n < 16 {
-				t.Errorf("ListingDropped = %d, want at least the 16 bad entries", n)
+
+			// What the answers carry.
+			var answers []string
+			answer := func(what string, v any) {
+				b, _ := json.Marshal(v)
+				var back any
+				json.Unmarshal(b, &back)
+				walkStrings(back, func(s string) {
+					if screenUnsafe(s) || strings.Contains(s, "\u200b") {
+						t.Errorf("%s reached the client with %q", what, s)
+					}
+				})
+				answers = append(answers, string(b))
+			}
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "up_echo"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			answer("the tool's result", res.Content)
+			pr, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "up_greet", Arguments: map[string]string{"who": "x"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			answer("the prompt's messages", pr.Messages)
+			rr, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "files://good"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			answer("the read's contents", rr.Contents)
+			cr, err := cs.Complete(ctx, &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/prompt", Name: "up_greet"}, Argument: mcp.CompleteParamsArgument{Name: "who", Value: ""}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			answer("the completion", cr.Completion.Values)
+			for i, want := range []string{
+				`[{"type":"text","text":"echoed"},{"type":"resource_link","uri":"files://good","name":"good","description":"Linked[0m."}]`,
+				`[{"content":{"type":"text","text":"Greet someone."},"role":"user"}]`,
+				`[{"uri":"files://good","text":"good text"}]`,
+				`["alice","carol"]`,
+			} {
+				if answers[i] != want {
+					t.Errorf("the client got\n  %s\nwant\n  %s", answers[i], want)
+				}
+			}
+			if n := upstreamStatus(t, cur, "up").IdentifiersDropped; n < 16+4+1+1+2 {
+				t.Errorf("IdentifiersDropped = %d, want at least the 24 bad entries", n)
 			}
 		})
 	}

@@ -62,11 +62,11 @@ type upstream struct {
 	watchers map[int]func()
 	nextW    int
 
-	// dropped is why the latest listing of each kind dropped entries
+	// dropped is why the latest check of each kind dropped entries
 	// (admit.go), so that the same reasons are not logged at every
-	// listing; listingDropped counts the entries dropped.
-	dropped        map[string][]string
-	listingDropped atomic.Int64
+	// listing; identsDropped counts the entries dropped.
+	dropped       map[string][]string
+	identsDropped atomic.Int64
 
 	progressSeq atomic.Int64
 	progress    sync.Map        // progress token (string) -> func(progress, total float64, msg string)
@@ -377,7 +377,7 @@ func (u *upstream) ServiceStatus() adapter.ServiceStatus {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	return adapter.ServiceStatus{Name: u.cfg.name, Transport: u.cfg.transport(), State: u.state, Restarts: u.restarts,
-		Calls: u.calls.Load(), Failures: u.failures.Load(), Tools: len(u.listing.tools), ListingDropped: u.listingDropped.Load(),
+		Calls: u.calls.Load(), Failures: u.failures.Load(), Tools: len(u.listing.tools), IdentifiersDropped: u.identsDropped.Load(),
 		IdleSessions: idle, BusySessions: busy, SessionConnects: connects}
 }
 

@@ -158,8 +158,8 @@ var (
 		"Calls that could not reach an MCP upstream or that it refused with a protocol error.", upstreamLabels, nil)
 	upstreamTools = prometheus.NewDesc("mcpd_upstream_tools",
 		"Tools an MCP upstream listed last (0 when it is not listed: no expose block).", upstreamLabels, nil)
-	upstreamDropped = prometheus.NewDesc("mcpd_upstream_listing_dropped_total",
-		"Entries of an MCP upstream's listings (tools, resources, templates, prompts) dropped for an identifier mcpd does not pass on (control characters, terminal escapes, invisible or bidi characters), counted at every listing.", upstreamLabels, nil)
+	upstreamDropped = prometheus.NewDesc("mcpd_upstream_identifiers_dropped_total",
+		"What an MCP upstream sent that was dropped for an identifier mcpd does not pass on (control characters, terminal escapes, invisible or bidi characters): entries of its listings (counted at every listing), completion values, resource links and contents of its results.", upstreamLabels, nil)
 	upstreamSessions = prometheus.NewDesc("mcpd_upstream_pool_sessions",
 		"Sessions of an HTTP MCP upstream's pool (calls whose client can be asked), idle or in use by a call.", append(upstreamLabels, "state"), nil)
 	upstreamConnects = prometheus.NewDesc("mcpd_upstream_pool_connects_total",
@@ -187,7 +187,7 @@ func (c *serviceCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(upstreamCalls, prometheus.CounterValue, float64(s.Calls), s.Name, s.Transport)
 		ch <- prometheus.MustNewConstMetric(upstreamFailures, prometheus.CounterValue, float64(s.Failures), s.Name, s.Transport)
 		ch <- prometheus.MustNewConstMetric(upstreamTools, prometheus.GaugeValue, float64(s.Tools), s.Name, s.Transport)
-		ch <- prometheus.MustNewConstMetric(upstreamDropped, prometheus.CounterValue, float64(s.ListingDropped), s.Name, s.Transport)
+		ch <- prometheus.MustNewConstMetric(upstreamDropped, prometheus.CounterValue, float64(s.IdentifiersDropped), s.Name, s.Transport)
 		if s.Transport == "http" {
 			ch <- prometheus.MustNewConstMetric(upstreamSessions, prometheus.GaugeValue, float64(s.IdleSessions), s.Name, s.Transport, "idle")
 			ch <- prometheus.MustNewConstMetric(upstreamSessions, prometheus.GaugeValue, float64(s.BusySessions), s.Name, s.Transport, "in_use")
