@@ -73,7 +73,7 @@ var idempotentMethods = map[string]bool{
 // safe for concurrent calls.
 type handler struct {
 	tool        string
-	who         string // what errors name: the http_backend, or "url"
+	who         string // what errors name: the http_backend, or the tool's url
 	method      string
 	client      *resty.Client
 	origin      origin
@@ -140,7 +140,7 @@ func (a *Adapter) CompileTool(b *adapter.ToolBlock) (adapter.Handler, hcl.Diagno
 		sec.vals = append(sec.vals, be.cfg.secrets.vals...)
 	} else {
 		h.client = a.sharedClient()
-		h.who = "url"
+		h.who = fmt.Sprintf("tool %q's url", b.Tool)
 	}
 
 	// method

@@ -882,6 +882,15 @@ http {
 			}
 		})
 	}
+	// A tool with a url and no backend: the same policy, the tool named.
+	h := compile(t, `http {
+  url     = "SERVER/elsewhere"
+  headers = { X-Api-Key = "k3y-of-the-tool" }
+}`, srv.URL, nil)
+	_, err := call(h, nil, nil)
+	if want := `'s url: redirected to http://` + otherHost + "/x (status 307); mcpd follows redirects within http://" + host + " only"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("url: error = %v, want %q", err, want)
+	}
 	if other.hits() != 0 {
 		t.Errorf("the other host was contacted (headers %v)", other.last(t).Header)
 	}
