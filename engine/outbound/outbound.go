@@ -125,9 +125,12 @@ func (t *refusing) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	loc := resp.Header.Get("Location")
 	resp.Body.Close()
-	shown := "an address it does not give"
-	if u, perr := r.URL.Parse(loc); perr == nil && loc != "" {
-		shown = Shown(u)
+	shown := "no Location"
+	if loc != "" {
+		shown = "a Location that is not a URL"
+		if u, perr := r.URL.Parse(loc); perr == nil {
+			shown = Shown(u)
+		}
 	}
 	return nil, &RedirectError{Who: t.who, Location: shown, Status: resp.StatusCode,
 		Reason: "mcpd does not follow redirects: " + t.hint}
@@ -199,9 +202,17 @@ func defaultPort(scheme string) string {
 }
 
 // Shown is u as an error may show it: without user info, query string
-// and fragment, which may carry secrets.
+// and fragment, which may carry secrets, and at most maxShown bytes (a
+// Location is the other server's text).
 func Shown(u *url.URL) string {
 	c := *u
 	c.User, c.RawQuery, c.ForceQuery, c.Fragment, c.RawFragment = nil, "", false, "", ""
-	return c.String()
+	s := c.String()
+	if len(s) > maxShown {
+		s = strings.ToValidUTF8(s[:maxShown], "") + "..."
+	}
+	return s
 }
+
+// maxShown is the most of a URL an error shows.
+const maxShown = 256

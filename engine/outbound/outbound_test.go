@@ -38,6 +38,10 @@ func TestShownAndOrigin(t *testing.T) {
 	if got := Origin(u); got != "https://other.example" {
 		t.Errorf("Origin = %q", got)
 	}
+	long, _ := url.Parse("https://h/" + strings.Repeat("a", 1000))
+	if got := Shown(long); len(got) > maxShown+3 || !strings.HasSuffix(got, "...") {
+		t.Errorf("Shown of a long URL = %d bytes", len(got))
+	}
 	u, _ = url.Parse("http://h:8080/x")
 	if got := Origin(u); got != "http://h:8080" {
 		t.Errorf("Origin = %q", got)
@@ -58,6 +62,8 @@ func TestPolicies(t *testing.T) {
 			http.Redirect(w, r, "/final", http.StatusMovedPermanently)
 		case "/loop":
 			http.Redirect(w, r, "/loop", http.StatusFound)
+		case "/nowhere":
+			w.WriteHeader(http.StatusFound)
 		}
 	}))
 	defer srv.Close()
@@ -72,6 +78,8 @@ func TestPolicies(t *testing.T) {
 			`upstream "x": redirected to ` + other.URL + `/x (status 307); mcpd does not follow redirects: set url to the final address`},
 		{"refuse/same origin", Client(`upstream "x"`, nil), "/moved",
 			`upstream "x": redirected to ` + srv.URL + `/final (status 301); mcpd does not follow redirects`},
+		{"refuse/no location", Client(`upstream "x"`, nil), "/nowhere",
+			`upstream "x": redirected to no Location (status 302)`},
 		{"same origin/away", &http.Client{CheckRedirect: SameOriginRedirects(`http_backend "api"`, 5)}, "/away",
 			`http_backend "api": redirected to ` + other.URL + `/x (status 307); mcpd follows redirects within ` + srv.URL + ` only`},
 		{"same origin/moved", &http.Client{CheckRedirect: SameOriginRedirects(`http_backend "api"`, 5)}, "/moved", ""},
