@@ -15,20 +15,21 @@ import (
 // templates, MIME types, prompt arguments, icons) must pass engine/ident's
 // rule, and a tool's or prompt's name the spec's (validName). An entry
 // with one that does not is dropped, logged and counted
-// (mcpd_upstream_identifiers_dropped_total); the upstream's other entries keep
-// serving. Descriptions are cleaned (ident.Clean), not refused.
+// (mcpd_upstream_identifiers_dropped_total); the upstream's other entries
+// keep serving. Descriptions are cleaned (ident.Clean), not refused.
 
 // maxDropLogs is how many dropped entries one listing logs one by one;
 // the rest are summed up in one record. A listing that drops what the
 // previous one dropped logs nothing again (it is still counted).
 const maxDropLogs = 8
 
-// admission is the check of one listing of one kind.
+// admission is the check of one listing of one kind, or of one answer.
 type admission struct {
 	u    *upstream
 	kind string // what is checked, for the log: "tool", "resource"...
 	// memo is the key under which the reasons are remembered, one of a
-	// few fixed ones (kind may name a URI a client chose).
+	// few fixed ones (kind may name a URI a client chose): a listing's
+	// kind, or "result", "read", "completion".
 	memo    string
 	reasons []string // why each dropped entry was, in order
 }
@@ -75,22 +76,29 @@ func (a *admission) icons(id string, icons []mcp.Icon) bool {
 	return true
 }
 
-// done counts and logs what the listing dropped.
+// done counts and logs what the check dropped.
 func (a *admission) done() {
+	listing := a.memo == a.kind
 	if len(a.reasons) == 0 {
-		a.u.setDropped(a.memo, nil)
+		if listing { // an answer's check takes no lock when all is well
+			a.u.setDropped(a.memo, nil)
+		}
 		return
 	}
 	a.u.identsDropped.Add(int64(len(a.reasons)))
 	if !a.u.setDropped(a.memo, a.reasons) {
 		return
 	}
+	msg := "upstream listing entry dropped"
+	if !listing {
+		msg = "part of an upstream answer dropped"
+	}
 	for i, r := range a.reasons {
 		if i == maxDropLogs {
-			a.u.log.Warn("upstream listing entries dropped", "kind", a.kind, "more", len(a.reasons)-maxDropLogs)
+			a.u.log.Warn(msg, "kind", a.kind, "more", len(a.reasons)-maxDropLogs)
 			break
 		}
-		a.u.log.Warn("upstream listing entry dropped", "reason", r)
+		a.u.log.Warn(msg, "reason", r)
 	}
 }
 
@@ -259,11 +267,22 @@ func (a *admission) contents(rc *mcp.ResourceContents) bool {
 	return a.field(rc.URI, "resource uri", rc.URI, true) && a.field(rc.URI, "resource mimeType", rc.MIMEType, false)
 }
 
-// admitToolResult checks a tool's result in place.
+// admitToolResult checks a tool's result in place. It is on every
+// call's path: a result without blocks that name anything costs a loop.
 func (u *upstream) admitToolResult(name string, res *mcp.CallToolResult) {
-	if res != nil {
-		res.Content = u.admitContent("tool "+quoted(name)+"'s result", res.Content)
+	if res == nil || !slices.ContainsFunc(res.Content, names) {
+		return
 	}
+	res.Content = u.admitContent("tool "+quoted(name)+"'s result", res.Content)
+}
+
+// names reports whether a content block holds identifiers to check.
+func names(c mcp.Content) bool {
+	switch c.(type) {
+	case *mcp.ResourceLink, *mcp.EmbeddedResource, *mcp.ImageContent, *mcp.AudioContent:
+		return true
+	}
+	return false
 }
 
 // admitPromptResult checks a prompt's messages in place: a message whose
