@@ -73,6 +73,7 @@ var idempotentMethods = map[string]bool{
 // safe for concurrent calls.
 type handler struct {
 	tool        string
+	who         string // what errors name: the http_backend, or the tool's url
 	method      string
 	client      *resty.Client
 	origin      origin
@@ -130,6 +131,7 @@ func (a *Adapter) CompileTool(b *adapter.ToolBlock) (adapter.Handler, hcl.Diagno
 	if be != nil {
 		idCfg = be.cfg.identity
 		h.client = be.client
+		h.who = be.cfg.String()
 		h.origin = be.cfg.origin
 		h.baseHeaders = be.cfg.headers
 		h.baseQuery = be.cfg.query
@@ -138,6 +140,7 @@ func (a *Adapter) CompileTool(b *adapter.ToolBlock) (adapter.Handler, hcl.Diagno
 		sec.vals = append(sec.vals, be.cfg.secrets.vals...)
 	} else {
 		h.client = a.sharedClient()
+		h.who = fmt.Sprintf("tool %q's url", b.Tool)
 	}
 
 	// method

@@ -9,10 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"os"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/go-resty/resty/v2"
@@ -20,6 +18,7 @@ import (
 
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/funcs"
+	"github.com/mcpd/mcpd/engine/outbound"
 )
 
 // backendConfig is one decoded http_backend block. It holds secrets (header
@@ -294,7 +293,11 @@ func (b *liveBackend) Close() error {
 // http.DefaultTransport (so HTTP_PROXY/HTTPS_PROXY/NO_PROXY are honoured),
 // with no cookie jar (calls must not share a session by accident), no
 // logging, no resty retries (the handler retries, per tool) and the
-// same-origin redirect policy.
+// same-origin redirect policy: at most maxRedirects, and only to the
+// scheme, host and port of the request, so that a server cannot bounce
+// the request (and its credentials) elsewhere, nor downgrade it from
+// https to http. The policy's errors name no one (the client may be
+// shared by tools without a backend): classify names the backend.
 func newClient(tc *tls.Config) (*resty.Client, *http.Transport) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	if tc != nil {
@@ -306,49 +309,12 @@ func newClient(tc *tls.Config) (*resty.Client, *http.Transport) {
 	c.SetLogger(nopLogger{})
 	c.SetDisableWarn(true)
 	c.SetRetryCount(0)
-	c.SetRedirectPolicy(resty.RedirectPolicyFunc(sameOriginRedirects))
+	c.SetRedirectPolicy(resty.RedirectPolicyFunc(outbound.SameOriginRedirects("", maxRedirects)))
 	c.SetHeader("User-Agent", userAgent)
 	return c, tr
 }
 
 const userAgent = "mcpd-http/1"
-
-// redirectError is returned by the redirect policy; the handler turns it
-// into a tool error.
-type redirectError struct{ msg string }
-
-func (e *redirectError) Error() string { return e.msg }
-
-// sameOriginRedirects follows at most maxRedirects redirects, and only to
-// the same scheme, host and port as the original request, so that an
-// upstream cannot bounce the request (and its credentials) elsewhere, nor
-// downgrade it from https to http.
-func sameOriginRedirects(req *http.Request, via []*http.Request) error {
-	if len(via) >= maxRedirects {
-		return &redirectError{fmt.Sprintf("stopped after %d redirects", maxRedirects)}
-	}
-	first := via[0].URL
-	if originKey(req.URL) != originKey(first) {
-		return &redirectError{fmt.Sprintf("redirect to %s://%s refused: redirects are only followed within %s://%s",
-			req.URL.Scheme, req.URL.Host, first.Scheme, first.Host)}
-	}
-	return nil
-}
-
-// originKey is scheme, lower-case host name and port (the scheme's default
-// when absent) of u, so that https://h and https://H:443 compare equal.
-func originKey(u *url.URL) string {
-	port := u.Port()
-	if port == "" {
-		switch strings.ToLower(u.Scheme) {
-		case "http":
-			port = "80"
-		case "https":
-			port = "443"
-		}
-	}
-	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(u.Hostname()) + ":" + port
-}
 
 type nopLogger struct{}
 

@@ -25,6 +25,7 @@ import (
 
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/lifetime"
+	"github.com/mcpd/mcpd/engine/outbound"
 )
 
 // response is what one attempt received, its body already read (at most
@@ -319,9 +320,12 @@ func readLimited(r *http.Response, limit int64) ([]byte, bool, error) {
 // classify turns a failed attempt into a message that says what failed
 // without the URL (the caller adds method and URL) and without headers.
 func (h *handler) classify(err error, parent, actx context.Context, prefix string) *attemptError {
-	var rerr *redirectError
-	if errors.As(err, &rerr) {
-		return &attemptError{kindRedirect, prefix + rerr.msg}
+	if rerr := (*outbound.RedirectError)(nil); errors.As(err, &rerr) {
+		// Shown as the policy said it, not as net/http wraps it (with
+		// the Location's query string), and named.
+		named := *rerr
+		named.Who = h.who
+		return &attemptError{kindRedirect, prefix + named.Error()}
 	}
 	if parent.Err() != nil {
 		return &attemptError{kindCanceled, prefix + canceledMsg(parent)}

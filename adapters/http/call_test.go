@@ -838,7 +838,9 @@ func TestRedirects(t *testing.T) {
 		case "/final":
 			jsonHandler(200, `{"final":true}`)(w, r)
 		case "/elsewhere":
-			http.Redirect(w, r, other.URL+"/x", http.StatusTemporaryRedirect)
+			http.Redirect(w, r, other.URL+"/x?code=s3cr3t", http.StatusTemporaryRedirect)
+		case "/hop":
+			http.Redirect(w, r, "/elsewhere", http.StatusFound)
 		case "/loop":
 			http.Redirect(w, r, "/loop", http.StatusFound)
 		}
@@ -850,12 +852,18 @@ func TestRedirects(t *testing.T) {
 		wantErr string
 	}{
 		{path: "/moved"},
-		{path: "/elsewhere", wantErr: "GET " + srv.URL + "/elsewhere: redirect to http://" + otherHost + " refused: redirects are only followed within http://" + host},
+		{path: "/elsewhere", wantErr: "GET " + srv.URL + `/elsewhere: http_backend "api": redirected to http://` + otherHost + "/x (status 307); mcpd follows redirects within http://" + host + " only"},
+		{path: "/hop", wantErr: "GET " + srv.URL + `/hop: http_backend "api": redirected to http://` + otherHost + "/x (status 307); mcpd follows redirects within http://" + host + " only"},
 		{path: "/loop", wantErr: "stopped after 5 redirects"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.path, func(t *testing.T) {
-			h := compile(t, backendSrc+`http {
+			h := compile(t, `
+http_backend "api" {
+  base_url = "SERVER"
+  headers  = { X-Api-Key = "k3y-of-the-backend" }
+}
+http {
   backend = "api"
   path = "`+tc.path+`"
 }`, srv.URL, nil)
@@ -869,10 +877,22 @@ func TestRedirects(t *testing.T) {
 			if err == nil || err.Error() != tc.wantErr && !strings.Contains(err.Error(), tc.wantErr) {
 				t.Errorf("error = %v, want %q", err, tc.wantErr)
 			}
+			if err != nil && strings.Contains(err.Error(), "s3cr3t") {
+				t.Errorf("the error shows the Location's query: %v", err)
+			}
 		})
 	}
+	// A tool with a url and no backend: the same policy, the tool named.
+	h := compile(t, `http {
+  url     = "SERVER/elsewhere"
+  headers = { X-Api-Key = "k3y-of-the-tool" }
+}`, srv.URL, nil)
+	_, err := call(h, nil, nil)
+	if want := `'s url: redirected to http://` + otherHost + "/x (status 307); mcpd follows redirects within http://" + host + " only"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("url: error = %v, want %q", err, want)
+	}
 	if other.hits() != 0 {
-		t.Errorf("the other host was contacted")
+		t.Errorf("the other host was contacted (headers %v)", other.last(t).Header)
 	}
 }
 

@@ -529,3 +529,38 @@ func TestTokenExchangeExpiredCaller(t *testing.T) {
 		})
 	}
 }
+
+// A token endpoint that redirects is refused: the client's credentials
+// (and, for an exchange, the caller's token) never reach the address the
+// redirect names, and the call fails with an error that names it.
+func TestTokenEndpointRedirectRefused(t *testing.T) {
+	r := newIdentityRig(t)
+	other := newServer(t, jsonHandler(200, `{"access_token":"planted","token_type":"Bearer"}`))
+	front := newServer(t, func(w http.ResponseWriter, req *http.Request) {
+		http.Redirect(w, req, other.URL+"/token?state=s3cr3t", http.StatusTemporaryRedirect)
+	})
+	want := "token_url: redirected to " + other.URL + "/token (status 307); mcpd does not follow redirects: set token_url to the final address"
+	for _, mode := range []string{"client_credentials", "token_exchange"} {
+		t.Run(mode, func(t *testing.T) {
+			id, ctx := r.clientCredentials(`"orders.read"`), context.Background()
+			if mode == "token_exchange" {
+				id = r.exchange()
+				ctx, _ = r.caller(t, "alice", "mcpd")
+			}
+			h := r.compile(t, strings.Replace(id, r.as.TokenURL(), front.URL+"/token", 1))
+			_, err := idCall(ctx, h)
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Fatalf("call: %v\nwant an error with %q", err, want)
+			}
+			if strings.Contains(err.Error(), "s3cr3t") || strings.Contains(err.Error(), "mcpd-secret") {
+				t.Errorf("the error shows a secret: %v", err)
+			}
+		})
+	}
+	if n := other.hits(); n != 0 {
+		t.Errorf("the address the redirect named got %d requests (the last with %v)", n, other.last(t).Header)
+	}
+	if n := len(r.api.Seen()); n != 0 {
+		t.Errorf("the API was called %d times", n)
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"reflect"
 	"testing"
+
+	"github.com/mcpd/mcpd/engine/outbound"
 )
 
 func TestRedact(t *testing.T) {
@@ -44,6 +46,7 @@ func TestRedirectPolicy(t *testing.T) {
 		return r
 	}
 	first := req("https://api.example.com/a")
+	sameOriginRedirects := outbound.SameOriginRedirects("", maxRedirects) // the backends' policy
 	tests := []struct {
 		to string
 		ok bool

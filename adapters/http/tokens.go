@@ -20,6 +20,7 @@ import (
 
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/lifetime"
+	"github.com/mcpd/mcpd/engine/outbound"
 	"github.com/mcpd/mcpd/engine/principal"
 	"github.com/mcpd/mcpd/engine/redact"
 )
@@ -84,13 +85,11 @@ func newTokenCache() *tokenCache {
 	tr.MaxIdleConnsPerHost = 8
 	return &tokenCache{
 		now: time.Now,
-		client: &http.Client{
-			Transport: tr,
-			// A token endpoint that redirects would have the client's
-			// credentials re-sent elsewhere: never followed.
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		},
-		m: map[string]*cachedToken{},
+		// A token endpoint that redirects would have the client's
+		// credentials (and a caller's token, for an exchange) re-sent
+		// elsewhere, and a token from there used: never followed.
+		client: outbound.Refusing(&http.Client{Transport: tr}, "token_url", "set token_url to the final address"),
+		m:      map[string]*cachedToken{},
 	}
 }
 
@@ -425,8 +424,6 @@ func (id *identity) request(ctx context.Context, form url.Values, subject string
 			if tr.ErrorDesc != "" {
 				msg += ": " + oneLine(sec.redact(tr.ErrorDesc), 300)
 			}
-		} else if resp.StatusCode >= 300 && resp.StatusCode < 400 {
-			msg += " (a redirect, which is not followed)"
 		}
 		return nil, fail("%s", msg)
 	}
@@ -535,6 +532,9 @@ func tokenNetError(ctx context.Context, err error, timeout time.Duration) string
 		return fmt.Sprintf("the authorization server did not answer within %s", timeout)
 	}
 	inner := unwrapURLError(err)
+	if re := (*outbound.RedirectError)(nil); errors.As(inner, &re) {
+		return re.Error()
+	}
 	var dnsErr *net.DNSError
 	if errors.As(inner, &dnsErr) {
 		return dnsMessage(dnsErr)

@@ -166,7 +166,9 @@ func (u *upstream) callTool(ctx context.Context, name string, args map[string]an
 	if err != nil || ask != nil {
 		return nil, ask, err
 	}
-	return res.(*mcp.CallToolResult), nil, nil
+	r := res.(*mcp.CallToolResult)
+	u.admitToolResult(name, r) // its links' names and URIs reach screens (admit.go)
+	return r, nil, nil
 }
 
 // roundTrip sends one request to the upstream (a tool call or a prompt

@@ -285,6 +285,7 @@ func (u *upstream) readResource(ctx context.Context, uri string) (*mcp.ReadResou
 	if err != nil {
 		return nil, u.callError(ctx, cs, uri, err)
 	}
+	u.admitRead(uri, res)
 	return res, nil
 }
 
@@ -300,7 +301,9 @@ func (u *upstream) getPrompt(ctx context.Context, name string, req *adapter.Prom
 	case ask != nil:
 		return &adapter.PromptOutput{InputRequired: ask}, nil
 	}
-	return &adapter.PromptOutput{Result: res.(*mcp.GetPromptResult)}, nil
+	r := res.(*mcp.GetPromptResult)
+	u.admitPromptResult(name, r)
+	return &adapter.PromptOutput{Result: r}, nil
 }
 
 // Watch registers changed, called when the upstream's listing changes or,
@@ -361,17 +364,27 @@ func (u *upstream) relist(what string) {
 	}
 	next := l
 	var err error
+	// Each listing is admitted as it arrives (admit.go): an entry whose
+	// identifiers would reach clients' screens with control characters
+	// is dropped, the others kept.
 	if (what == "" || what == "tools") && caps.Tools != nil {
-		next.tools, err = collect(cs.Tools(ctx, nil))
+		if next.tools, err = collect(cs.Tools(ctx, nil)); err == nil {
+			next.tools = u.admitTools(next.tools)
+		}
 		sort.Slice(next.tools, func(i, j int) bool { return next.tools[i].Name < next.tools[j].Name })
 	}
 	if err == nil && e.resources && (what == "" || what == "resources") && caps.Resources != nil {
 		if next.resources, err = collect(cs.Resources(ctx, nil)); err == nil {
-			next.templates, err = collect(cs.ResourceTemplates(ctx, nil))
+			next.resources = u.admitResources(next.resources)
+			if next.templates, err = collect(cs.ResourceTemplates(ctx, nil)); err == nil {
+				next.templates = u.admitTemplates(next.templates)
+			}
 		}
 	}
 	if err == nil && e.prompts && (what == "" || what == "prompts") && caps.Prompts != nil {
-		next.prompts, err = collect(cs.Prompts(ctx, nil))
+		if next.prompts, err = collect(cs.Prompts(ctx, nil)); err == nil {
+			next.prompts = u.admitPrompts(next.prompts)
+		}
 	}
 	if err != nil {
 		u.log.Warn("listing the upstream failed; keeping the last listing", "err", u.redact(err.Error()))

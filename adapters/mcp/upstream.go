@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os/exec"
 	"runtime"
 	"strconv"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/buildinfo"
+	"github.com/mcpd/mcpd/engine/outbound"
 )
 
 // Supervision: how a dead upstream is brought back.
@@ -59,6 +61,12 @@ type upstream struct {
 	listMu   sync.Mutex // serializes relists, so that the latest wins
 	watchers map[int]func()
 	nextW    int
+
+	// listingDrops is why the latest check of each kind dropped entries
+	// (admit.go), so that the same reasons are not logged at every
+	// listing; identsDropped counts the entries dropped.
+	listingDrops  map[string][]string
+	identsDropped atomic.Int64
 
 	progressSeq atomic.Int64
 	progress    sync.Map        // progress token (string) -> func(progress, total float64, msg string)
@@ -237,7 +245,7 @@ func (u *upstream) connect() (cs *mcp.ClientSession, stop func(), err error) {
 	var t mcp.Transport
 	stop = func() {}
 	if u.cfg.url != "" {
-		t = u.streamable(&http.Client{Transport: &headerTransport{headers: u.cfg.headers, base: u.httpTransport(), max: maxUpstreamMessage, pending: &u.pending}})
+		t = u.streamable(u.httpClient())
 	} else {
 		p, err := startProcess(u.cfg, u.log)
 		if err != nil {
@@ -373,7 +381,7 @@ func (u *upstream) ServiceStatus() adapter.ServiceStatus {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	return adapter.ServiceStatus{Name: u.cfg.name, Transport: u.cfg.transport(), State: u.state, Restarts: u.restarts,
-		Calls: u.calls.Load(), Failures: u.failures.Load(), Tools: len(u.listing.tools),
+		Calls: u.calls.Load(), Failures: u.failures.Load(), Tools: len(u.listing.tools), IdentifiersDropped: u.identsDropped.Load(),
 		IdleSessions: idle, BusySessions: busy, SessionConnects: connects,
 		UnattributedRequests: u.unattributed.requests.Load(), UnattributedRecords: u.unattributed.records.Load(),
 		UnattributedProgress: u.unattributed.progress.Load()}
@@ -426,9 +434,23 @@ func (u *upstream) httpTransport() http.RoundTripper {
 	return t
 }
 
-// headerTransport adds the block's headers to every request.
+// httpClient is a client of the HTTP upstream: the block's headers go
+// with its requests, and a redirect is refused, not followed (the
+// headers are the upstream's secrets, and what another address answers
+// must not be served as the upstream's tools). The error names the
+// upstream and the Location, so that the operator can set url to it.
+func (u *upstream) httpClient() *http.Client {
+	origin, _ := url.Parse(u.cfg.url) // checked at load
+	return outbound.Client(fmt.Sprintf("upstream %q", u.cfg.name),
+		&headerTransport{headers: u.cfg.headers, origin: origin, base: u.httpTransport(), max: maxUpstreamMessage, pending: &u.pending})
+}
+
+// headerTransport adds the block's headers to every request to the
+// upstream's origin; a request to any other origin gets none (should a
+// redirect ever be followed, the secrets stay with the upstream).
 type headerTransport struct {
 	headers map[string]string
+	origin  *url.URL // of the block's url; nil: no request gets headers
 	base    http.RoundTripper
 	max     int64 // the most one answer's message may hold (limitBody)
 	// pending counts the progress notifications and log records of the
@@ -437,7 +459,7 @@ type headerTransport struct {
 }
 
 func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	if len(t.headers) > 0 {
+	if len(t.headers) > 0 && t.origin != nil && outbound.SameOrigin(r.URL, t.origin) {
 		r = r.Clone(r.Context())
 		for k, v := range t.headers {
 			r.Header.Set(k, v)

@@ -56,7 +56,11 @@ type apiKey struct {
 
 // Options tune Compile; the zero value is what mcpd serves with.
 type Options struct {
-	// HTTPClient fetches JWKS documents (default: 10s timeout).
+	// HTTPClient fetches JWKS documents and introspects tokens (default:
+	// 10s timeout). Whichever it is, redirects are refused (engine/outbound):
+	// the key set and the introspection answer are trusted only from the
+	// configured address, and the introspection request carries the
+	// client's credentials and the caller's token.
 	HTTPClient *http.Client
 	// JWKSMinRefresh is the least time between two JWKS fetches caused
 	// by tokens with an unknown key id (default 10s).

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcpd/mcpd/engine/config"
 	"github.com/mcpd/mcpd/engine/lifetime"
+	"github.com/mcpd/mcpd/engine/outbound"
 	"github.com/mcpd/mcpd/engine/principal"
 )
 
@@ -28,7 +29,10 @@ type introspector struct {
 }
 
 func (e *evaluator) introspection(o *config.OAuth, opts Options) *introspector {
-	in := &introspector{client: opts.HTTPClient}
+	// A redirect would take the client's credentials (and the caller's
+	// token, in a 307's body) elsewhere, and mcpd would trust the answer
+	// from there: never followed.
+	in := &introspector{client: outbound.Refusing(opts.HTTPClient, "introspection_url", "set introspection_url to the final address")}
 	ok := true
 	if s, good := e.str(o.IntrospectionURL); good {
 		if err := checkURL(s); err != nil {

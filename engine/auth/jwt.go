@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/mcpd/mcpd/engine/config"
+	"github.com/mcpd/mcpd/engine/outbound"
 	"github.com/mcpd/mcpd/engine/principal"
 )
 
@@ -122,7 +123,10 @@ func (e *evaluator) oauth(o *config.OAuth, resource string, authRange hcl.Range,
 	if prev != nil && prev.url == jwksURL {
 		v.jwks = prev
 	} else {
-		v.jwks = &jwksCache{url: jwksURL, client: opts.HTTPClient, minRefresh: opts.JWKSMinRefresh, now: opts.Now}
+		// Keys from another address would let whoever answers there sign
+		// tokens mcpd accepts.
+		client := outbound.Refusing(opts.HTTPClient, "jwks_url", "set jwks_url to the final address")
+		v.jwks = &jwksCache{url: jwksURL, client: client, minRefresh: opts.JWKSMinRefresh, now: opts.Now}
 	}
 	return v
 }

@@ -162,6 +162,8 @@ var (
 		"Calls that could not reach an MCP upstream or that it refused with a protocol error.", upstreamLabels, nil)
 	upstreamTools = prometheus.NewDesc("mcpd_upstream_tools",
 		"Tools an MCP upstream listed last (0 when it is not listed: no expose block).", upstreamLabels, nil)
+	upstreamDropped = prometheus.NewDesc("mcpd_upstream_identifiers_dropped_total",
+		"What an MCP upstream sent that was dropped for an identifier mcpd does not pass on (control characters, terminal escapes, invisible or bidi characters): entries of its listings (counted at every listing), completion values, resource links and contents of its results.", upstreamLabels, nil)
 	upstreamSessions = prometheus.NewDesc("mcpd_upstream_pool_sessions",
 		"Sessions of an HTTP MCP upstream's pool (calls whose client can be asked), idle or in use by a call.", append(upstreamLabels, "state"), nil)
 	upstreamConnects = prometheus.NewDesc("mcpd_upstream_pool_connects_total",
@@ -175,7 +177,7 @@ type serviceCollector struct {
 }
 
 func (c *serviceCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{upstreamUp, upstreamRestarts, upstreamCalls, upstreamFailures, upstreamTools, upstreamSessions, upstreamConnects, upstreamUnattributed} {
+	for _, d := range []*prometheus.Desc{upstreamUp, upstreamRestarts, upstreamCalls, upstreamFailures, upstreamTools, upstreamDropped, upstreamSessions, upstreamConnects, upstreamUnattributed} {
 		ch <- d
 	}
 }
@@ -194,6 +196,7 @@ func (c *serviceCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(upstreamUnattributed, prometheus.CounterValue, float64(s.UnattributedRequests), s.Name, s.Transport, "request")
 		ch <- prometheus.MustNewConstMetric(upstreamUnattributed, prometheus.CounterValue, float64(s.UnattributedRecords), s.Name, s.Transport, "log")
 		ch <- prometheus.MustNewConstMetric(upstreamUnattributed, prometheus.CounterValue, float64(s.UnattributedProgress), s.Name, s.Transport, "progress")
+		ch <- prometheus.MustNewConstMetric(upstreamDropped, prometheus.CounterValue, float64(s.IdentifiersDropped), s.Name, s.Transport)
 		if s.Transport == "http" {
 			ch <- prometheus.MustNewConstMetric(upstreamSessions, prometheus.GaugeValue, float64(s.IdleSessions), s.Name, s.Transport, "idle")
 			ch <- prometheus.MustNewConstMetric(upstreamSessions, prometheus.GaugeValue, float64(s.BusySessions), s.Name, s.Transport, "in_use")

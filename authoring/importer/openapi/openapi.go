@@ -7,6 +7,7 @@ package openapi
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -25,6 +26,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclwrite"
 
 	"github.com/mcpd/mcpd/authoring/importer"
+	"github.com/mcpd/mcpd/engine/outbound"
 )
 
 // Options select and name what is converted.
@@ -76,7 +78,9 @@ func LoadWith(ctx context.Context, location string, o LoadOptions) (*openapi3.T,
 	loader.IncludeOrigin = true
 	loader.IsExternalRefsAllowed = true
 	if u, err := url.Parse(location); err == nil && (u.Scheme == "http" || u.Scheme == "https") {
-		client := &http.Client{Timeout: 30 * time.Second}
+		// A redirect is followed within the document's origin only, as
+		// references are: another host is not read by a detour.
+		client := &http.Client{Timeout: 30 * time.Second, CheckRedirect: outbound.SameOriginRedirects("the OpenAPI document", 5)}
 		loader.ReadFromURIFunc = func(_ *openapi3.Loader, ref *url.URL) ([]byte, error) {
 			ref = u.ResolveReference(ref)
 			if ref.Scheme != u.Scheme || ref.Host != u.Host {
@@ -87,6 +91,9 @@ func LoadWith(ctx context.Context, location string, o LoadOptions) (*openapi3.T,
 				return nil, err
 			}
 			resp, err := client.Do(req)
+			if re := (*outbound.RedirectError)(nil); errors.As(err, &re) {
+				return nil, re // without net/http's wrapper, which shows the Location's query
+			}
 			if err != nil {
 				return nil, err
 			}

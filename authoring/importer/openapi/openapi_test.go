@@ -281,6 +281,12 @@ func TestLoadURL(t *testing.T) {
 			io.WriteString(w, strings.Replace(string(pets), `$ref: "#/components/schemas/Pets"`, `$ref: "/pets.yaml#/Pets"`, 1))
 		case "/pets.yaml":
 			io.WriteString(w, "Pets:\n  type: array\n  items:\n    type: string\n")
+		case "/moved.yaml":
+			http.Redirect(w, r, "/openapi.yaml", http.StatusMovedPermanently)
+		case "/bounce.yaml":
+			io.WriteString(w, strings.Replace(string(pets), `$ref: "#/components/schemas/Pets"`, `$ref: "/away.yaml#/Pets"`, 1))
+		case "/away.yaml":
+			http.Redirect(w, r, elsewhere.URL+"/pets.yaml", http.StatusFound)
 		case "/remote.yaml":
 			io.WriteString(w, strings.Replace(string(pets), `$ref: "#/components/schemas/Pets"`, `$ref: "`+elsewhere.URL+`/pets.yaml#/Pets"`, 1))
 		default:
@@ -289,7 +295,7 @@ func TestLoadURL(t *testing.T) {
 	}))
 	defer srv.Close()
 	ctx := context.Background()
-	for _, ok := range []string{"/openapi.yaml", "/split.yaml"} {
+	for _, ok := range []string{"/openapi.yaml", "/split.yaml", "/moved.yaml"} {
 		doc, err := openapi.Load(ctx, srv.URL+ok)
 		if err != nil {
 			t.Fatalf("%s: %v", ok, err)
@@ -300,6 +306,10 @@ func TestLoadURL(t *testing.T) {
 	}
 	if _, err := openapi.Load(ctx, srv.URL+"/remote.yaml"); err == nil || !strings.Contains(err.Error(), "same host") {
 		t.Errorf("a reference to another host: %v", err)
+	}
+	want := "the OpenAPI document: redirected to " + elsewhere.URL + "/pets.yaml (status 302); mcpd follows redirects within " + srv.URL + " only"
+	if _, err := openapi.Load(ctx, srv.URL+"/bounce.yaml"); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("a reference that redirects to another host: %v\nwant an error with %q", err, want)
 	}
 	if _, err := openapi.Load(ctx, srv.URL+"/missing.yaml"); err == nil {
 		t.Error("a missing document loaded")
