@@ -246,6 +246,13 @@ func headerKey(h http.Header) unsafe.Pointer { return reflect.ValueOf(h).UnsafeP
 // is dropped and the call answers the same busy tool error, so that the
 // copies of its encoding are never made.
 
+// chargeFloor is the size of a built result below which it is not
+// charged: every call holds more than that in the SDK's buffers, which
+// the budget does not count either (cmd/mcpd/gc.go: a plain call leaves
+// about 190 KiB behind), and a call of a small static tool should not
+// wait for budget held by large ones.
+const chargeFloor = 64 << 10
+
 // chargeResult charges res, built by t's result block, beyond the
 // reserved bytes; it returns what the call now holds, or the tool error
 // result to answer with instead of res.
@@ -253,7 +260,11 @@ func (s *Server) chargeResult(ctx context.Context, t *snapshot.Tool, res *mcp.Ca
 	if s.budget == nil {
 		return reserved, nil
 	}
-	n := min(int64(event.Size(res, false))*resultCopies, s.opts.OutputBudget)
+	size := int64(event.Size(res, false))
+	if size < chargeFloor {
+		return reserved, nil
+	}
+	n := min(size*resultCopies, s.opts.OutputBudget)
 	if n <= reserved {
 		return reserved, nil
 	}

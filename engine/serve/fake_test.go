@@ -51,7 +51,24 @@ func (f *fake) CompileTool(b *adapter.ToolBlock) (adapter.Handler, hcl.Diagnosti
 	if d.HasErrors() {
 		return nil, d
 	}
-	return &fakeHandler{f: f, tool: b.Tool, mode: v.AsString()}, nil
+	h := &fakeHandler{f: f, tool: b.Tool, mode: v.AsString()}
+	if h.mode == "capped" {
+		return cappedHandler{h}, nil
+	}
+	return h, nil
+}
+
+// cappedHandler is mode "capped": it answers "capped" and declares output
+// caps of fakeCaps bytes (adapter.OutputBounder), which it reserves
+// against the output budget.
+type cappedHandler struct{ *fakeHandler }
+
+const fakeCaps = 1 << 20 / 6
+
+func (cappedHandler) MaxOutputBytes() int64 { return fakeCaps }
+
+func (cappedHandler) Call(context.Context, *adapter.Request) (*adapter.Output, error) {
+	return &adapter.Output{Text: "capped"}, nil
 }
 
 // hostileText holds every class of byte a JSON string escapes.

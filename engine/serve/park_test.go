@@ -14,8 +14,14 @@ import (
 	"github.com/mcpd/mcpd/engine/serve"
 )
 
+// "asker" asks its user, then answers with what it was told; it reserves
+// a sixth of a 1 MiB output budget three times over (fakeCaps), so that two
+// of them hold all of it. "capped" reserves as much, "plain" nothing.
 const parkConfig = `
 tool "asker" {
+  fake {
+    mode = "capped"
+  }
   ask "topic" {
     elicit = "Topic?"
     field "topic" {
@@ -32,6 +38,12 @@ tool "plain" {
     text = "'plain'"
   }
 }
+
+tool "capped" {
+  fake {
+    mode = "capped"
+  }
+}
 `
 
 // A 2025-11-25 call waiting for its user's answer holds no request slot
@@ -45,7 +57,7 @@ func TestParkedCallsHoldNoSlot(t *testing.T) {
 	for _, tr := range []string{"stdio", "http"} {
 		t.Run(tr, func(t *testing.T) {
 			e := newEnvConfig(t, parkConfig)
-			e.srv = serve.New(e.cur, serve.Options{Logger: quiet, MaxInflight: limit, OutputBudget: 1 << 20})
+			e.srv = serve.New(e.cur, serve.Options{Logger: quiet, MaxInflight: limit, OutputBudget: 1 << 20, OutputBudgetWait: 200 * time.Millisecond})
 			asked := make(chan string, 2*limit)
 			answer := make(chan struct{})
 			var answerOnce sync.Once
@@ -92,10 +104,13 @@ func TestParkedCallsHoldNoSlot(t *testing.T) {
 			for i := range limit {
 				waitFor(t, asked, fmt.Sprintf("question %d", i+1))
 			}
-			// Both slots are taken by calls waiting on the user.
-			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "plain", Arguments: map[string]any{}})
-			if got := callText(res, err); got != "plain" {
-				t.Errorf("a call beside %d parked ones: %s", limit, got)
+			// Both slots and all of the budget are taken by calls waiting
+			// on the user.
+			for _, tool := range []string{"plain", "capped"} {
+				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: map[string]any{}})
+				if got := callText(res, err); got != tool {
+					t.Errorf("a call of %s beside %d parked ones: %s", tool, limit, got)
+				}
 			}
 			answerAll()
 			wg.Wait()
@@ -107,10 +122,10 @@ func TestParkedCallsHoldNoSlot(t *testing.T) {
 			}
 			// What they took back was given back: the limit still admits
 			// as many calls as before.
-			for range limit + 1 {
-				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "plain", Arguments: map[string]any{}})
-				if got := callText(res, err); got != "plain" {
-					t.Fatalf("a call after the parked ones: %s", got)
+			for _, tool := range []string{"plain", "capped", "plain", "capped"} {
+				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: map[string]any{}})
+				if got := callText(res, err); got != tool {
+					t.Fatalf("a call of %s after the parked ones: %s", tool, got)
 				}
 			}
 		})
