@@ -33,9 +33,10 @@ import (
 // small skeleton, then writes the skeleton through a small buffer with the
 // texts escaped straight from the strings the call made, as encoding/json
 // escapes them. The structured content is encoded once, into a buffer the
-// endpoint reuses. What a call allocates for its answer is then a few KiB,
-// whatever the size of its result; TestFastPathDifferential holds the
-// bytes to the SDK's.
+// endpoint reuses. What a call allocates for its answer no longer grows
+// with its result (64 calls of a static tool's 1 MB text allocate 2.8 MB
+// in all, against 270 MB before); TestFastPathDifferential holds the bytes
+// to the SDK's.
 
 // spliceMin is the length from which a text content is written this way;
 // a result of shorter texts is encoded whole, which costs less CPU.

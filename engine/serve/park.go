@@ -36,6 +36,7 @@ type callHold struct {
 	depth    int            // questions being waited for (a call's adapter may ask several at once)
 	away     bool           // its slots and budget are given back while it waits
 	awayN    int64          // the reservation given back
+	ended    bool           // the call has returned: a late question takes nothing back
 }
 
 // parkCall gives back what h holds while its call waits for its user, if
@@ -44,7 +45,7 @@ func (s *Server) parkCall(h *callHold) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.depth++
-	if h.depth > 1 {
+	if h.depth > 1 || h.ended {
 		return
 	}
 	if s.parked != nil {
@@ -81,6 +82,12 @@ func (s *Server) resumeCall(ctx context.Context, h *callHold) error {
 	h.away = false
 	if s.parked != nil {
 		<-s.parked
+	}
+	if h.ended {
+		return nil // what it gave back stays given back
+	}
+	if err := ctx.Err(); err != nil {
+		return context.Cause(ctx)
 	}
 	if err := s.posts.resume(ctx, h.post); err != nil {
 		return err

@@ -406,6 +406,7 @@ func (s *Server) callAsking(ctx context.Context, t *snapshot.Tool, snap *snapsho
 	res, err := t.Call(ctx, cr)
 	h.mu.Lock()
 	hold.running, hold.reserved = h.running, h.reserved
+	h.ended = true
 	h.mu.Unlock()
 	return res, err
 }
