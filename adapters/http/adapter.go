@@ -35,10 +35,13 @@ type Adapter struct {
 	// tokens are the OAuth tokens identity blocks obtained, for the life
 	// of the adapter: a reload keeps them.
 	tokens *tokenCache
+	// chunks are the buffers response bodies are read into (readLimited),
+	// reused by every tool's calls.
+	chunks *sync.Pool
 }
 
 // New returns the HTTP adapter.
-func New() *Adapter { return &Adapter{tokens: newTokenCache()} }
+func New() *Adapter { return &Adapter{tokens: newTokenCache(), chunks: &sync.Pool{}} }
 
 var (
 	_ adapter.BackendAdapter = (*Adapter)(nil)
@@ -92,6 +95,7 @@ type handler struct {
 	secrets     secrets
 	// identity obtains the bearer token of each call (nil: none).
 	identity *identity
+	chunks   *sync.Pool // the adapter's (readLimited); nil: none
 }
 
 // Vars are the variables result expressions see.
@@ -119,6 +123,7 @@ func (a *Adapter) CompileTool(b *adapter.ToolBlock) (adapter.Handler, hcl.Diagno
 		maxBytes: defaultMaxResponseBytes,
 		timeout:  defaultTimeout,
 		retry:    noRetry,
+		chunks:   a.chunks,
 	}
 	var sec secrets
 

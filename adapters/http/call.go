@@ -18,6 +18,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 	"unicode/utf8"
@@ -262,7 +263,7 @@ func (h *handler) attempt(ctx context.Context, target string, hdr http.Header, b
 	}
 	raw := resp.RawResponse
 	defer raw.Body.Close()
-	data, truncated, err := readLimited(raw, h.maxBytes)
+	data, truncated, err := readLimited(raw, h.maxBytes, h.chunks)
 	if err != nil {
 		return nil, h.classify(err, ctx, actx, "reading the response: ")
 	}
@@ -289,7 +290,14 @@ func statusLine(r *http.Response) string {
 // when the transport did not (because the request set Accept-Encoding
 // itself), so that the limit applies to what is kept, never to a
 // compressed stream that could expand without bound.
-func readLimited(r *http.Response, limit int64) ([]byte, bool, error) {
+//
+// The body is read into chunks taken from pool (nil: new ones) and copied
+// once into a buffer of its exact size: a buffer grown as it reads (a
+// bytes.Buffer's) makes about twice the body in garbage, and under
+// mcpd's GC policy garbage stays until the heap is five times what was
+// live (cmd/mcpd/gc.go), so large bodies read at once made the process
+// several times their size (BenchmarkResultMemory in engine/serve).
+func readLimited(r *http.Response, limit int64, pool *sync.Pool) ([]byte, bool, error) {
 	var src io.Reader = r.Body
 	if !r.Uncompressed && strings.EqualFold(strings.TrimSpace(r.Header.Get("Content-Encoding")), "gzip") {
 		gz, err := gzip.NewReader(r.Body)
@@ -303,19 +311,51 @@ func readLimited(r *http.Response, limit int64) ([]byte, bool, error) {
 		src = gz
 		r.Header.Del("Content-Encoding")
 	}
-	var buf bytes.Buffer
-	if r.ContentLength > 0 && r.ContentLength <= limit {
-		buf.Grow(int(r.ContentLength) + 1)
+	src = io.LimitReader(src, limit+1)
+	var chunks []*[]byte
+	defer func() {
+		for _, c := range chunks {
+			if pool != nil {
+				pool.Put(c) // never shared: data is a copy
+			}
+		}
+	}()
+	n := 0
+	for {
+		var c *[]byte
+		if pool != nil {
+			c, _ = pool.Get().(*[]byte)
+		}
+		if c == nil {
+			b := make([]byte, bodyChunk)
+			c = &b
+		}
+		chunks = append(chunks, c)
+		k, err := io.ReadFull(src, *c)
+		n += k
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			break
+		}
+		if err != nil {
+			return nil, false, err
+		}
 	}
-	if _, err := buf.ReadFrom(io.LimitReader(src, limit+1)); err != nil {
-		return nil, false, err
+	if n == 0 {
+		return nil, false, nil
 	}
-	data := buf.Bytes()
-	if int64(len(data)) > limit {
+	data := make([]byte, n)
+	off := 0
+	for _, c := range chunks {
+		off += copy(data[off:], *c)
+	}
+	if int64(n) > limit {
 		return data[:limit], true, nil
 	}
 	return data, false, nil
 }
+
+// bodyChunk is the size of the chunks readLimited reads a body into.
+const bodyChunk = 64 << 10
 
 // classify turns a failed attempt into a message that says what failed
 // without the URL (the caller adds method and URL) and without headers.

@@ -27,14 +27,15 @@ import (
 
 // answers is how the questions of one request are answered: by the client
 // retrying (2026-07-28), or by asking its session while the call waits.
-func (s *Server) answers(snap *snapshot.Snapshot, ss *mcp.ServerSession, caps *mcp.ClientCapabilities, responses mcp.InputResponseMap, state string) snapshot.Answers {
+// A call's hold, when not nil, is given back while it waits (park.go).
+func (s *Server) answers(snap *snapshot.Snapshot, ss *mcp.ServerSession, caps *mcp.ClientCapabilities, responses mcp.InputResponseMap, state string, hold *callHold) snapshot.Answers {
 	sealer := snap.Server.StateSealer
 	if sealer == nil {
 		sealer = s.sealer
 	}
 	a := snapshot.Answers{Responses: responses, State: state, Caps: caps, Sealer: sealer}
 	if !isModernSession(ss) {
-		a.Answerer = sessionAnswerer{ss}
+		a.Answerer = sessionAnswerer{ss: ss, s: s, hold: hold}
 	}
 	return a
 }
@@ -74,7 +75,11 @@ func protocolError(err error) error {
 
 // sessionAnswerer asks a 2025 session's client every question of one
 // round, at once, as the SDK's multi-round-trip middleware does.
-type sessionAnswerer struct{ ss *mcp.ServerSession }
+type sessionAnswerer struct {
+	ss   *mcp.ServerSession
+	s    *Server
+	hold *callHold // nil: the request holds nothing to give back
+}
 
 // Answer leaves out the answers to a form that do not fit it, so that the
 // ask loop asks again, as it does for a 2026-07-28 client: the SDK checks a
@@ -83,6 +88,19 @@ type sessionAnswerer struct{ ss *mcp.ServerSession }
 // ServerSession.Elicit after the answer arrived). Any other failure ends
 // the call.
 func (a sessionAnswerer) Answer(ctx context.Context, reqs mcp.InputRequestMap) (mcp.InputResponseMap, error) {
+	if a.hold == nil {
+		return a.ask(ctx, reqs)
+	}
+	a.s.parkCall(a.hold)
+	out, err := a.ask(ctx, reqs)
+	if rerr := a.s.resumeCall(ctx, a.hold); rerr != nil && err == nil {
+		return nil, rerr
+	}
+	return out, err
+}
+
+// ask puts the questions of one round to the client and waits for them.
+func (a sessionAnswerer) ask(ctx context.Context, reqs mcp.InputRequestMap) (mcp.InputResponseMap, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (

@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"strings"
 	"sync"
 	"time"
 	"unsafe"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpd/mcpd/engine/event"
+	"github.com/mcpd/mcpd/engine/sizes"
 	"github.com/mcpd/mcpd/engine/snapshot"
 )
 
@@ -84,8 +87,10 @@ func newBudget(bytes int64, maxInflight int) *budget {
 // errWaitersFull is acquire's error when as many calls wait as may.
 var errWaitersFull = fmt.Errorf("too many calls wait for output budget")
 
-// acquire takes n bytes, waiting until ctx ends for them to be given back.
-func (b *budget) acquire(ctx context.Context, n int64) error {
+// acquire takes n bytes, waiting until ctx ends for them to be given back;
+// bounded, it waits only if fewer than maxWaiters wait (a parked call
+// taking back its reservation is not: see park.go).
+func (b *budget) acquire(ctx context.Context, n int64, bounded bool) error {
 	b.mu.Lock()
 	if b.used+n <= b.size {
 		b.used += n
@@ -96,7 +101,7 @@ func (b *budget) acquire(ctx context.Context, n int64) error {
 		b.mu.Unlock()
 		return ctx.Err()
 	}
-	if b.maxWaiters > 0 && b.waiters.Len() >= b.maxWaiters {
+	if bounded && b.maxWaiters > 0 && b.waiters.Len() >= b.maxWaiters {
 		b.mu.Unlock()
 		return errWaitersFull
 	}
@@ -160,7 +165,7 @@ func (s *Server) reserveOutput(ctx context.Context, t *snapshot.Tool) (int64, *m
 	if s.budget.tryAcquire(n) {
 		return n, nil
 	}
-	return s.waitOutput(ctx, t, n)
+	return s.waitOutput(ctx, t, n, "")
 }
 
 // releaseOutput gives back what reserveOutput reserved for req, or leaves
@@ -231,15 +236,59 @@ func (s *Server) endHold(header http.Header) {
 // headerKey is the identity of a header map.
 func headerKey(h http.Header) unsafe.Pointer { return reflect.ValueOf(h).UnsafePointer() }
 
-// waitOutput is reserveOutput when the budget is short.
-func (s *Server) waitOutput(ctx context.Context, t *snapshot.Tool, n int64) (int64, *mcp.CallToolResult) {
+// A result built by a tool's result block (a declarative tool's, or one
+// that builds more than its adapter returned) is bounded by no adapter
+// cap, so its reservation cannot be known before the call: once built, it
+// is charged as a reservation would have been, resultCopies times its
+// encoded size, less what the call reserved. It waits for budget as a
+// reservation does, and a result larger than the whole budget takes all
+// of it, as a tool whose caps exceed it does. A result that gets no budget
+// is dropped and the call answers the same busy tool error, so that the
+// copies of its encoding are never made.
+
+// chargeFloor is the size of a built result below which it is not
+// charged: every call holds more than that in the SDK's buffers, which
+// the budget does not count either (cmd/mcpd/gc.go: a plain call leaves
+// about 190 KiB behind), and a call of a small static tool should not
+// wait for budget held by large ones.
+const chargeFloor = 64 << 10
+
+// chargeResult charges res, built by t's result block, beyond the
+// reserved bytes; it returns what the call now holds, or the tool error
+// result to answer with instead of res.
+func (s *Server) chargeResult(ctx context.Context, t *snapshot.Tool, res *mcp.CallToolResult, reserved int64) (int64, *mcp.CallToolResult) {
+	if s.budget == nil {
+		return reserved, nil
+	}
+	size := int64(event.Size(res, false))
+	if size < chargeFloor {
+		return reserved, nil
+	}
+	n := min(size*resultCopies, s.opts.OutputBudget)
+	if n <= reserved {
+		return reserved, nil
+	}
+	extra := n - reserved
+	if s.budget.tryAcquire(extra) {
+		return n, nil
+	}
+	got, refused := s.waitOutput(ctx, t, extra, sizes.Text(int(n/resultCopies)))
+	if refused != nil {
+		return reserved, refused
+	}
+	return reserved + got, nil
+}
+
+// waitOutput is reserveOutput when the budget is short; built, when not
+// empty, is the size of the result the call built (chargeResult).
+func (s *Server) waitOutput(ctx context.Context, t *snapshot.Tool, n int64, built string) (int64, *mcp.CallToolResult) {
 	wait := s.opts.OutputBudgetWait
 	if wait <= 0 {
 		wait = defaultBudgetWait
 	}
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	err := s.budget.acquire(wctx, n)
+	err := s.budget.acquire(wctx, n, true)
 	if err == nil {
 		return n, nil
 	}
@@ -249,6 +298,9 @@ func (s *Server) waitOutput(ctx context.Context, t *snapshot.Tool, n int64) (int
 		msg = fmt.Sprintf("tool %s was not run: the calls in flight hold the server's output budget (%d MiB, --max-output-budget) and %d more already wait for it; retry in a few seconds", t.Def.Name, s.opts.OutputBudget>>20, s.budget.maxWaiters)
 	case ctx.Err() != nil:
 		msg = fmt.Sprintf("tool %s was cancelled while waiting for output budget: %v", t.Def.Name, context.Cause(ctx))
+	}
+	if built != "" {
+		msg = strings.Replace(msg, "was not run", "built a result of "+built+", which was dropped", 1)
 	}
 	return 0, &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}}
 }

@@ -20,7 +20,7 @@ func TestBudgetNoLeak(t *testing.T) {
 			n := int64(1 + i%7)
 			ctx, cancel := context.WithTimeout(context.Background(), time.Duration(i%5)*time.Millisecond)
 			defer cancel()
-			if b.acquire(ctx, n) == nil {
+			if b.acquire(ctx, n, true) == nil {
 				time.Sleep(time.Duration(i%3) * time.Millisecond)
 				b.release(n)
 			}
@@ -38,13 +38,13 @@ func TestBudgetNoLeak(t *testing.T) {
 func TestBudgetOrder(t *testing.T) {
 	b := newBudget(10, 4) // two may wait
 	ctx := context.Background()
-	if err := b.acquire(ctx, 8); err != nil {
+	if err := b.acquire(ctx, 8, true); err != nil {
 		t.Fatal(err)
 	}
 	granted := make(chan int64, 2)
 	for i, n := range []int64{6, 5} {
 		go func() {
-			if b.acquire(ctx, n) == nil {
+			if b.acquire(ctx, n, true) == nil {
 				granted <- n
 			}
 		}()
@@ -62,7 +62,7 @@ func TestBudgetOrder(t *testing.T) {
 	}
 	third, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	if err := b.acquire(third, 9); err != errWaitersFull {
+	if err := b.acquire(third, 9, true); err != errWaitersFull {
 		t.Fatalf("a third waiter: %v, want errWaitersFull", err)
 	}
 	if !b.tryAcquire(2) {

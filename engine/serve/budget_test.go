@@ -356,3 +356,143 @@ tool "huge" {
 		}
 	}
 }
+
+// Tools for TestOutputBudgetBuiltResult: "hold" reserves 1.2 MiB of the
+// 2 MiB budget until its release file exists; "built" and "huge" build
+// results of 400,000 and 1,000,000 bytes with their result blocks (1.1 and
+// 2.9 MiB at three times), "built_text" builds 400,000 bytes from an
+// adapter's few, and "tiny" builds a few bytes.
+const builtConfig = `
+tool "hold" {
+  param "marker" {
+    type = "string"
+  }
+  param "release" {
+    type = "string"
+  }
+  shell {
+    command          = ["sh", "-c", "echo > \"$1\"; while [ ! -e \"$2\" ]; do sleep 0.02; done; echo held", "sh", args.marker, args.release]
+    max_output_bytes = 204800
+    timeout          = "60s"
+  }
+}
+
+tool "built" {
+  result {
+    text = "repeat('x', 400000)"
+  }
+}
+
+tool "huge" {
+  result {
+    content "text" {
+      text = format("%01000000d", 0)
+    }
+  }
+}
+
+tool "built_text" {
+  shell {
+    command          = ["echo", "few"]
+    max_output_bytes = 1024
+  }
+  result {
+    text = "repeat(stdout, 100000)"
+  }
+}
+
+tool "tiny" {
+  result {
+    text = "'tiny'"
+  }
+}
+`
+
+// A result built by a result block counts against the output budget as
+// an adapter's output does: while another call holds most of the budget,
+// a call whose built result does not fit in the rest waits and gets the
+// same busy tool error as an adapter tool whose caps do not fit (and not
+// its result), one whose result is larger than the whole budget waits for
+// all of it, and a small one runs beside the holder; once the holder ends,
+// every one of them runs.
+func TestOutputBudgetBuiltResult(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "tools.hcl"), []byte(builtConfig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reg := newFake().registry()
+	reg.Register("shell", shell.New())
+	l := loader.Load([]string{dir}, reg, nil, "test")
+	if l.Snapshot == nil {
+		t.Fatalf("config does not load: %v", l.Diagnostics)
+	}
+	cur := &snapshot.Current{}
+	cur.Swap(l.Snapshot)
+	t.Cleanup(func() { cur.Load().Close() })
+	srv := serve.New(cur, serve.Options{Logger: quiet, OutputBudget: 2 << 20, OutputBudgetWait: 200 * time.Millisecond})
+
+	ct, st := mcp.NewInMemoryTransports()
+	ctx := context.Background()
+	ss, err := srv.SDK().Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	call := func(name string, args map[string]any) (*mcp.CallToolResult, string) {
+		t.Helper()
+		raw, _ := json.Marshal(args)
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: json.RawMessage(raw)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		for _, c := range res.Content {
+			if tc, ok := c.(*mcp.TextContent); ok {
+				b.WriteString(tc.Text)
+			}
+		}
+		return res, b.String()
+	}
+
+	tmp := t.TempDir()
+	marker, release := filepath.Join(tmp, "started"), filepath.Join(tmp, "release")
+	held := make(chan string, 1)
+	go func() {
+		_, text := call("hold", map[string]any{"marker": marker, "release": release})
+		held <- text
+	}()
+	eventually(t, "the holder started", func() bool { _, err := os.Stat(marker); return err == nil })
+
+	// The adapter tool's refusal, for comparison: its caps do not fit.
+	res, adapterText := call("hold", map[string]any{"marker": filepath.Join(tmp, "m2"), "release": release})
+	if !res.IsError || !strings.Contains(adapterText, "output budget (2 MiB, --max-output-budget) and none gave enough back within 200ms") {
+		t.Fatalf("a second holder: isError=%v %q, want the busy tool error", res.IsError, adapterText)
+	}
+	for _, tool := range []string{"built", "huge", "built_text"} {
+		res, text := call(tool, nil)
+		if !res.IsError || !strings.Contains(text, "output budget (2 MiB, --max-output-budget) and none gave enough back within 200ms") ||
+			!strings.Contains(text, "which was dropped") || len(text) > 1000 {
+			t.Errorf("%s beside the holder: isError=%v %.300q, want the busy tool error", tool, res.IsError, text)
+		}
+	}
+	if res, text := call("tiny", nil); res.IsError || text != "tiny" {
+		t.Errorf("tiny beside the holder: isError=%v %q", res.IsError, text)
+	}
+
+	if err := os.WriteFile(release, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if text := <-held; !strings.Contains(text, "held") {
+		t.Fatalf("the holder: %q", text)
+	}
+	for tool, size := range map[string]int{"built": 400000, "huge": 1000000, "built_text": 400000} {
+		if res, text := call(tool, nil); res.IsError || len(text) != size {
+			t.Errorf("%s alone: isError=%v, %d bytes (%.200q), want %d", tool, res.IsError, len(text), text, size)
+		}
+	}
+}

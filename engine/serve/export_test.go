@@ -26,6 +26,10 @@ func (s *Server) BudgetWaiters() int {
 	return s.budget.waiters.Len()
 }
 
+// MethodLargeResult is what OnFastPath hears, besides the method, of a
+// tool result written without being encoded whole (fastwrite.go).
+const MethodLargeResult = methodLargeResult
+
 // OnFastPath makes h, a handler of HTTPHandler, call f with the method of
 // every request its stateless fast path serves, on /mcp and on the
 // toolsets' paths.

@@ -18,7 +18,9 @@ import (
 //
 // Modes: "echo" returns the arguments as structured content; "block" waits
 // until its context ends, announcing the start on started and the end on
-// cancelled; "big" returns 8 MiB of text; "fail" fails.
+// cancelled; "big" returns 8 MiB of text; "large" about 40 KB of text with
+// every byte JSON escapes, "large_structured" such strings in structured
+// content; "fail" fails.
 type fake struct {
 	started   chan string
 	cancelled chan string
@@ -49,8 +51,28 @@ func (f *fake) CompileTool(b *adapter.ToolBlock) (adapter.Handler, hcl.Diagnosti
 	if d.HasErrors() {
 		return nil, d
 	}
-	return &fakeHandler{f: f, tool: b.Tool, mode: v.AsString()}, nil
+	h := &fakeHandler{f: f, tool: b.Tool, mode: v.AsString()}
+	if h.mode == "capped" {
+		return cappedHandler{h}, nil
+	}
+	return h, nil
 }
+
+// cappedHandler is mode "capped": it answers "capped" and declares output
+// caps of fakeCaps bytes (adapter.OutputBounder), which it reserves
+// against the output budget.
+type cappedHandler struct{ *fakeHandler }
+
+const fakeCaps = 1 << 20 / 6
+
+func (cappedHandler) MaxOutputBytes() int64 { return fakeCaps }
+
+func (cappedHandler) Call(context.Context, *adapter.Request) (*adapter.Output, error) {
+	return &adapter.Output{Text: "capped"}, nil
+}
+
+// hostileText holds every class of byte a JSON string escapes.
+const hostileText = "<a href=\"x\">&amp;</a> \\ \x00\x01\b\f\n\r\t\x1f\x7f \u2028\u2029 é日🎉 \xff\xe2\x82 \xed\xa0\x80 |\n"
 
 type fakeHandler struct {
 	f          *fake
@@ -65,6 +87,14 @@ func (h *fakeHandler) Call(ctx context.Context, req *adapter.Request) (*adapter.
 		return &adapter.Output{Structured: map[string]any{"echo": req.Args}}, nil
 	case "big":
 		return &adapter.Output{Text: strings.Repeat("x", 8<<20)}, nil
+	case "large":
+		return &adapter.Output{Text: strings.Repeat(hostileText, 400)}, nil
+	case "large_structured":
+		rows := make([]any, 0, 400)
+		for i := range 400 {
+			rows = append(rows, map[string]any{"id": i, "v": hostileText, "f": 0.1 * float64(i), "big": 1e21, "ok": i%2 == 0, "none": nil})
+		}
+		return &adapter.Output{Structured: map[string]any{"rows": rows, "<&>": "\u2028"}}, nil
 	case "block":
 		h.f.started <- h.tool
 		select {

@@ -58,6 +58,7 @@ type fastPath struct {
 	sse     bool              // !HTTPOptions.JSONResponse
 	maxBody int64
 	served  func(method string) // tests: called for every request served here
+	splice  *splicer            // large tool results (fastwrite.go)
 }
 
 // fastMaxBody bounds the bodies the fast path reads: larger ones are rare,
@@ -90,7 +91,7 @@ func newFastPath(s *Server, opts HTTPOptions, ep *endpoint) *fastPath {
 	if !s.opts.bare {
 		h = s.observe(h, ep.toolset)
 	}
-	return &fastPath{s: s, ep: ep, handle: h, sse: !opts.JSONResponse, maxBody: maxBody}
+	return &fastPath{s: s, ep: ep, handle: h, sse: !opts.JSONResponse, maxBody: maxBody, splice: newSplicer()}
 }
 
 // fastRequest is what the fast path decodes of a request.
@@ -495,6 +496,12 @@ func finishResult(res mcp.Result, impl *mcp.Implementation) {
 // (no HTML escaping), in one SSE event or as JSON; a protocol error whose
 // code SEP-2575 maps to an HTTP status, as JSON with that status.
 func (fp *fastPath) write(w http.ResponseWriter, r *http.Request, id []byte, res mcp.Result, err error) {
+	if cr, ok := res.(*mcp.CallToolResult); ok && err == nil && fp.writeLarge(w, id, cr) {
+		if fp.served != nil {
+			fp.served(methodLargeResult)
+		}
+		return
+	}
 	var buf bytes.Buffer
 	if fp.sse {
 		buf.WriteString("event: message\ndata: ")

@@ -361,6 +361,50 @@ func hostile(tool string) []wireRequest {
 	return out
 }
 
+// largeConfig has tools whose results have texts of spliceMin or more.
+const largeConfig = `
+tool "large_text" {
+  fake {
+    mode = "large"
+  }
+}
+tool "large_structured" {
+  fake {
+    mode = "large_structured"
+  }
+}
+tool "large_and_small" {
+  fake {
+    mode = "large"
+  }
+  result {
+    content "text" {
+      text = "a second <&> block"
+    }
+    content "text" {
+      text = "and a third"
+    }
+  }
+}
+tool "large_error" {
+  fake {
+    mode = "large"
+  }
+  result {
+    error_when    = "true"
+    error_message = "repeat('<&>\\n\u2028 ', 4000)"
+  }
+}
+tool "large_expr_text" {
+  fake {
+    mode = "large_structured"
+  }
+  result {
+    text = "repeat('<é>&\\n', 9000)"
+  }
+}
+`
+
 // skipTool: tools whose calls change the server (the list triggers) or
 // depend on time or on what runs beside them.
 func skipTool(name string) bool {
@@ -381,6 +425,9 @@ func TestFastPathDifferential(t *testing.T) {
 			e.fake.releaseAll() // its slow tool returns at once
 			return e.cur
 		}},
+		// Results the fast path writes without encoding them whole
+		// (fastwrite.go).
+		{"large results", func(t *testing.T) *snapshot.Current { return newEnvConfig(t, largeConfig).cur }},
 	}
 	for _, cfg := range configs {
 		t.Run(cfg.name, func(t *testing.T) {
@@ -432,7 +479,8 @@ func TestFastPathDifferential(t *testing.T) {
 				}
 				p.mu.Lock()
 				if p.served["tools/call"] == 0 || p.served["tools/list"] == 0 || p.served["server/discover"] == 0 ||
-					(len(snap.Resources) > 0 && p.served["resources/read"] == 0) || (len(snap.Prompts) > 0 && p.served["prompts/get"] == 0) {
+					(len(snap.Resources) > 0 && p.served["resources/read"] == 0) || (len(snap.Prompts) > 0 && p.served["prompts/get"] == 0) ||
+					(cfg.name == "large results" && p.served[serve.MethodLargeResult] < 5) {
 					t.Errorf("the fast path served %v: the corpus does not reach it", p.served)
 				}
 				p.mu.Unlock()

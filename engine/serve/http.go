@@ -244,7 +244,14 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if l.slots != nil {
 			select {
 			case l.slots <- struct{}{}:
-				defer func() { <-l.slots }()
+				if isModern(r) {
+					defer func() { <-l.slots }()
+				} else {
+					// A call it carries may give the slot back while it
+					// waits for its user (park.go).
+					f.s.posts.start(r.Header, l.slots)
+					defer f.s.posts.end(r.Header)
+				}
 			default:
 				l.busy(w, strconv.Itoa(l.opts.MaxInflight)+" requests are in flight (--max-inflight)")
 				return

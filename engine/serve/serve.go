@@ -108,6 +108,8 @@ type Server struct {
 	tracer    trace.Tracer         // nil: tracing off
 	sdkLogger *slog.Logger         // opts.Logger with the SDK's info lines at debug
 	running   chan struct{}        // a slot per call or read running; nil: no cap
+	parked    chan struct{}        // a slot per call parked on its user (park.go); nil: no cap
+	posts     postSlots            // the HTTP request slots of 2025-11-25 POSTs (park.go)
 	budget    *budget              // Options.OutputBudget; nil: no bound
 	sealer    *requeststate.Sealer // signs requestState when the config sets no key
 
@@ -147,6 +149,7 @@ func New(current *snapshot.Current, opts Options) *Server {
 	s.streams = newStreamGate(opts.Streams)
 	if opts.MaxInflight > 0 {
 		s.running = make(chan struct{}, opts.MaxInflight)
+		s.parked = make(chan struct{}, opts.MaxInflight)
 	}
 	s.budget = newBudget(opts.OutputBudget, opts.MaxInflight)
 	s.notes = newNotifier(opts.Logger, opts.SlowClientTimeout)
@@ -293,8 +296,9 @@ func (s *Server) middleware(next mcp.MethodHandler, toolset string) mcp.MethodHa
 			if !s.acquire() {
 				return nil, s.busy()
 			}
-			defer s.release()
-			return s.callTool(ctx, r, caller, toolset)
+			hold := callHold{running: s.running != nil}
+			defer s.endCall(&hold)
+			return s.callTool(ctx, r, caller, toolset, &hold)
 		}
 		return s.otherMethod(ctx, method, req, caller, next, toolset)
 	}
@@ -347,7 +351,7 @@ func callerOf(req mcp.Request) *principal.Principal {
 	return principal.FromTokenInfo(extra.TokenInfo)
 }
 
-func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest, caller *principal.Principal, toolset string) (mcp.Result, error) {
+func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest, caller *principal.Principal, toolset string, hold *callHold) (mcp.Result, error) {
 	snap := s.current.Acquire()
 	defer snap.Release()
 	// A tool the caller lacks the scopes for, or that the endpoint's
@@ -363,19 +367,48 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest, caller 
 	if refused != nil {
 		return markCall(req.Session, refused), nil
 	}
-	defer s.releaseOutput(req, reserved)
+	hold.reserved = reserved
+	defer func() { s.releaseOutput(req, hold.reserved) }()
 	cr := snapshot.CallRequest{Args: req.Params.Arguments, Caller: caller, Progress: s.progress(ctx, req), Log: s.toolLog(ctx, req)}
+	var res *mcp.CallToolResult
+	var err error
 	if t.Asks() {
-		cr.Answers = s.answers(snap, req.Session, req.ClientCapabilities(), req.Params.InputResponses, req.Params.RequestState)
+		res, err = s.callAsking(ctx, t, snap, req, &cr, hold)
+	} else {
+		res, err = t.Call(ctx, &cr)
 	}
-	res, err := t.Call(ctx, &cr)
 	if err != nil {
 		return callFailed(req.Session, err)
 	}
 	if res.InputRequests != nil {
 		return newInputRequired(res.InputRequests, res.RequestState), nil
 	}
+	if t.BuildsResult() {
+		var refused *mcp.CallToolResult
+		if hold.reserved, refused = s.chargeResult(ctx, t, res, hold.reserved); refused != nil {
+			return markCall(req.Session, refused), nil
+		}
+	}
 	return markCall(req.Session, res), nil
+}
+
+// callAsking is t.Call for a tool that asks its user: in a 2025-11-25
+// session, the call gives back what hold holds while it waits for the
+// answers (park.go). The hold it parks is a copy on the heap, which the
+// session's answerer keeps, so that calls of other tools keep theirs on
+// the stack.
+func (s *Server) callAsking(ctx context.Context, t *snapshot.Tool, snap *snapshot.Snapshot, req *mcp.CallToolRequest, cr *snapshot.CallRequest, hold *callHold) (*mcp.CallToolResult, error) {
+	h := &callHold{running: hold.running, reserved: hold.reserved}
+	if extra := req.GetExtra(); extra != nil && extra.Header != nil {
+		h.post = headerKey(extra.Header)
+	}
+	cr.Answers = s.answers(snap, req.Session, req.ClientCapabilities(), req.Params.InputResponses, req.Params.RequestState, h)
+	res, err := t.Call(ctx, cr)
+	h.mu.Lock()
+	hold.running, hold.reserved = h.running, h.reserved
+	h.ended = true
+	h.mu.Unlock()
+	return res, err
 }
 
 // callFailed answers a call that failed with a protocol error.
@@ -526,7 +559,7 @@ func (s *Server) getPrompt(ctx context.Context, req *mcp.GetPromptRequest, calle
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %q", req.Params.Name)}
 	}
 	res, err := p.Get(ctx, &snapshot.GetRequest{Args: req.Params.Arguments, Caller: caller,
-		Answers: s.answers(snap, req.Session, req.ClientCapabilities(), req.Params.InputResponses, req.Params.RequestState)})
+		Answers: s.answers(snap, req.Session, req.ClientCapabilities(), req.Params.InputResponses, req.Params.RequestState, nil)})
 	if err != nil {
 		return nil, protocolError(err)
 	}

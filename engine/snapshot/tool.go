@@ -392,6 +392,15 @@ func (t *Tool) MaxOutputBytes() int64 {
 	return 0
 }
 
+// BuildsResult reports whether the tool's result block builds the result
+// (its text, structured content, content blocks or error message): what
+// the adapter's caps (MaxOutputBytes) do not bound, and a declarative
+// tool's whole result.
+func (t *Tool) BuildsResult() bool {
+	r := t.result
+	return r != nil && (r.structured != nil || r.text != nil || r.errorMessage != nil || len(r.contents) > 0)
+}
+
 // Call runs one call of the tool: validate, bind the caller, answer the
 // ask blocks, answer from the result cache when the tool is cached and
 // the result is there (cache.go), admit (rate limits, concurrency), call
