@@ -7,6 +7,7 @@ import (
 	"path"
 	"reflect"
 	"sort"
+	"sync"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -335,17 +336,64 @@ func (u *upstream) notify() {
 	}
 }
 
-// relist lists the upstream's tools (resources, prompts) again, on
-// connecting and on its list_changed notifications, and tells the
-// watchers when a listing differs from the last one. what is the kind the
-// notification was about: "tools", "resources", "prompts", or "" for all.
-func (u *upstream) relist(what string) {
-	e := u.cfg.expose
-	if e == nil {
+// Listing kinds, for relisting: what a list_changed was about.
+const (
+	listTools = 1 << iota
+	listResources
+	listPrompts
+	listAll = listTools | listResources | listPrompts
+)
+
+// relistings coalesces an upstream's requests for listings: at most one
+// listing runs, and at most one waits, holding every kind asked for since
+// the running one began. An upstream that sends list_changed without end
+// (or 2,000 at once) costs a listing at a time, not one per notification:
+// the notifications that arrive while a listing runs are all answered by
+// the one after it, which sees what they announced.
+type relistings struct {
+	mu      sync.Mutex
+	pending int  // kinds asked for and not yet being listed
+	running bool // a listing goroutine is running
+}
+
+// relist asks for a listing of kinds (listTools...), on connecting and on
+// the upstream's list_changed notifications; it does not wait for it.
+func (u *upstream) relist(kinds int) {
+	if u.cfg.expose == nil {
 		return
 	}
-	u.listMu.Lock()
-	defer u.listMu.Unlock()
+	r := &u.relists
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.pending |= kinds
+	if r.running {
+		return
+	}
+	r.running = true
+	go u.relistLoop()
+}
+
+// relistLoop lists what is pending until nothing is.
+func (u *upstream) relistLoop() {
+	r := &u.relists
+	for {
+		r.mu.Lock()
+		kinds := r.pending
+		r.pending = 0
+		if kinds == 0 {
+			r.running = false
+			r.mu.Unlock()
+			return
+		}
+		r.mu.Unlock()
+		u.list(kinds)
+	}
+}
+
+// list lists the upstream's tools (resources, prompts: kinds) again, and
+// tells the watchers when a listing differs from the last one.
+func (u *upstream) list(kinds int) {
+	e := u.cfg.expose
 	u.mu.Lock()
 	cs, l := u.cs, u.listing
 	u.mu.Unlock()
@@ -360,16 +408,16 @@ func (u *upstream) relist(what string) {
 	}
 	next := l
 	var err error
-	if (what == "" || what == "tools") && caps.Tools != nil {
+	if kinds&listTools != 0 && caps.Tools != nil {
 		next.tools, err = collect(cs.Tools(ctx, nil))
 		sort.Slice(next.tools, func(i, j int) bool { return next.tools[i].Name < next.tools[j].Name })
 	}
-	if err == nil && e.resources && (what == "" || what == "resources") && caps.Resources != nil {
+	if err == nil && e.resources && kinds&listResources != 0 && caps.Resources != nil {
 		if next.resources, err = collect(cs.Resources(ctx, nil)); err == nil {
 			next.templates, err = collect(cs.ResourceTemplates(ctx, nil))
 		}
 	}
-	if err == nil && e.prompts && (what == "" || what == "prompts") && caps.Prompts != nil {
+	if err == nil && e.prompts && kinds&listPrompts != 0 && caps.Prompts != nil {
 		next.prompts, err = collect(cs.Prompts(ctx, nil))
 	}
 	if err != nil {

@@ -56,7 +56,7 @@ type upstream struct {
 	// The latest listings (expose.go), and who to tell when they change.
 	listing  listing
 	listed   bool       // a listing succeeded at least once
-	listMu   sync.Mutex // serializes relists, so that the latest wins
+	relists  relistings // one listing at a time, one more pending (expose.go)
 	watchers map[int]func()
 	nextW    int
 
@@ -68,6 +68,7 @@ type upstream struct {
 	holds       holds       // calls held for their clients' answers (held.go)
 	pool        sessionPool // sessions of calls whose client can be asked (pool.go)
 	failures    atomic.Int64
+	output      *outputLog // its stderr and stray stdout lines, bounded (output.go)
 
 	subs subscriptions // resource subscriptions of mcpd's clients (forward.go)
 }
@@ -86,11 +87,12 @@ func (c *serverConfig) Open() (adapter.Backend, error) {
 		state:    "idle",
 		watchers: map[int]func(){},
 	}
+	u.output = newOutputLog(u.log, u.redact)
 	u.client = mcp.NewClient(&mcp.Implementation{Name: "mcpd", Version: buildinfo.Read("", "").Version}, &mcp.ClientOptions{
 		ProgressNotificationHandler: u.onProgress,
-		ToolListChangedHandler:      func(context.Context, *mcp.ToolListChangedRequest) { go u.relist("tools") },
-		PromptListChangedHandler:    func(context.Context, *mcp.PromptListChangedRequest) { go u.relist("prompts") },
-		ResourceListChangedHandler:  func(context.Context, *mcp.ResourceListChangedRequest) { go u.relist("resources") },
+		ToolListChangedHandler:      func(context.Context, *mcp.ToolListChangedRequest) { u.relist(listTools) },
+		PromptListChangedHandler:    func(context.Context, *mcp.PromptListChangedRequest) { u.relist(listPrompts) },
+		ResourceListChangedHandler:  func(context.Context, *mcp.ResourceListChangedRequest) { u.relist(listResources) },
 		LoggingMessageHandler:       u.onLog,
 		ResourceUpdatedHandler:      u.onResourceUpdated,
 		// Elicitation, sampling and roots are relayed to the client of
@@ -151,7 +153,7 @@ func (u *upstream) supervise() {
 			u.setUpstreamLogLevel(u.ctx, cs)
 			u.setSession(cs, nil)
 			u.log.Info("upstream connected", "transport", u.cfg.transport(), "protocol", protocolOf(cs))
-			go u.relist("")
+			u.relist(listAll)
 			go u.resubscribe()
 			err = cs.Wait()
 			u.setSession(nil, connectionEnded(err))
@@ -235,11 +237,14 @@ func (u *upstream) connect() (cs *mcp.ClientSession, stop func(), err error) {
 	if u.cfg.url != "" {
 		t = u.streamable(&http.Client{Transport: &headerTransport{headers: u.cfg.headers, base: u.httpTransport(), max: maxUpstreamMessage, pending: &u.pending}})
 	} else {
-		p, err := startProcess(u.cfg, u.log)
+		p, err := startProcess(u.cfg, u.output.stderrWriter())
 		if err != nil {
 			return nil, nil, err
 		}
-		stdout := &progressScanner{r: p.stdout, pending: &u.pending}
+		// Lines that are not messages are skipped before the progress
+		// scanner counts what the SDK will read (progress.go).
+		lines := newMessageLines(p.stdout, maxUpstreamMessage, u.output.strayLine)
+		stdout := &progressScanner{r: lines, pending: &u.pending}
 		t, stop = &mcp.IOTransport{Reader: stdout, Writer: p.stdin, MaxLineLength: maxUpstreamMessage}, p.stop
 	}
 	cs, err = u.client.Connect(ctx, t, u.sessionOptions())
@@ -368,9 +373,13 @@ func (u *upstream) ServiceStatus() adapter.ServiceStatus {
 	idle, busy, connects := u.poolState()
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	return adapter.ServiceStatus{Name: u.cfg.name, Transport: u.cfg.transport(), State: u.state, Restarts: u.restarts,
+	st := adapter.ServiceStatus{Name: u.cfg.name, Transport: u.cfg.transport(), State: u.state, Restarts: u.restarts,
 		Calls: u.calls.Load(), Failures: u.failures.Load(), Tools: len(u.listing.tools),
 		IdleSessions: idle, BusySessions: busy, SessionConnects: connects}
+	if u.output != nil {
+		st.StderrDropped, st.StrayLines = u.output.stderrDropped.Load(), u.output.strayLines.Load()
+	}
+	return st
 }
 
 // redact replaces the block's secrets (header values, env values) in s.

@@ -323,4 +323,8 @@ type ServiceStatus struct {
 	// and SessionConnects the sessions the pool connected so far.
 	IdleSessions, BusySessions int
 	SessionConnects            int64
+	// StderrDropped counts the lines of a stdio upstream's stderr left out
+	// of the log (over its rate), StrayLines the lines of its stdout that
+	// were skipped because they were not messages.
+	StderrDropped, StrayLines int64
 }

@@ -162,6 +162,10 @@ var (
 		"Sessions of an HTTP MCP upstream's pool (calls whose client can be asked), idle or in use by a call.", append(upstreamLabels, "state"), nil)
 	upstreamConnects = prometheus.NewDesc("mcpd_upstream_pool_connects_total",
 		"Sessions an HTTP MCP upstream's pool connected (one handshake each).", upstreamLabels, nil)
+	upstreamStderrDropped = prometheus.NewDesc("mcpd_upstream_stderr_dropped_lines_total",
+		"Lines of a stdio MCP upstream's stderr left out of the log: over its rate.", upstreamLabels, nil)
+	upstreamStrayLines = prometheus.NewDesc("mcpd_upstream_stdout_skipped_lines_total",
+		"Lines of a stdio MCP upstream's stdout skipped because they were not JSON-RPC messages.", upstreamLabels, nil)
 )
 
 type serviceCollector struct {
@@ -169,7 +173,7 @@ type serviceCollector struct {
 }
 
 func (c *serviceCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{upstreamUp, upstreamRestarts, upstreamCalls, upstreamFailures, upstreamTools, upstreamSessions, upstreamConnects} {
+	for _, d := range []*prometheus.Desc{upstreamUp, upstreamRestarts, upstreamCalls, upstreamFailures, upstreamTools, upstreamSessions, upstreamConnects, upstreamStderrDropped, upstreamStrayLines} {
 		ch <- d
 	}
 }
@@ -189,6 +193,10 @@ func (c *serviceCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(upstreamSessions, prometheus.GaugeValue, float64(s.IdleSessions), s.Name, s.Transport, "idle")
 			ch <- prometheus.MustNewConstMetric(upstreamSessions, prometheus.GaugeValue, float64(s.BusySessions), s.Name, s.Transport, "in_use")
 			ch <- prometheus.MustNewConstMetric(upstreamConnects, prometheus.CounterValue, float64(s.SessionConnects), s.Name, s.Transport)
+		}
+		if s.Transport == "stdio" {
+			ch <- prometheus.MustNewConstMetric(upstreamStderrDropped, prometheus.CounterValue, float64(s.StderrDropped), s.Name, s.Transport)
+			ch <- prometheus.MustNewConstMetric(upstreamStrayLines, prometheus.CounterValue, float64(s.StrayLines), s.Name, s.Transport)
 		}
 	}
 }
