@@ -277,6 +277,7 @@ func (c *serverConfig) ContributedPrompts(b adapter.Backend) []adapter.Contribut
 
 // readResource reads one resource of the upstream.
 func (u *upstream) readResource(ctx context.Context, uri string) (*mcp.ReadResourceResult, error) {
+	ctx = withHTTPAnswer(ctx) // for callError
 	cs, err := u.session(ctx)
 	if err != nil {
 		return nil, err

@@ -52,6 +52,7 @@ type upstream struct {
 	changed  chan struct{}      // closed (and replaced) when cs or lastErr changes
 	restarts int                // connections lost and made again
 	state    string             // "idle", "connecting", "up", "down", "closed"
+	attempt  time.Time          // when the latest connection attempt began
 
 	// The latest listings (expose.go), and who to tell when they change.
 	listing  listing
@@ -145,6 +146,9 @@ func (u *upstream) supervise() {
 	backoff := minBackoff
 	for {
 		began := time.Now()
+		u.mu.Lock()
+		u.attempt = began
+		u.mu.Unlock()
 		cs, stop, err := u.connect()
 		if err == nil {
 			// The level first: a call that starts once the session is
@@ -230,7 +234,7 @@ func (u *upstream) setSession(cs *mcp.ClientSession, err error) {
 // or opens the HTTP transport, and runs the handshake within
 // connect_timeout. stop ends what connect started.
 func (u *upstream) connect() (cs *mcp.ClientSession, stop func(), err error) {
-	ctx, cancel := context.WithTimeout(u.ctx, u.cfg.connectTimeout)
+	ctx, cancel := context.WithTimeout(withHTTPAnswer(u.ctx), u.cfg.connectTimeout)
 	defer cancel()
 	var t mcp.Transport
 	stop = func() {}
@@ -251,9 +255,9 @@ func (u *upstream) connect() (cs *mcp.ClientSession, stop func(), err error) {
 	if err != nil {
 		stop()
 		if ctx.Err() != nil && u.ctx.Err() == nil {
-			return nil, nil, fmt.Errorf("no answer to the handshake within connect_timeout %s: %w", u.cfg.connectTimeout, err)
+			return nil, nil, fmt.Errorf("the handshake (%s) did not complete within connect_timeout %s", u.handshake(), u.cfg.connectTimeout)
 		}
-		return nil, nil, fmt.Errorf("handshake: %w", err)
+		return nil, nil, fmt.Errorf("the handshake (%s) failed: %s", u.handshake(), u.transportFailure(ctx, err))
 	}
 	stopProcess := stop
 	return cs, func() { _ = cs.Close(); stopProcess() }, nil
@@ -290,7 +294,7 @@ func (u *upstream) session(ctx context.Context) (*mcp.ClientSession, error) {
 	defer timer.Stop()
 	for {
 		u.mu.Lock()
-		cs, err, changed, state := u.cs, u.lastErr, u.changed, u.state
+		cs, err, changed, state, attempt := u.cs, u.lastErr, u.changed, u.state, u.attempt
 		u.mu.Unlock()
 		if cs != nil {
 			return cs, nil
@@ -304,11 +308,24 @@ func (u *upstream) session(ctx context.Context) (*mcp.ClientSession, error) {
 		case <-ctx.Done():
 		case <-timer.C:
 		}
+		// The call's own timeout may have ended the wait: the error says
+		// what failed, which the engine reports as it is
+		// (adapter.UnavailableError), not as the tool's timeout.
 		if err == nil {
-			return nil, fmt.Errorf("upstream %s is not connected yet", u.cfg.name)
+			err = fmt.Errorf("the handshake (%s) has not completed after %s (connect_timeout %s)",
+				u.handshake(), time.Since(attempt).Round(time.Millisecond), u.cfg.connectTimeout)
 		}
-		return nil, fmt.Errorf("upstream %s is unavailable: %s", u.cfg.name, u.redact(err.Error()))
+		return nil, &adapter.UnavailableError{Err: fmt.Errorf("upstream %s is not connected: %s", u.cfg.name, u.redact(err.Error()))}
 	}
+}
+
+// handshake names what connecting sends, for errors: the SDK tries
+// server/discover first, then initialize, unless told an older version.
+func (u *upstream) handshake() string {
+	if v := u.cfg.protocolVersion; v != "" && v < "2026-07-28" {
+		return "initialize"
+	}
+	return "server/discover, then initialize"
 }
 
 // broken closes a session whose transport failed, so that the supervisor
@@ -444,6 +461,7 @@ func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	res, err := t.base.RoundTrip(r)
 	limitBody(res, t.max)
+	recordHTTPAnswer(r, res) // why a request failed (failure.go)
 	if err == nil && t.pending != nil && strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") {
 		res.Body = &progressScanner{r: res.Body, pending: t.pending, sse: true}
 	}
