@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -347,15 +348,23 @@ const (
 
 // relistings coalesces an upstream's requests for listings: at most one
 // listing runs, and at most one waits, holding every kind asked for since
-// the running one began. An upstream that sends list_changed without end
-// (or 2,000 at once) costs a listing at a time, not one per notification:
-// the notifications that arrive while a listing runs are all answered by
-// the one after it, which sees what they announced.
+// the running one began; and a listing starts relistInterval after the
+// one before it at the soonest. An upstream that sends list_changed
+// without end (100 a second, or 2,000 at once) costs two listings a
+// second at most, not one per notification: the notifications that
+// arrive while a listing runs or waits are all answered by the next one,
+// which sees what they announced. The first change after a quiet
+// interval is listed at once.
 type relistings struct {
 	mu      sync.Mutex
-	pending int  // kinds asked for and not yet being listed
-	running bool // a listing goroutine is running
+	pending int       // kinds asked for and not yet being listed
+	running bool      // a listing goroutine is running
+	last    time.Time // when the latest listing began
 }
+
+// relistInterval is the least time between the starts of two listings of
+// one upstream.
+const relistInterval = 500 * time.Millisecond
 
 // relist asks for a listing of kinds (listTools...), on connecting and on
 // the upstream's list_changed notifications; it does not wait for it.
@@ -379,13 +388,25 @@ func (u *upstream) relistLoop() {
 	r := &u.relists
 	for {
 		r.mu.Lock()
+		wait := relistInterval - time.Since(r.last)
+		r.mu.Unlock()
+		if wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-u.ctx.Done():
+				t.Stop()
+			}
+		}
+		r.mu.Lock()
 		kinds := r.pending
 		r.pending = 0
-		if kinds == 0 {
+		if kinds == 0 || u.ctx.Err() != nil {
 			r.running = false
 			r.mu.Unlock()
 			return
 		}
+		r.last = time.Now()
 		r.mu.Unlock()
 		u.list(kinds)
 	}
