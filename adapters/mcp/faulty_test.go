@@ -1,12 +1,19 @@
 package mcpadapter_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -366,18 +373,38 @@ func TestListChangedBurstIsCoalesced(t *testing.T) {
 
 // A call to an upstream whose handshake does not complete, with a tool
 // timeout shorter than connect_timeout, names the upstream and what
-// failed, not the tool's timeout.
+// failed, not the tool's timeout: a stdio upstream that never answers, an
+// HTTP one that never answers, an HTTP one that answers 500.
 func TestHandshakeNotCompleted(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-stop:
+		}
+	}))
+	t.Cleanup(hang.Close)
+	t.Cleanup(func() { close(stop) }) // before hang.Close, which waits for its handlers
+	fail := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "no", http.StatusInternalServerError)
+	}))
+	t.Cleanup(fail.Close)
 	for _, version := range []string{legacy, modern} {
-		t.Run(version, func(t *testing.T) {
-			exe, err := os.Executable()
-			if err != nil {
-				t.Fatal(err)
-			}
-			url := serveConfig(t, fmt.Sprintf(`
-mcp_server "mute" {
-  command          = [%q, "-test.run=^TestFaultyUpstreamProcess$"]
-  env              = { %s = "mute" }
+		handshake := map[string]string{legacy: "initialize", modern: "server/discover, then initialize"}[version]
+		for _, tc := range []struct{ name, server, want string }{
+			{"stdio, mute", fmt.Sprintf(`command = [%q, "-test.run=^TestFaultyUpstreamProcess$"]
+  env     = { %s = "mute" }`, exe, faultyEnv), "the handshake (" + handshake + ") has not completed after 500ms (connect_timeout 30s)"},
+			{"http, mute", fmt.Sprintf("url = %q", hang.URL), "the handshake (" + handshake + ") has not completed after 500ms (connect_timeout 30s)"},
+			{"http, 500", fmt.Sprintf("url = %q", fail.URL), "the handshake (" + handshake + ") failed: HTTP 500 Internal Server Error"},
+		} {
+			t.Run(version+" "+tc.name, func(t *testing.T) {
+				gw := serveConfig(t, fmt.Sprintf(`
+mcp_server "up" {
+  %s
   protocol_version = %q
   connect_timeout  = "30s"
 }
@@ -386,21 +413,122 @@ tool "hello" {
   description = "Says hello."
   timeout     = "500ms"
   mcp {
-    server = "mute"
+    server = "up"
     tool   = "echo"
   }
 }
-`, exe, faultyEnv, version))
-			cs := connect(t, url, version, nil, false)
-			res, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "hello"})
+`, tc.server, version))
+				cs := connect(t, gw, version, nil, false)
+				res, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "hello"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				// The time waited (the tool's timeout) is rounded to the
+				// millisecond; load may add some.
+				got := regexp.MustCompile(`after \S+ \(`).ReplaceAllString(textOf(res), "after 500ms (")
+				if want := "tool hello: upstream up is not connected: " + tc.want; !res.IsError || got != want {
+					t.Errorf("got  %q\nwant %q", textOf(res), want)
+				}
+			})
+		}
+	}
+}
+
+// faultyProxy passes requests to an HTTP upstream, and answers its
+// tools/call requests as fail says instead: "500" (a plain-text error
+// page), "502" (an HTML one), "reset" (the connection is reset).
+func faultyProxy(t *testing.T, upstream, fail string) string {
+	t.Helper()
+	target, err := url.Parse(upstream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := httputil.NewSingleHostReverseProxy(target)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if !bytes.Contains(body, []byte(`"method":"tools/call"`)) {
+			rp.ServeHTTP(w, r)
+			return
+		}
+		switch fail {
+		case "500":
+			http.Error(w, "panic: database exploded at db.internal:5432", http.StatusInternalServerError)
+		case "502":
+			w.Header().Set("Content-Type", "text/html")
+			w.WriteHeader(http.StatusBadGateway)
+			_, _ = io.WriteString(w, "<html><body>nginx: upstream 10.0.0.7 unreachable</body></html>")
+		case "reset":
+			conn, _, err := http.NewResponseController(w).Hijack()
 			if err != nil {
-				t.Fatal(err)
+				t.Error(err)
+				return
 			}
-			got := textOf(res)
-			want := "tool hello: upstream mute is not connected: the handshake (" + map[string]string{legacy: "initialize", modern: "server/discover, then initialize"}[version] + ") has not completed after "
-			if !res.IsError || !strings.HasPrefix(got, want) || !strings.HasSuffix(got, "(connect_timeout 30s)") {
-				t.Errorf("got  %q\nwant %q…(connect_timeout 30s)", got, want)
-			}
+			_ = conn.(*net.TCPConn).SetLinger(0) // close sends RST
+			_ = conn.Close()
+		}
+	}))
+	t.Cleanup(ts.Close)
+	return ts.URL
+}
+
+// An HTTP upstream's failures name the upstream and say the status, or
+// what became of the connection, not the SDK's "rejected by transport";
+// the error page's body is in the log, not in the caller's error.
+func TestHTTPUpstreamFailures(t *testing.T) {
+	for _, version := range []string{legacy, modern} {
+		srv := mcp.NewServer(&mcp.Implementation{Name: "up", Version: "1"}, nil)
+		mcp.AddTool(srv, &mcp.Tool{Name: "echo"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "echo"}}}, nil, nil
 		})
+		up := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: version == modern}))
+		t.Cleanup(up.Close)
+		for _, tc := range []struct{ fail, want string }{
+			{"500", "HTTP 500 Internal Server Error"},
+			{"502", "HTTP 502 Bad Gateway"},
+			{"reset", "the connection failed: read: connection reset by peer"},
+		} {
+			t.Run(version+" "+tc.fail, func(t *testing.T) {
+				logs := countLogs(t, "up")
+				gw := serveConfig(t, fmt.Sprintf(`
+mcp_server "up" {
+  url              = %q
+  protocol_version = %q
+}
+
+tool "hello" {
+  description = "Says hello."
+  mcp {
+    server = "up"
+    tool   = "echo"
+  }
+}
+`, faultyProxy(t, up.URL, tc.fail), version))
+				cs := connect(t, gw, version, nil, false)
+				res, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "hello"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := "tool hello: upstream up failed on echo: " + tc.want; !res.IsError || textOf(res) != want {
+					t.Errorf("got  %q\nwant %q", textOf(res), want)
+				}
+				if tc.fail == "reset" {
+					return
+				}
+				logs.mu.Lock()
+				rec, ok := logs.last["upstream answered with an HTTP error"]
+				logs.mu.Unlock()
+				body := ""
+				rec.Attrs(func(a slog.Attr) bool {
+					if a.Key == "body" {
+						body = a.Value.String()
+					}
+					return true
+				})
+				if !ok || !strings.Contains(body, map[string]string{"500": "database exploded", "502": "nginx"}[tc.fail]) {
+					t.Errorf("the error page is not in the log: %q", body)
+				}
+			})
+		}
 	}
 }

@@ -126,6 +126,7 @@ func (u *upstream) ensureStarted() {
 			return
 		}
 		u.state = "connecting"
+		u.attempt = time.Now()
 		u.mu.Unlock()
 		go u.supervise()
 	})
@@ -294,7 +295,7 @@ func (u *upstream) session(ctx context.Context) (*mcp.ClientSession, error) {
 	defer timer.Stop()
 	for {
 		u.mu.Lock()
-		cs, err, changed, state, attempt := u.cs, u.lastErr, u.changed, u.state, u.attempt
+		cs, err, changed, state := u.cs, u.lastErr, u.changed, u.state
 		u.mu.Unlock()
 		if cs != nil {
 			return cs, nil
@@ -312,6 +313,9 @@ func (u *upstream) session(ctx context.Context) (*mcp.ClientSession, error) {
 		// what failed, which the engine reports as it is
 		// (adapter.UnavailableError), not as the tool's timeout.
 		if err == nil {
+			u.mu.Lock()
+			attempt := u.attempt
+			u.mu.Unlock()
 			err = fmt.Errorf("the handshake (%s) has not completed after %s (connect_timeout %s)",
 				u.handshake(), time.Since(attempt).Round(time.Millisecond), u.cfg.connectTimeout)
 		}
