@@ -211,13 +211,13 @@ func (m *messageLines) feed(b []byte) error {
 
 // add takes part of the current line.
 func (m *messageLines) add(chunk []byte) error {
-	if !m.skipping && len(bytes.TrimLeft(m.line, " \t\r")) == 0 {
-		// The line's first byte past blanks says whether it may be a
-		// message.
-		if rest := bytes.TrimLeft(chunk, " \t\r"); len(rest) > 0 && rest[0] != '{' && rest[0] != '[' {
-			m.skipping, m.head, m.skipped = true, append(m.head[:0], m.line...), len(m.line)
-			m.line = m.line[:0]
+	if !m.skipping && len(m.line) == 0 {
+		// Blanks before a line's first byte are dropped (never
+		// buffered), and that byte says whether it may be a message.
+		if chunk = bytes.TrimLeft(chunk, " \t\r"); len(chunk) == 0 {
+			return nil
 		}
+		m.skipping = chunk[0] != '{' && chunk[0] != '['
 	}
 	if m.skipping {
 		m.skipped += len(chunk)

@@ -35,6 +35,7 @@ func TestMessageLines(t *testing.T) {
 			resp + "\n", []string{`{'jsonrpc': '2.0'}`, `{"jsonrpc":"2.0","method":"notifications/progress"`, `[1, 2]`, `[]`}, []int{18, 50, 6, 2}},
 		{"a batch", batch + "\n", batch + "\n", nil, nil},
 		{"a long line that is not JSON", long + "\n" + req + "\n", req + "\n", []string{long[:strayLogBytes]}, []int{1 << 20}},
+		{"a long line of blanks", strings.Repeat(" ", 1<<20) + "\n" + strings.Repeat("\t", 1<<20) + req + "\n", req + "\n", nil, nil},
 		{"a last message without a line ending", "hi\n" + req, req + "\n", []string{"hi"}, []int{2}},
 	} {
 		for _, read := range []struct {
