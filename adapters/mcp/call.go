@@ -178,6 +178,7 @@ func (u *upstream) callTool(ctx context.Context, name string, args map[string]an
 // continues the request (rounds.go).
 func (u *upstream) roundTrip(ctx context.Context, x *exchange) (mcp.Result, *adapter.InputRequired, error) {
 	u.calls.Add(1)
+	ctx = withHTTPAnswer(ctx) // for callError
 	params := x.params
 	round := 1
 	if x.rounds != nil && x.rounds.State != "" {
@@ -310,8 +311,7 @@ func (u *upstream) callError(ctx context.Context, cs *mcp.ClientSession, name st
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	var rpcErr *jsonrpc.Error
-	if errors.As(err, &rpcErr) {
+	if rpcErr, ok := upstreamRefusal(err); ok {
 		msg := fmt.Sprintf("upstream %s refused %s: %s", u.cfg.name, name, u.redact(rpcErr.Message))
 		if rpcErr.Code == mcp.CodeMissingRequiredClientCapabilities {
 			// The calling client lacks what the upstream's tool must ask
@@ -323,8 +323,12 @@ func (u *upstream) callError(ctx context.Context, cs *mcp.ClientSession, name st
 		// arguments it refused): its message is what the model needs.
 		return errors.New(msg)
 	}
-	u.broken(cs)
-	return fmt.Errorf("upstream %s failed: %s", u.cfg.name, u.redact(err.Error()))
+	if rpcErr := new(jsonrpc.Error); !errors.As(err, &rpcErr) {
+		// Not the SDK's "rejected by transport", after which it keeps the
+		// session: the transport is broken.
+		u.broken(cs)
+	}
+	return fmt.Errorf("upstream %s failed on %s: %s", u.cfg.name, name, u.transportFailure(ctx, err))
 }
 
 // missingCapabilities is an upstream's -32021 error as mcpd's: data is

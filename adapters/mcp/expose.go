@@ -7,6 +7,8 @@ import (
 	"path"
 	"reflect"
 	"sort"
+	"sync"
+	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -276,6 +278,7 @@ func (c *serverConfig) ContributedPrompts(b adapter.Backend) []adapter.Contribut
 
 // readResource reads one resource of the upstream.
 func (u *upstream) readResource(ctx context.Context, uri string) (*mcp.ReadResourceResult, error) {
+	ctx = withHTTPAnswer(ctx) // for callError
 	cs, err := u.session(ctx)
 	if err != nil {
 		return nil, err
@@ -339,17 +342,84 @@ func (u *upstream) notify() {
 	}
 }
 
-// relist lists the upstream's tools (resources, prompts) again, on
-// connecting and on its list_changed notifications, and tells the
-// watchers when a listing differs from the last one. what is the kind the
-// notification was about: "tools", "resources", "prompts", or "" for all.
-func (u *upstream) relist(what string) {
-	e := u.cfg.expose
-	if e == nil {
+// Listing kinds, for relisting: what a list_changed was about.
+const (
+	listTools = 1 << iota
+	listResources
+	listPrompts
+	listAll = listTools | listResources | listPrompts
+)
+
+// relistings coalesces an upstream's requests for listings: at most one
+// listing runs, and at most one waits, holding every kind asked for since
+// the running one began; and a listing starts relistInterval after the
+// one before it at the soonest. An upstream that sends list_changed
+// without end (100 a second, or 2,000 at once) costs two listings a
+// second at most, not one per notification: the notifications that
+// arrive while a listing runs or waits are all answered by the next one,
+// which sees what they announced. The first change after a quiet
+// interval is listed at once.
+type relistings struct {
+	mu      sync.Mutex
+	pending int       // kinds asked for and not yet being listed
+	running bool      // a listing goroutine is running
+	last    time.Time // when the latest listing began
+}
+
+// relistInterval is the least time between the starts of two listings of
+// one upstream.
+const relistInterval = 500 * time.Millisecond
+
+// relist asks for a listing of kinds (listTools...), on connecting and on
+// the upstream's list_changed notifications; it does not wait for it.
+func (u *upstream) relist(kinds int) {
+	if u.cfg.expose == nil {
 		return
 	}
-	u.listMu.Lock()
-	defer u.listMu.Unlock()
+	r := &u.relists
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.pending |= kinds
+	if r.running {
+		return
+	}
+	r.running = true
+	go u.relistLoop()
+}
+
+// relistLoop lists what is pending until nothing is.
+func (u *upstream) relistLoop() {
+	r := &u.relists
+	for {
+		r.mu.Lock()
+		wait := relistInterval - time.Since(r.last)
+		r.mu.Unlock()
+		if wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-u.ctx.Done():
+				t.Stop()
+			}
+		}
+		r.mu.Lock()
+		kinds := r.pending
+		r.pending = 0
+		if kinds == 0 || u.ctx.Err() != nil {
+			r.running = false
+			r.mu.Unlock()
+			return
+		}
+		r.last = time.Now()
+		r.mu.Unlock()
+		u.list(kinds)
+	}
+}
+
+// list lists the upstream's tools (resources, prompts: kinds) again, and
+// tells the watchers when a listing differs from the last one.
+func (u *upstream) list(kinds int) {
+	e := u.cfg.expose
 	u.mu.Lock()
 	cs, l := u.cs, u.listing
 	u.mu.Unlock()
@@ -367,13 +437,13 @@ func (u *upstream) relist(what string) {
 	// Each listing is admitted as it arrives (admit.go): an entry whose
 	// identifiers would reach clients' screens with control characters
 	// is dropped, the others kept.
-	if (what == "" || what == "tools") && caps.Tools != nil {
+	if kinds&listTools != 0 && caps.Tools != nil {
 		if next.tools, err = collect(cs.Tools(ctx, nil)); err == nil {
 			next.tools = u.admitTools(next.tools)
 		}
 		sort.Slice(next.tools, func(i, j int) bool { return next.tools[i].Name < next.tools[j].Name })
 	}
-	if err == nil && e.resources && (what == "" || what == "resources") && caps.Resources != nil {
+	if err == nil && e.resources && kinds&listResources != 0 && caps.Resources != nil {
 		if next.resources, err = collect(cs.Resources(ctx, nil)); err == nil {
 			next.resources = u.admitResources(next.resources)
 			if next.templates, err = collect(cs.ResourceTemplates(ctx, nil)); err == nil {
@@ -381,7 +451,7 @@ func (u *upstream) relist(what string) {
 			}
 		}
 	}
-	if err == nil && e.prompts && (what == "" || what == "prompts") && caps.Prompts != nil {
+	if err == nil && e.prompts && kinds&listPrompts != 0 && caps.Prompts != nil {
 		if next.prompts, err = collect(cs.Prompts(ctx, nil)); err == nil {
 			next.prompts = u.admitPrompts(next.prompts)
 		}

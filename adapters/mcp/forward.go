@@ -68,6 +68,7 @@ func (u *upstream) exposedPrompt(e *exposeConfig, name string) (string, bool) {
 
 // complete sends one completion/complete to the upstream.
 func (u *upstream) complete(ctx context.Context, params *mcp.CompleteParams) (*mcp.CompletionResultDetails, error) {
+	ctx = withHTTPAnswer(ctx) // for callError
 	cs, err := u.session(ctx)
 	if err != nil {
 		return nil, err

@@ -140,7 +140,7 @@ func (h *heldCall) ask(ctx context.Context, req mcp.InputRequest) (mcp.InputResp
 // With a pooled session s, it runs on it (and gives it back); otherwise
 // on cs.
 func (u *upstream) startHeld(owner string, cs *mcp.ClientSession, s *pooledSession, x *exchange, params mcp.RequestParams) *heldCall {
-	ctx, cancel := context.WithCancel(u.ctx)
+	ctx, cancel := context.WithCancel(withHTTPAnswer(u.ctx))
 	h := &heldCall{id: heldID(), kind: x.kind, name: x.name, ctx: ctx, cancel: cancel, done: make(chan struct{}), questions: make(chan *question)}
 	h.serving(x)
 	token, forgetProgress := u.progressToken(h.progress)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/principal"
 )
 
@@ -148,13 +149,21 @@ func (u *upstream) connectPooled(ctx context.Context) (*pooledSession, error) {
 	// SDK's server put in the request's context (its protocol version
 	// would go to the upstream): it is made under the upstream's context,
 	// ended by the request's.
-	cctx, cancel := context.WithTimeout(u.ctx, u.cfg.connectTimeout)
+	began := time.Now()
+	cctx, cancel := context.WithTimeout(withHTTPAnswer(u.ctx), u.cfg.connectTimeout)
 	defer cancel()
 	defer context.AfterFunc(ctx, cancel)()
 	cs, err := u.client.Connect(cctx, u.streamable(p.http), u.sessionOptions())
 	if err != nil {
 		u.failures.Add(1)
-		return nil, fmt.Errorf("upstream %s: connecting a session for the call: %s", u.cfg.name, u.redact(err.Error()))
+		why := "the handshake (" + u.handshake() + ") failed: " + u.transportFailure(cctx, err)
+		if cctx.Err() != nil {
+			why = fmt.Sprintf("the handshake (%s) did not complete within %s (connect_timeout %s)",
+				u.handshake(), time.Since(began).Round(time.Millisecond), u.cfg.connectTimeout)
+		}
+		// Reported as it is, even when the call's timeout ended the wait
+		// (adapter.UnavailableError).
+		return nil, &adapter.UnavailableError{Err: fmt.Errorf("upstream %s: connecting a session for the call: %s", u.cfg.name, why)}
 	}
 	p.connects.Add(1)
 	u.setUpstreamLogLevel(cctx, cs)

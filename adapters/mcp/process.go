@@ -3,11 +3,8 @@
 package mcpadapter
 
 import (
-	"bytes"
 	"fmt"
-	"log/slog"
 	"os/exec"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -15,16 +12,16 @@ import (
 
 // startProcess starts a stdio upstream's program as the leader of its own
 // process group, recorded in the config's ProcessGroups, with its stderr
-// going to log line by line. The returned process's stop closes its stdin,
-// gives it stopGrace to exit, then kills the whole group and reaps it.
-func startProcess(c *serverConfig, log *slog.Logger) (*process, error) {
+// going to stderr (the upstream's log, bounded: output.go). The returned
+// process's stop closes its stdin, gives it stopGrace to exit, then kills
+// the whole group and reaps it.
+func startProcess(c *serverConfig, stderr *stderrWriter) (*process, error) {
 	cmd := exec.Command(c.command[0], c.command[1:]...)
 	cmd.Env = c.environ()
 	cmd.Dir = c.dir
 	cmd.SysProcAttr = sysProcAttr()
 	// A grandchild that keeps stderr open must not hold up the reaping.
 	cmd.WaitDelay = time.Second
-	stderr := &lineLog{log: log, redact: c.secrets}
 	cmd.Stderr = stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -88,60 +85,4 @@ func waitExited(pid int) {
 		}
 		return
 	}
-}
-
-// lineLog writes a program's stderr to the log, one record per line, at
-// warning level: an upstream's stderr is where it reports its trouble.
-type lineLog struct {
-	mu     sync.Mutex
-	log    *slog.Logger
-	redact []string
-	buf    []byte
-}
-
-const maxLogLine = 8 << 10
-
-func (l *lineLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	n := len(p)
-	for len(p) > 0 {
-		i := bytes.IndexByte(p, '\n')
-		if i < 0 {
-			l.buf = append(l.buf, p...)
-			if len(l.buf) > maxLogLine {
-				l.emit()
-			}
-			break
-		}
-		l.buf = append(l.buf, p[:i]...)
-		l.emit()
-		p = p[i+1:]
-	}
-	return n, nil
-}
-
-func (l *lineLog) flush() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if len(l.buf) > 0 {
-		l.emit()
-	}
-}
-
-func (l *lineLog) emit() {
-	line := strings.TrimRight(string(l.buf), "\r")
-	l.buf = l.buf[:0]
-	if strings.TrimSpace(line) == "" {
-		return
-	}
-	if len(line) > maxLogLine {
-		line = line[:maxLogLine] + "…"
-	}
-	for _, s := range l.redact {
-		if len(s) >= 4 {
-			line = strings.ReplaceAll(line, s, "[redacted]")
-		}
-	}
-	l.log.Warn("upstream stderr", "line", line)
 }

@@ -54,11 +54,12 @@ type upstream struct {
 	changed  chan struct{}      // closed (and replaced) when cs or lastErr changes
 	restarts int                // connections lost and made again
 	state    string             // "idle", "connecting", "up", "down", "closed"
+	attempt  time.Time          // when the latest connection attempt began
 
 	// The latest listings (expose.go), and who to tell when they change.
 	listing  listing
 	listed   bool       // a listing succeeded at least once
-	listMu   sync.Mutex // serializes relists, so that the latest wins
+	relists  relistings // one listing at a time, one more pending (expose.go)
 	watchers map[int]func()
 	nextW    int
 
@@ -79,6 +80,7 @@ type upstream struct {
 	// unattributed counts what the upstream sent that no live call of
 	// its caller could be told to own, and was dropped (relay.go).
 	unattributed unattributed
+	output       *outputLog // its stderr and stray stdout lines, bounded (output.go)
 
 	subs subscriptions // resource subscriptions of mcpd's clients (forward.go)
 }
@@ -98,11 +100,12 @@ func (c *serverConfig) Open() (adapter.Backend, error) {
 		watchers: map[int]func(){},
 	}
 	u.unattributed.log.Interval = dropLogInterval
+	u.output = newOutputLog(u.log, u.redact)
 	u.client = mcp.NewClient(&mcp.Implementation{Name: "mcpd", Version: buildinfo.Read("", "").Version}, &mcp.ClientOptions{
 		ProgressNotificationHandler: u.onProgress,
-		ToolListChangedHandler:      func(context.Context, *mcp.ToolListChangedRequest) { go u.relist("tools") },
-		PromptListChangedHandler:    func(context.Context, *mcp.PromptListChangedRequest) { go u.relist("prompts") },
-		ResourceListChangedHandler:  func(context.Context, *mcp.ResourceListChangedRequest) { go u.relist("resources") },
+		ToolListChangedHandler:      func(context.Context, *mcp.ToolListChangedRequest) { u.relist(listTools) },
+		PromptListChangedHandler:    func(context.Context, *mcp.PromptListChangedRequest) { u.relist(listPrompts) },
+		ResourceListChangedHandler:  func(context.Context, *mcp.ResourceListChangedRequest) { u.relist(listResources) },
 		LoggingMessageHandler:       u.onLog,
 		ResourceUpdatedHandler:      u.onResourceUpdated,
 		// Elicitation, sampling and roots are relayed to the client of
@@ -135,6 +138,7 @@ func (u *upstream) ensureStarted() {
 			return
 		}
 		u.state = "connecting"
+		u.attempt = time.Now()
 		u.mu.Unlock()
 		go u.supervise()
 	})
@@ -155,6 +159,9 @@ func (u *upstream) supervise() {
 	backoff := minBackoff
 	for {
 		began := time.Now()
+		u.mu.Lock()
+		u.attempt = began
+		u.mu.Unlock()
 		cs, stop, err := u.connect()
 		if err == nil {
 			// The level first: a call that starts once the session is
@@ -163,7 +170,7 @@ func (u *upstream) supervise() {
 			u.setUpstreamLogLevel(u.ctx, cs)
 			u.setSession(cs, nil)
 			u.log.Info("upstream connected", "transport", u.cfg.transport(), "protocol", protocolOf(cs))
-			go u.relist("")
+			u.relist(listAll)
 			go u.resubscribe()
 			err = cs.Wait()
 			u.setSession(nil, connectionEnded(err))
@@ -240,27 +247,30 @@ func (u *upstream) setSession(cs *mcp.ClientSession, err error) {
 // or opens the HTTP transport, and runs the handshake within
 // connect_timeout. stop ends what connect started.
 func (u *upstream) connect() (cs *mcp.ClientSession, stop func(), err error) {
-	ctx, cancel := context.WithTimeout(u.ctx, u.cfg.connectTimeout)
+	ctx, cancel := context.WithTimeout(withHTTPAnswer(u.ctx), u.cfg.connectTimeout)
 	defer cancel()
 	var t mcp.Transport
 	stop = func() {}
 	if u.cfg.url != "" {
 		t = u.streamable(u.httpClient())
 	} else {
-		p, err := startProcess(u.cfg, u.log)
+		p, err := startProcess(u.cfg, u.output.stderrWriter())
 		if err != nil {
 			return nil, nil, err
 		}
-		stdout := &progressScanner{r: p.stdout, pending: &u.pending}
+		// Lines that are not messages are skipped before the progress
+		// scanner counts what the SDK will read (progress.go).
+		lines := newMessageLines(p.stdout, maxUpstreamMessage, u.output.strayLine)
+		stdout := &progressScanner{r: lines, pending: &u.pending}
 		t, stop = &mcp.IOTransport{Reader: stdout, Writer: p.stdin, MaxLineLength: maxUpstreamMessage}, p.stop
 	}
 	cs, err = u.client.Connect(ctx, t, u.sessionOptions())
 	if err != nil {
 		stop()
 		if ctx.Err() != nil && u.ctx.Err() == nil {
-			return nil, nil, fmt.Errorf("no answer to the handshake within connect_timeout %s: %w", u.cfg.connectTimeout, err)
+			return nil, nil, fmt.Errorf("the handshake (%s) did not complete within connect_timeout %s", u.handshake(), u.cfg.connectTimeout)
 		}
-		return nil, nil, fmt.Errorf("handshake: %w", err)
+		return nil, nil, fmt.Errorf("the handshake (%s) failed: %s", u.handshake(), u.transportFailure(ctx, err))
 	}
 	stopProcess := stop
 	return cs, func() { _ = cs.Close(); stopProcess() }, nil
@@ -311,11 +321,27 @@ func (u *upstream) session(ctx context.Context) (*mcp.ClientSession, error) {
 		case <-ctx.Done():
 		case <-timer.C:
 		}
+		// The call's own timeout may have ended the wait: the error says
+		// what failed, which the engine reports as it is
+		// (adapter.UnavailableError), not as the tool's timeout.
 		if err == nil {
-			return nil, fmt.Errorf("upstream %s is not connected yet", u.cfg.name)
+			u.mu.Lock()
+			attempt := u.attempt
+			u.mu.Unlock()
+			err = fmt.Errorf("the handshake (%s) has not completed after %s (connect_timeout %s)",
+				u.handshake(), time.Since(attempt).Round(time.Millisecond), u.cfg.connectTimeout)
 		}
-		return nil, fmt.Errorf("upstream %s is unavailable: %s", u.cfg.name, u.redact(err.Error()))
+		return nil, &adapter.UnavailableError{Err: fmt.Errorf("upstream %s is not connected: %s", u.cfg.name, u.redact(err.Error()))}
 	}
+}
+
+// handshake names what connecting sends, for errors: the SDK tries
+// server/discover first, then initialize, unless told an older version.
+func (u *upstream) handshake() string {
+	if v := u.cfg.protocolVersion; v != "" && v < "2026-07-28" {
+		return "initialize"
+	}
+	return "server/discover, then initialize"
 }
 
 // broken closes a session whose transport failed, so that the supervisor
@@ -380,11 +406,15 @@ func (u *upstream) ServiceStatus() adapter.ServiceStatus {
 	idle, busy, connects := u.poolState()
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	return adapter.ServiceStatus{Name: u.cfg.name, Transport: u.cfg.transport(), State: u.state, Restarts: u.restarts,
+	st := adapter.ServiceStatus{Name: u.cfg.name, Transport: u.cfg.transport(), State: u.state, Restarts: u.restarts,
 		Calls: u.calls.Load(), Failures: u.failures.Load(), Tools: len(u.listing.tools), IdentifiersDropped: u.identsDropped.Load(),
 		IdleSessions: idle, BusySessions: busy, SessionConnects: connects,
 		UnattributedRequests: u.unattributed.requests.Load(), UnattributedRecords: u.unattributed.records.Load(),
 		UnattributedProgress: u.unattributed.progress.Load()}
+	if u.output != nil {
+		st.StderrDropped, st.StrayLines = u.output.stderrDropped.Load(), u.output.strayLines.Load()
+	}
+	return st
 }
 
 // redact replaces the block's secrets (header values, env values) in s.
@@ -467,6 +497,7 @@ func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	res, err := t.base.RoundTrip(r)
 	limitBody(res, t.max)
+	recordHTTPAnswer(r, res) // why a request failed (failure.go)
 	if err == nil && t.pending != nil && strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") {
 		res.Body = &progressScanner{r: res.Body, pending: t.pending, sse: true}
 	}

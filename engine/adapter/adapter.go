@@ -202,6 +202,16 @@ type MissingCapabilityError struct {
 
 func (e *MissingCapabilityError) Error() string { return e.Message }
 
+// UnavailableError is a call's failure to reach its backend at all (an MCP
+// upstream whose handshake has not completed, or whose last connection
+// failed): the engine reports its message as the call's error even when
+// the tool's timeout ended the wait, since the timeout's advice (narrow the
+// request) would send the model after the wrong cause.
+type UnavailableError struct{ Err error }
+
+func (e *UnavailableError) Error() string { return e.Err.Error() }
+func (e *UnavailableError) Unwrap() error { return e.Err }
+
 // InputRequired ends a call with questions for its client (see Rounds).
 type InputRequired struct {
 	// Requests are the questions (*mcp.ElicitParams,

@@ -333,4 +333,8 @@ type ServiceStatus struct {
 	// records, progress) that could not be attributed to a live call of
 	// its caller, and was dropped.
 	UnattributedRequests, UnattributedRecords, UnattributedProgress int64
+	// StderrDropped counts the lines of a stdio upstream's stderr left out
+	// of the log (over its rate), StrayLines the lines of its stdout that
+	// were skipped because they were not messages.
+	StderrDropped, StrayLines int64
 }

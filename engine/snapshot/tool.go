@@ -601,6 +601,9 @@ func (t *Tool) errorf(err error) *mcp.CallToolResult {
 // failed is the tool error of a progress block or, with adapter, an
 // adapter that failed.
 func (t *Tool) failed(ctx context.Context, err error, adapter bool) *mcp.CallToolResult {
+	if adapter && unavailable(err) {
+		return t.errorf(err) // what failed, not the timeout that ended the wait
+	}
 	if msg := t.limits.timedOut(ctx, t.Def.Name); msg != "" {
 		return toolError(msg)
 	}
@@ -608,6 +611,13 @@ func (t *Tool) failed(ctx context.Context, err error, adapter bool) *mcp.CallToo
 		return toolError(fmt.Sprintf("tool %s: cancelled: %v", t.Def.Name, err))
 	}
 	return t.errorf(err)
+}
+
+// unavailable reports whether err is an adapter's failure to reach its
+// backend at all (adapter.UnavailableError).
+func unavailable(err error) bool {
+	var u *adapter.UnavailableError
+	return errors.As(err, &u)
 }
 
 // resolveAsks answers the tool's ask blocks: their inputs, or the result

@@ -170,6 +170,10 @@ var (
 		"Sessions an HTTP MCP upstream's pool connected (one handshake each).", upstreamLabels, nil)
 	upstreamUnattributed = prometheus.NewDesc("mcpd_upstream_unattributed_messages_total",
 		"Messages an MCP upstream sent that could not be attributed to a live call of their caller, and were dropped, by kind: request (elicitation, sampling, roots), log (a record), progress.", append(upstreamLabels, "kind"), nil)
+	upstreamStderrDropped = prometheus.NewDesc("mcpd_upstream_stderr_dropped_lines_total",
+		"Lines of a stdio MCP upstream's stderr left out of the log: over its rate.", upstreamLabels, nil)
+	upstreamStrayLines = prometheus.NewDesc("mcpd_upstream_stdout_skipped_lines_total",
+		"Lines of a stdio MCP upstream's stdout skipped because they were not JSON-RPC messages.", upstreamLabels, nil)
 )
 
 type serviceCollector struct {
@@ -177,7 +181,7 @@ type serviceCollector struct {
 }
 
 func (c *serviceCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{upstreamUp, upstreamRestarts, upstreamCalls, upstreamFailures, upstreamTools, upstreamDropped, upstreamSessions, upstreamConnects, upstreamUnattributed} {
+	for _, d := range []*prometheus.Desc{upstreamUp, upstreamRestarts, upstreamCalls, upstreamFailures, upstreamTools, upstreamDropped, upstreamSessions, upstreamConnects, upstreamUnattributed, upstreamStderrDropped, upstreamStrayLines} {
 		ch <- d
 	}
 }
@@ -201,6 +205,10 @@ func (c *serviceCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(upstreamSessions, prometheus.GaugeValue, float64(s.IdleSessions), s.Name, s.Transport, "idle")
 			ch <- prometheus.MustNewConstMetric(upstreamSessions, prometheus.GaugeValue, float64(s.BusySessions), s.Name, s.Transport, "in_use")
 			ch <- prometheus.MustNewConstMetric(upstreamConnects, prometheus.CounterValue, float64(s.SessionConnects), s.Name, s.Transport)
+		}
+		if s.Transport == "stdio" {
+			ch <- prometheus.MustNewConstMetric(upstreamStderrDropped, prometheus.CounterValue, float64(s.StderrDropped), s.Name, s.Transport)
+			ch <- prometheus.MustNewConstMetric(upstreamStrayLines, prometheus.CounterValue, float64(s.StrayLines), s.Name, s.Transport)
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/event"
 )
 
@@ -107,5 +108,31 @@ func TestMetaCarrier(t *testing.T) {
 	}
 	if meta.Get("other") != "" {
 		t.Error("a non-string _meta value read as a header")
+	}
+}
+
+// A stdio upstream's dropped stderr lines and skipped stdout lines are
+// exported; an HTTP upstream has none.
+func TestUpstreamOutputCounters(t *testing.T) {
+	m := NewMetrics("test")
+	m.WatchServices(func() []adapter.ServiceStatus {
+		return []adapter.ServiceStatus{
+			{Name: "local", Transport: "stdio", State: "up", StderrDropped: 7, StrayLines: 3},
+			{Name: "remote", Transport: "http", State: "up"},
+		}
+	})
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body := rec.Body.String()
+	for _, want := range []string{
+		`mcpd_upstream_stderr_dropped_lines_total{transport="stdio",upstream="local"} 7`,
+		`mcpd_upstream_stdout_skipped_lines_total{transport="stdio",upstream="local"} 3`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("no %s in the scrape", want)
+		}
+	}
+	if strings.Contains(body, `_lines_total{transport="http"`) {
+		t.Errorf("an HTTP upstream has output counters:\n%s", body)
 	}
 }
