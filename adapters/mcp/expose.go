@@ -361,7 +361,9 @@ func (u *upstream) relist(what string) {
 	next := l
 	var err error
 	if (what == "" || what == "tools") && caps.Tools != nil {
-		next.tools, err = collect(cs.Tools(ctx, nil))
+		if next.tools, err = collect(cs.Tools(ctx, nil)); err == nil {
+			next.tools = u.checkTools(next.tools, e)
+		}
 		sort.Slice(next.tools, func(i, j int) bool { return next.tools[i].Name < next.tools[j].Name })
 	}
 	if err == nil && e.resources && (what == "" || what == "resources") && caps.Resources != nil {

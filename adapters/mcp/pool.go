@@ -141,7 +141,7 @@ func ownerOf(ctx context.Context) string {
 func (u *upstream) connectPooled(ctx context.Context) (*pooledSession, error) {
 	p := &u.pool
 	p.once.Do(func() {
-		p.http = &http.Client{Transport: &headerTransport{headers: u.cfg.headers, base: u.httpTransport(), max: maxUpstreamMessage, pending: &u.pending}}
+		p.http = &http.Client{Transport: &headerTransport{headers: u.cfg.headers, base: u.httpTransport(), max: maxUpstreamMessage, pending: &u.pending, deep: u.droppedDeep}}
 	})
 	// The session outlives the request, and must not inherit what the
 	// SDK's server put in the request's context (its protocol version

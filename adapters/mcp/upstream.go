@@ -70,6 +70,8 @@ type upstream struct {
 	failures    atomic.Int64
 
 	subs subscriptions // resource subscriptions of mcpd's clients (forward.go)
+
+	drops dropCounts // definitions left out of its listings, by reason (drop.go)
 }
 
 // Open builds the live upstream. It does not connect: the first call (or
@@ -233,13 +235,13 @@ func (u *upstream) connect() (cs *mcp.ClientSession, stop func(), err error) {
 	var t mcp.Transport
 	stop = func() {}
 	if u.cfg.url != "" {
-		t = u.streamable(&http.Client{Transport: &headerTransport{headers: u.cfg.headers, base: u.httpTransport(), max: maxUpstreamMessage, pending: &u.pending}})
+		t = u.streamable(&http.Client{Transport: &headerTransport{headers: u.cfg.headers, base: u.httpTransport(), max: maxUpstreamMessage, pending: &u.pending, deep: u.droppedDeep}})
 	} else {
 		p, err := startProcess(u.cfg, u.log)
 		if err != nil {
 			return nil, nil, err
 		}
-		stdout := &progressScanner{r: p.stdout, pending: &u.pending}
+		stdout := &progressScanner{r: &deepLines{r: p.stdout, report: u.droppedDeep, max: maxUpstreamMessage}, pending: &u.pending}
 		t, stop = &mcp.IOTransport{Reader: stdout, Writer: p.stdin, MaxLineLength: maxUpstreamMessage}, p.stop
 	}
 	cs, err = u.client.Connect(ctx, t, u.sessionOptions())
@@ -369,7 +371,7 @@ func (u *upstream) ServiceStatus() adapter.ServiceStatus {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	return adapter.ServiceStatus{Name: u.cfg.name, Transport: u.cfg.transport(), State: u.state, Restarts: u.restarts,
-		Calls: u.calls.Load(), Failures: u.failures.Load(), Tools: len(u.listing.tools),
+		Calls: u.calls.Load(), Failures: u.failures.Load(), Tools: len(u.listing.tools), Dropped: u.drops.snapshot(),
 		IdleSessions: idle, BusySessions: busy, SessionConnects: connects}
 }
 
@@ -424,6 +426,9 @@ type headerTransport struct {
 	// pending counts the progress notifications and log records of the
 	// event streams read (progress.go).
 	pending *pendingProgress
+	// deep is told what was left out of a message too deep for the SDK
+	// (deep.go); nil: messages are passed on as they are.
+	deep deepReport
 }
 
 func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -435,6 +440,13 @@ func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	res, err := t.base.RoundTrip(r)
 	limitBody(res, t.max)
+	if err == nil && t.deep != nil && res.Body != nil {
+		if strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") {
+			res.Body = &deepLines{r: res.Body, report: t.deep, sse: true, max: maxUpstreamMessage}
+		} else {
+			res.Body = &deepBody{r: res.Body, report: t.deep}
+		}
+	}
 	if err == nil && t.pending != nil && strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") {
 		res.Body = &progressScanner{r: res.Body, pending: t.pending, sse: true}
 	}

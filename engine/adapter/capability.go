@@ -323,4 +323,9 @@ type ServiceStatus struct {
 	// and SessionConnects the sessions the pool connected so far.
 	IdleSessions, BusySessions int
 	SessionConnects            int64
+	// Dropped counts the definitions (tools, prompts, resources) left out
+	// of its listings, and messages left out, by reason: "schema" (a
+	// schema validating against which could be unbounded, see
+	// schema.CheckBounds), "depth" (nested deeper than the SDK decodes).
+	Dropped map[string]int64
 }

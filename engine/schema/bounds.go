@@ -442,7 +442,8 @@ func depthError(path string) error {
 	return fmt.Errorf("%s is nested more than %d levels deep below the arguments; send flatter arguments (at most %d levels of objects and arrays)", what(path), MaxArgumentDepth, MaxArgumentDepth)
 }
 
-var errTooMuchWork = fmt.Errorf("the arguments are too large to check against this tool's schema (more than %d schema checks): send fewer or smaller values", MaxValidationWork)
+// errArgsTooMuchWork is ErrTooMuchWork for a call's arguments.
+var errArgsTooMuchWork = fmt.Errorf("the arguments are too large to check against this tool's schema (more than %d schema checks): send fewer or smaller values", MaxValidationWork)
 
 // work counts the schema applications checking x against the root
 // costs, the way jsonschema-go applies them (counting both branches of
@@ -471,7 +472,7 @@ func (g *graph) apply(x any, set map[int]int64, budget *int64) error {
 		stack = stack[:len(stack)-1]
 		*budget -= it.c
 		if *budget < 0 {
-			return errTooMuchWork
+			return ErrTooMuchWork
 		}
 		applied = append(applied, it)
 		for _, c := range g.nodes[it.id].inPlace {
@@ -508,7 +509,7 @@ func (g *graph) apply(x any, set map[int]int64, budget *int64) error {
 					// The name is a string: nothing below it.
 					*budget -= it.c * int64(g.nodes[n.propNames].expansion)
 					if *budget < 0 {
-						return errTooMuchWork
+						return ErrTooMuchWork
 					}
 				}
 			}
@@ -543,24 +544,21 @@ func (g *graph) apply(x any, set map[int]int64, budget *int64) error {
 }
 
 // Bounded is a jsonschema-go schema with the bounds above: Validate
-// checks the value's depth and the work its checks cost before the
-// validator runs.
+// counts the work its checks cost before the validator runs. (That count
+// bounds the validator's recursion too: it never goes deeper than the
+// schemas it applies.)
 type Bounded struct {
 	g   *graph
 	res *jsonschema.Resolved
 }
 
+// ErrTooMuchWork is Bounded.Validate's error for a value whose checks
+// would cost more than MaxValidationWork schema applications.
+var ErrTooMuchWork = fmt.Errorf("the value is too large to check against the schema (more than %d schema checks)", MaxValidationWork)
+
 // Validate checks x against the schema: a JSON value as encoding/json
 // decodes it.
 func (b *Bounded) Validate(x any) error {
-	if p, deep := tooDeep(x); deep {
-		return depthError(p)
-	}
-	return b.validate(x)
-}
-
-// validate is Validate for a value whose depth is checked.
-func (b *Bounded) validate(x any) error {
 	if err := b.g.work(x); err != nil {
 		return err
 	}

@@ -397,7 +397,13 @@ func (v *Validator) ValidateArgs(args map[string]any) error {
 				args[k] = d
 			}
 		}
-		return v.fallback.validate(args)
+		if err := v.fallback.Validate(args); err != nil {
+			if errors.Is(err, ErrTooMuchWork) {
+				return errArgsTooMuchWork
+			}
+			return err
+		}
+		return nil
 	}
 	return v.root.check(args, "")
 }

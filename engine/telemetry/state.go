@@ -162,6 +162,8 @@ var (
 		"Sessions of an HTTP MCP upstream's pool (calls whose client can be asked), idle or in use by a call.", append(upstreamLabels, "state"), nil)
 	upstreamConnects = prometheus.NewDesc("mcpd_upstream_pool_connects_total",
 		"Sessions an HTTP MCP upstream's pool connected (one handshake each).", upstreamLabels, nil)
+	upstreamDropped = prometheus.NewDesc("mcpd_upstream_dropped_total",
+		"Definitions (tools, prompts, resources) and messages of an MCP upstream left out, by reason: schema (validating against it could be unbounded), depth (nested deeper than mcpd decodes).", append(upstreamLabels, "reason"), nil)
 )
 
 type serviceCollector struct {
@@ -169,7 +171,7 @@ type serviceCollector struct {
 }
 
 func (c *serviceCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{upstreamUp, upstreamRestarts, upstreamCalls, upstreamFailures, upstreamTools, upstreamSessions, upstreamConnects} {
+	for _, d := range []*prometheus.Desc{upstreamUp, upstreamRestarts, upstreamCalls, upstreamFailures, upstreamTools, upstreamSessions, upstreamConnects, upstreamDropped} {
 		ch <- d
 	}
 }
@@ -185,6 +187,9 @@ func (c *serviceCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(upstreamCalls, prometheus.CounterValue, float64(s.Calls), s.Name, s.Transport)
 		ch <- prometheus.MustNewConstMetric(upstreamFailures, prometheus.CounterValue, float64(s.Failures), s.Name, s.Transport)
 		ch <- prometheus.MustNewConstMetric(upstreamTools, prometheus.GaugeValue, float64(s.Tools), s.Name, s.Transport)
+		for _, reason := range []string{"schema", "depth"} {
+			ch <- prometheus.MustNewConstMetric(upstreamDropped, prometheus.CounterValue, float64(s.Dropped[reason]), s.Name, s.Transport, reason)
+		}
 		if s.Transport == "http" {
 			ch <- prometheus.MustNewConstMetric(upstreamSessions, prometheus.GaugeValue, float64(s.IdleSessions), s.Name, s.Transport, "idle")
 			ch <- prometheus.MustNewConstMetric(upstreamSessions, prometheus.GaugeValue, float64(s.BusySessions), s.Name, s.Transport, "in_use")

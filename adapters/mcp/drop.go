@@ -1,0 +1,73 @@
+package mcpadapter
+
+import (
+	"maps"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpd/mcpd/engine/schema"
+)
+
+// What an upstream lists that mcpd will not serve costs that definition
+// only: it is left out of the listing, logged with its reason and
+// counted (mcpd_upstream_dropped_total), and the upstream's other
+// definitions keep serving.
+
+// dropCounts counts what was left out, by reason.
+type dropCounts struct {
+	mu sync.Mutex
+	n  map[string]int64
+}
+
+func (d *dropCounts) add(reason string) {
+	d.mu.Lock()
+	if d.n == nil {
+		d.n = map[string]int64{}
+	}
+	d.n[reason]++
+	d.mu.Unlock()
+}
+
+func (d *dropCounts) snapshot() map[string]int64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return maps.Clone(d.n)
+}
+
+// droppedDeep reports a definition (or message) left out of what the
+// upstream sent because it is nested deeper than the SDK decodes
+// (deep.go).
+func (u *upstream) droppedDeep(kind, name string) {
+	u.drops.add("depth")
+	u.log.Warn("upstream "+kind+" dropped: nested deeper than mcpd decodes", "name", name, "limit", sdkMaxDepth)
+}
+
+// checkTools leaves out of a tools/list the tools whose input or output
+// schema schema.CheckBounds refuses: validating against it could recurse
+// without end (a $ref cycle) or cost without bound.
+func (u *upstream) checkTools(tools []*mcp.Tool, expose *exposeConfig) []*mcp.Tool {
+	out := tools[:0:0]
+	for _, t := range tools {
+		if expose.matches(t.Name) {
+			if err := checkToolSchemas(t); err != nil {
+				u.drops.add("schema")
+				u.log.Warn("upstream tool dropped: its schema is refused", "tool", t.Name, "err", err)
+				continue
+			}
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+func checkToolSchemas(t *mcp.Tool) error {
+	for _, s := range []any{t.InputSchema, t.OutputSchema} {
+		if m := jsonObject(s); m != nil {
+			if err := schema.CheckBounds(m); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

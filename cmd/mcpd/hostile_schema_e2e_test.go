@@ -1,0 +1,247 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// hostileUpstreamEnv names the mode of the test binary run as a stdio MCP
+// upstream (TestMain): its value is a file where it writes the time of
+// its first tools/list answer.
+const hostileUpstreamEnv = "HOSTILE_SCHEMA_UPSTREAM"
+
+// Schemas an upstream mcpd does not control may send.
+var (
+	// Validating against it recurses without end: a Go stack overflow,
+	// which no recover catches, ended mcpd on the first call.
+	cyclicSchema = `{"type":"object","$defs":{"a":{"$ref":"#/$defs/a"}},"$ref":"#/$defs/a"}`
+	// Bounded by the depth of the arguments.
+	recursiveSchema = `{"type":"object","properties":{"x":{"$ref":"#"}}}`
+)
+
+// tooDeepSchema is nested past the SDK's JSON decoding depth (1000): the
+// SDK's client failed the whole tools/list, and the session with it. (A
+// *jsonschema.Schema, which the SDK's server sends without decoding it.)
+func tooDeepSchema() *jsonschema.Schema {
+	s := &jsonschema.Schema{Type: "string"}
+	for range 600 {
+		s = &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{"x": s}}
+	}
+	return s
+}
+
+// hostileServer is an MCP server listing a good tool beside tools with
+// hostile schemas; listed is called once it has answered a tools/list.
+func hostileServer(listed func()) *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "hostile", Version: "1"}, nil)
+	echo := func(name string) mcp.ToolHandler {
+		return func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: name + ":" + string(req.Params.Arguments)}}}, nil
+		}
+	}
+	for _, t := range []struct {
+		name   string
+		schema any
+	}{
+		{"good", json.RawMessage(`{"type":"object","properties":{"x":{"type":"string"}}}`)},
+		{"cyclic", json.RawMessage(cyclicSchema)},
+		{"recursive", json.RawMessage(recursiveSchema)},
+		{"deep", tooDeepSchema()},
+		{"cyclic_output", json.RawMessage(`{"type":"object"}`)},
+	} {
+		tool := &mcp.Tool{Name: t.name, InputSchema: t.schema}
+		if t.name == "cyclic_output" {
+			tool.OutputSchema = json.RawMessage(cyclicSchema)
+		}
+		s.AddTool(tool, echo(t.name))
+	}
+	var once sync.Once
+	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			res, err := next(ctx, method, req)
+			if method == "tools/list" {
+				once.Do(listed)
+			}
+			return res, err
+		}
+	})
+	return s
+}
+
+// runHostileUpstream serves hostileServer on stdio (the test binary as a
+// stdio upstream of mcpd).
+func runHostileUpstream(stampFile string) int {
+	s := hostileServer(func() {
+		_ = os.WriteFile(stampFile, []byte(strconv.FormatInt(time.Now().UnixNano(), 10)), 0o644)
+	})
+	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// An upstream that lists tools with hostile schemas beside a good one,
+// over stdio and HTTP, in both eras: mcpd drops what it cannot validate
+// within bounds (a $ref cycle, an output schema's cycle, a schema deeper
+// than the SDK decodes) with a logged, counted reason; the call to a
+// dropped tool is an unknown tool, never a crash; arguments nested too
+// deep for a recursive schema are a tool error; the good tool serves.
+func TestGatewayHostileUpstreamSchemas(t *testing.T) {
+	for _, transport := range []string{"stdio", "http"} {
+		for _, era := range []string{"2025-11-25", "2026-07-28"} {
+			t.Run(transport+"/"+era, func(t *testing.T) {
+				var listedAt func() time.Time
+				var block string
+				switch transport {
+				case "stdio":
+					stamp := filepath.Join(t.TempDir(), "listed")
+					exe, err := os.Executable()
+					if err != nil {
+						t.Fatal(err)
+					}
+					block = fmt.Sprintf(`command = [%q]
+  env = { %s = %q }`, exe, hostileUpstreamEnv, stamp)
+					listedAt = func() time.Time {
+						b, err := os.ReadFile(stamp)
+						if err != nil {
+							return time.Time{}
+						}
+						n, _ := strconv.ParseInt(string(b), 10, 64)
+						return time.Unix(0, n)
+					}
+				case "http":
+					var mu sync.Mutex
+					var at time.Time
+					s := hostileServer(func() {})
+					h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: era >= "2026-07-28"})
+					// The listing's time is when its answer is written
+					// whole.
+					srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+						body, _ := io.ReadAll(r.Body)
+						r.Body = io.NopCloser(bytes.NewReader(body))
+						h.ServeHTTP(w, r)
+						if bytes.Contains(body, []byte(`"tools/list"`)) {
+							mu.Lock()
+							if at.IsZero() {
+								at = time.Now()
+							}
+							mu.Unlock()
+						}
+					}))
+					t.Cleanup(srv.Close)
+					block = fmt.Sprintf("url = %q", srv.URL)
+					listedAt = func() time.Time { mu.Lock(); defer mu.Unlock(); return at }
+				}
+				dir := configDir(t, map[string]string{"tools.hcl": fmt.Sprintf(`
+mcp_server "hostile" {
+  %s
+  protocol_version = %q
+  expose {
+    prefix = "up_"
+  }
+}
+`, block, era)})
+				cmd := mcpdCommand("serve", "--http", "127.0.0.1:0", "-c", dir)
+				endpoint, logs := startHTTPLogs(t, cmd)
+				base := strings.TrimSuffix(endpoint, "/mcp")
+
+				c := mcp.NewClient(&mcp.Implementation{Name: "client", Version: "1"}, nil)
+				cs, err := c.Connect(bounded(t), &mcp.StreamableClientTransport{Endpoint: endpoint}, &mcp.ClientSessionOptions{ProtocolVersion: era})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer cs.Close()
+
+				// Polled by calling it: a client of the 2026 protocol may
+				// keep a listing for its ttlMs.
+				var served time.Time
+				pollUntil(t, "up_good serves", func() bool {
+					r, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "up_good", Arguments: map[string]any{"x": "hi"}})
+					if err != nil || r.IsError {
+						return false
+					}
+					served = time.Now()
+					return true
+				})
+				if at := listedAt(); !at.IsZero() {
+					t.Logf("the good tool served %s after the upstream's listing", served.Sub(at).Round(time.Millisecond))
+				}
+				names := toolNames(t, cs)
+				for _, dropped := range []string{"up_cyclic", "up_cyclic_output", "up_deep"} {
+					if names[dropped] {
+						t.Errorf("%s is listed; want it dropped", dropped)
+					}
+				}
+				if !names["up_recursive"] {
+					t.Errorf("up_recursive is not listed: %v", names)
+				}
+
+				// A dropped tool is unknown; mcpd is still there.
+				if r, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "up_cyclic", Arguments: map[string]any{}}); err == nil && !r.IsError {
+					t.Errorf("up_cyclic: %q; want an error", textOf(r))
+				}
+				// Arguments deeper than the bound, for a schema that
+				// recurses with them: a tool error the model can act on.
+				var deep any = "leaf"
+				for range 100 {
+					deep = map[string]any{"x": deep}
+				}
+				r, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "up_recursive", Arguments: deep})
+				if err != nil {
+					t.Fatalf("up_recursive: %v (mcpd's log:\n%s)", err, logs.String())
+				}
+				if !r.IsError || !strings.Contains(textOf(r), "nested more than 64 levels deep") {
+					t.Errorf("up_recursive, 100 levels: %v %q; want the depth tool error", r.IsError, textOf(r))
+				}
+				r, err = cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "up_recursive", Arguments: map[string]any{"x": map[string]any{"x": map[string]any{}}}})
+				if err != nil || r.IsError {
+					t.Errorf("up_recursive, 3 levels: %v %v", err, r)
+				}
+				r, err = cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "up_good", Arguments: map[string]any{"x": "again"}})
+				if err != nil || r.IsError || !strings.Contains(textOf(r), "good:") {
+					t.Fatalf("up_good after the rest: %v %v", err, r)
+				}
+
+				// Counted and logged, and the session was never lost.
+				_, metrics := httpGet(t, base+"/metrics")
+				for _, want := range []string{
+					`mcpd_upstream_dropped_total{reason="schema",transport="` + transport + `",upstream="hostile"} 2`,
+					`mcpd_upstream_dropped_total{reason="depth",transport="` + transport + `",upstream="hostile"} 1`,
+					`mcpd_upstream_restarts_total{transport="` + transport + `",upstream="hostile"} 0`,
+				} {
+					if !strings.Contains(metrics, want) {
+						t.Errorf("/metrics has no %s:\n%s", want, grepLines(metrics, "mcpd_upstream"))
+					}
+				}
+				log := logs.String()
+				for _, want := range []string{`tool=cyclic`, `tool=cyclic_output`, `upstream tool dropped: nested deeper than mcpd decodes" upstream=hostile name=deep`} {
+					if !strings.Contains(log, want) {
+						t.Errorf("mcpd's log has no %s:\n%s", want, grepLines(log, "dropped"))
+					}
+				}
+				if strings.Contains(log, "upstream connection ended") {
+					t.Errorf("the upstream's session was lost:\n%s", grepLines(log, "upstream"))
+				}
+				if code, _ := httpGet(t, base+"/healthz"); code != 200 {
+					t.Errorf("/healthz: %d", code)
+				}
+			})
+		}
+	}
+}
