@@ -21,8 +21,9 @@ import (
 )
 
 // hostileUpstreamEnv names the mode of the test binary run as a stdio MCP
-// upstream (TestMain): its value is a file where it writes the time of
-// its first tools/list answer.
+// upstream (TestMain): its value is "SET:FILE", the tools it lists
+// (hostileServer) and a file where it writes the time of its first
+// tools/list answer.
 const hostileUpstreamEnv = "HOSTILE_SCHEMA_UPSTREAM"
 
 // Schemas an upstream mcpd does not control may send.
@@ -46,8 +47,10 @@ func tooDeepSchema() *jsonschema.Schema {
 }
 
 // hostileServer is an MCP server listing a good tool beside tools with
-// hostile schemas; listed is called once it has answered a tools/list.
-func hostileServer(listed func()) *mcp.Server {
+// hostile schemas: set "cycles" (cyclic, cyclic_output, and recursive,
+// which is fine) or "deep"; listed is called once it has answered a
+// tools/list.
+func hostileServer(set string, listed func()) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "hostile", Version: "1"}, nil)
 	echo := func(name string) mcp.ToolHandler {
 		return func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -57,13 +60,17 @@ func hostileServer(listed func()) *mcp.Server {
 	for _, t := range []struct {
 		name   string
 		schema any
+		set    string
 	}{
-		{"good", json.RawMessage(`{"type":"object","properties":{"x":{"type":"string"}}}`)},
-		{"cyclic", json.RawMessage(cyclicSchema)},
-		{"recursive", json.RawMessage(recursiveSchema)},
-		{"deep", tooDeepSchema()},
-		{"cyclic_output", json.RawMessage(`{"type":"object"}`)},
+		{"good", json.RawMessage(`{"type":"object","properties":{"x":{"type":"string"}}}`), ""},
+		{"cyclic", json.RawMessage(cyclicSchema), "cycles"},
+		{"recursive", json.RawMessage(recursiveSchema), "cycles"},
+		{"cyclic_output", json.RawMessage(`{"type":"object"}`), "cycles"},
+		{"deep", tooDeepSchema(), "deep"},
 	} {
+		if t.set != "" && t.set != set {
+			continue
+		}
 		tool := &mcp.Tool{Name: t.name, InputSchema: t.schema}
 		if t.name == "cyclic_output" {
 			tool.OutputSchema = json.RawMessage(cyclicSchema)
@@ -85,8 +92,9 @@ func hostileServer(listed func()) *mcp.Server {
 
 // runHostileUpstream serves hostileServer on stdio (the test binary as a
 // stdio upstream of mcpd).
-func runHostileUpstream(stampFile string) int {
-	s := hostileServer(func() {
+func runHostileUpstream(mode string) int {
+	set, stampFile, _ := strings.Cut(mode, ":")
+	s := hostileServer(set, func() {
 		_ = os.WriteFile(stampFile, []byte(strconv.FormatInt(time.Now().UnixNano(), 10)), 0o644)
 	})
 	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
@@ -98,57 +106,67 @@ func runHostileUpstream(stampFile string) int {
 
 // An upstream that lists tools with hostile schemas beside a good one,
 // over stdio and HTTP, in both eras: mcpd drops what it cannot validate
-// within bounds (a $ref cycle, an output schema's cycle, a schema deeper
-// than the SDK decodes) with a logged, counted reason; the call to a
-// dropped tool is an unknown tool, never a crash; arguments nested too
-// deep for a recursive schema are a tool error; the good tool serves.
+// within bounds (a $ref cycle in an input or output schema: its
+// validation overflowed the stack and ended mcpd; a schema deeper than
+// the SDK decodes: it failed the whole listing and ended the session)
+// with a logged, counted reason; a call to a dropped tool is an unknown
+// tool, never a crash; arguments nested too deep for a recursive schema
+// are a tool error; the good tool keeps serving.
 func TestGatewayHostileUpstreamSchemas(t *testing.T) {
-	for _, transport := range []string{"stdio", "http"} {
-		for _, era := range []string{"2025-11-25", "2026-07-28"} {
-			t.Run(transport+"/"+era, func(t *testing.T) {
-				var listedAt func() time.Time
-				var block string
-				switch transport {
-				case "stdio":
-					stamp := filepath.Join(t.TempDir(), "listed")
-					exe, err := os.Executable()
-					if err != nil {
-						t.Fatal(err)
-					}
-					block = fmt.Sprintf(`command = [%q]
-  env = { %s = %q }`, exe, hostileUpstreamEnv, stamp)
-					listedAt = func() time.Time {
-						b, err := os.ReadFile(stamp)
-						if err != nil {
-							return time.Time{}
-						}
-						n, _ := strconv.ParseInt(string(b), 10, 64)
-						return time.Unix(0, n)
-					}
-				case "http":
-					var mu sync.Mutex
-					var at time.Time
-					s := hostileServer(func() {})
-					h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: era >= "2026-07-28"})
-					// The listing's time is when its answer is written
-					// whole.
-					srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-						body, _ := io.ReadAll(r.Body)
-						r.Body = io.NopCloser(bytes.NewReader(body))
-						h.ServeHTTP(w, r)
-						if bytes.Contains(body, []byte(`"tools/list"`)) {
-							mu.Lock()
-							if at.IsZero() {
-								at = time.Now()
-							}
-							mu.Unlock()
-						}
-					}))
-					t.Cleanup(srv.Close)
-					block = fmt.Sprintf("url = %q", srv.URL)
-					listedAt = func() time.Time { mu.Lock(); defer mu.Unlock(); return at }
+	for _, set := range []string{"cycles", "deep"} {
+		for _, transport := range []string{"stdio", "http"} {
+			for _, era := range []string{"2025-11-25", "2026-07-28"} {
+				t.Run(set+"/"+transport+"/"+era, func(t *testing.T) {
+					testHostileUpstream(t, set, transport, era)
+				})
+			}
+		}
+	}
+}
+
+func testHostileUpstream(t *testing.T, set, transport, era string) {
+	var listedAt func() time.Time
+	var block string
+	switch transport {
+	case "stdio":
+		stamp := filepath.Join(t.TempDir(), "listed")
+		exe, err := os.Executable()
+		if err != nil {
+			t.Fatal(err)
+		}
+		block = fmt.Sprintf(`command = [%q]
+  env = { %s = %q }`, exe, hostileUpstreamEnv, set+":"+stamp)
+		listedAt = func() time.Time {
+			b, err := os.ReadFile(stamp)
+			if err != nil {
+				return time.Time{}
+			}
+			n, _ := strconv.ParseInt(string(b), 10, 64)
+			return time.Unix(0, n)
+		}
+	case "http":
+		var mu sync.Mutex
+		var at time.Time
+		s := hostileServer(set, func() {})
+		h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: era >= "2026-07-28"})
+		// The listing's time is when its answer is written whole.
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			h.ServeHTTP(w, r)
+			if bytes.Contains(body, []byte(`"tools/list"`)) {
+				mu.Lock()
+				if at.IsZero() {
+					at = time.Now()
 				}
-				dir := configDir(t, map[string]string{"tools.hcl": fmt.Sprintf(`
+				mu.Unlock()
+			}
+		}))
+		t.Cleanup(srv.Close)
+		block = fmt.Sprintf("url = %q", srv.URL)
+		listedAt = func() time.Time { mu.Lock(); defer mu.Unlock(); return at }
+	}
+	dir := configDir(t, map[string]string{"tools.hcl": fmt.Sprintf(`
 mcp_server "hostile" {
   %s
   protocol_version = %q
@@ -157,91 +175,107 @@ mcp_server "hostile" {
   }
 }
 `, block, era)})
-				cmd := mcpdCommand("serve", "--http", "127.0.0.1:0", "-c", dir)
-				endpoint, logs := startHTTPLogs(t, cmd)
-				base := strings.TrimSuffix(endpoint, "/mcp")
+	endpoint, logs := startHTTPLogs(t, mcpdCommand("serve", "--http", "127.0.0.1:0", "-c", dir))
+	base := strings.TrimSuffix(endpoint, "/mcp")
 
-				c := mcp.NewClient(&mcp.Implementation{Name: "client", Version: "1"}, nil)
-				cs, err := c.Connect(bounded(t), &mcp.StreamableClientTransport{Endpoint: endpoint}, &mcp.ClientSessionOptions{ProtocolVersion: era})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer cs.Close()
+	c := mcp.NewClient(&mcp.Implementation{Name: "client", Version: "1"}, nil)
+	cs, err := c.Connect(bounded(t), &mcp.StreamableClientTransport{Endpoint: endpoint}, &mcp.ClientSessionOptions{ProtocolVersion: era})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
 
-				// Polled by calling it: a client of the 2026 protocol may
-				// keep a listing for its ttlMs.
-				var served time.Time
-				pollUntil(t, "up_good serves", func() bool {
-					r, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "up_good", Arguments: map[string]any{"x": "hi"}})
-					if err != nil || r.IsError {
-						return false
-					}
-					served = time.Now()
-					return true
-				})
-				if at := listedAt(); !at.IsZero() {
-					t.Logf("the good tool served %s after the upstream's listing", served.Sub(at).Round(time.Millisecond))
-				}
-				names := toolNames(t, cs)
-				for _, dropped := range []string{"up_cyclic", "up_cyclic_output", "up_deep"} {
-					if names[dropped] {
-						t.Errorf("%s is listed; want it dropped", dropped)
-					}
-				}
-				if !names["up_recursive"] {
-					t.Errorf("up_recursive is not listed: %v", names)
-				}
-
-				// A dropped tool is unknown; mcpd is still there.
-				if r, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "up_cyclic", Arguments: map[string]any{}}); err == nil && !r.IsError {
-					t.Errorf("up_cyclic: %q; want an error", textOf(r))
-				}
-				// Arguments deeper than the bound, for a schema that
-				// recurses with them: a tool error the model can act on.
-				var deep any = "leaf"
-				for range 100 {
-					deep = map[string]any{"x": deep}
-				}
-				r, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "up_recursive", Arguments: deep})
-				if err != nil {
-					t.Fatalf("up_recursive: %v (mcpd's log:\n%s)", err, logs.String())
-				}
-				if !r.IsError || !strings.Contains(textOf(r), "nested more than 64 levels deep") {
-					t.Errorf("up_recursive, 100 levels: %v %q; want the depth tool error", r.IsError, textOf(r))
-				}
-				r, err = cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "up_recursive", Arguments: map[string]any{"x": map[string]any{"x": map[string]any{}}}})
-				if err != nil || r.IsError {
-					t.Errorf("up_recursive, 3 levels: %v %v", err, r)
-				}
-				r, err = cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "up_good", Arguments: map[string]any{"x": "again"}})
-				if err != nil || r.IsError || !strings.Contains(textOf(r), "good:") {
-					t.Fatalf("up_good after the rest: %v %v", err, r)
-				}
-
-				// Counted and logged, and the session was never lost.
-				_, metrics := httpGet(t, base+"/metrics")
-				for _, want := range []string{
-					`mcpd_upstream_dropped_total{reason="schema",transport="` + transport + `",upstream="hostile"} 2`,
-					`mcpd_upstream_dropped_total{reason="depth",transport="` + transport + `",upstream="hostile"} 1`,
-					`mcpd_upstream_restarts_total{transport="` + transport + `",upstream="hostile"} 0`,
-				} {
-					if !strings.Contains(metrics, want) {
-						t.Errorf("/metrics has no %s:\n%s", want, grepLines(metrics, "mcpd_upstream"))
-					}
-				}
-				log := logs.String()
-				for _, want := range []string{`tool=cyclic`, `tool=cyclic_output`, `upstream tool dropped: nested deeper than mcpd decodes" upstream=hostile name=deep`} {
-					if !strings.Contains(log, want) {
-						t.Errorf("mcpd's log has no %s:\n%s", want, grepLines(log, "dropped"))
-					}
-				}
-				if strings.Contains(log, "upstream connection ended") {
-					t.Errorf("the upstream's session was lost:\n%s", grepLines(log, "upstream"))
-				}
-				if code, _ := httpGet(t, base+"/healthz"); code != 200 {
-					t.Errorf("/healthz: %d", code)
-				}
-			})
+	// Polled by calling it: a client of the 2026 protocol may keep a
+	// listing for its ttlMs.
+	var served time.Time
+	pollUntil(t, "up_good serves", func() bool {
+		r, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "up_good", Arguments: map[string]any{"x": "hi"}})
+		if err != nil || r.IsError {
+			return false
 		}
+		served = time.Now()
+		return true
+	})
+	if at := listedAt(); !at.IsZero() {
+		t.Logf("the good tool served %s after the upstream's listing", served.Sub(at).Round(time.Millisecond))
+	}
+
+	dropped, kept := []string{"up_deep"}, []string{"up_good"}
+	wantDrops := map[string]int{"schema": 0, "depth": 1}
+	wantLog := []string{`upstream tool dropped: nested deeper than mcpd decodes" upstream=hostile name=deep`}
+	if set == "cycles" {
+		dropped, kept = []string{"up_cyclic", "up_cyclic_output"}, []string{"up_good", "up_recursive"}
+		wantDrops = map[string]int{"schema": 2, "depth": 0}
+		wantLog = []string{`upstream tool dropped: its schema is refused" upstream=hostile tool=cyclic `, `tool=cyclic_output`}
+
+		// The call that ended mcpd: now an unknown tool.
+		if r, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "up_cyclic", Arguments: map[string]any{}}); err == nil && !r.IsError {
+			t.Errorf("up_cyclic: %q; want an error", textOf(r))
+		}
+		if r, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "up_cyclic_output", Arguments: map[string]any{}}); err == nil && !r.IsError {
+			t.Errorf("up_cyclic_output: %q; want an error", textOf(r))
+		}
+		// Arguments deeper than the bound, for a schema that recurses
+		// with them: a tool error the model can act on.
+		var deep any = "leaf"
+		for range 100 {
+			deep = map[string]any{"x": deep}
+		}
+		r, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "up_recursive", Arguments: deep})
+		if err != nil {
+			t.Fatalf("up_recursive: %v (mcpd's log:\n%s)", err, logs.String())
+		}
+		if !r.IsError || !strings.Contains(textOf(r), "nested more than 64 levels deep") {
+			t.Errorf("up_recursive, 100 levels: %v %q; want the depth tool error", r.IsError, textOf(r))
+		}
+		r, err = cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "up_recursive", Arguments: map[string]any{"x": map[string]any{"x": map[string]any{}}}})
+		if err != nil || r.IsError {
+			t.Errorf("up_recursive, 3 levels: %v %v", err, r)
+		}
+	}
+	if code, _ := httpGet(t, base+"/healthz"); code != 200 {
+		t.Fatalf("/healthz: %d", code)
+	}
+	r, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "up_good", Arguments: map[string]any{"x": "again"}})
+	if err != nil || r.IsError || !strings.Contains(textOf(r), "good:") {
+		t.Fatalf("up_good after the rest: %v %v (mcpd's log:\n%s)", err, r, logs.String())
+	}
+	lc := mcp.NewClient(&mcp.Implementation{Name: "lister", Version: "1"}, nil)
+	ls, err := lc.Connect(bounded(t), &mcp.StreamableClientTransport{Endpoint: endpoint}, &mcp.ClientSessionOptions{ProtocolVersion: era})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ls.Close()
+	names := toolNames(t, ls)
+	for _, n := range dropped {
+		if names[n] {
+			t.Errorf("%s is listed; want it dropped", n)
+		}
+	}
+	for _, n := range kept {
+		if !names[n] {
+			t.Errorf("%s is not listed: %v", n, names)
+		}
+	}
+
+	// Counted and logged, and the session was never lost.
+	_, metrics := httpGet(t, base+"/metrics")
+	for reason, n := range wantDrops {
+		want := fmt.Sprintf(`mcpd_upstream_dropped_total{reason=%q,transport=%q,upstream="hostile"} %d`, reason, transport, n)
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics has no %s:\n%s", want, grepLines(metrics, "mcpd_upstream"))
+		}
+	}
+	if want := `mcpd_upstream_restarts_total{transport="` + transport + `",upstream="hostile"} 0`; !strings.Contains(metrics, want) {
+		t.Errorf("/metrics has no %s:\n%s", want, grepLines(metrics, "mcpd_upstream"))
+	}
+	log := logs.String()
+	for _, want := range wantLog {
+		if !strings.Contains(log, want) {
+			t.Errorf("mcpd's log has no %s:\n%s", want, grepLines(log, "dropped"))
+		}
+	}
+	if strings.Contains(log, "upstream connection ended") {
+		t.Errorf("the upstream's session was lost:\n%s", grepLines(log, "upstream"))
 	}
 }
