@@ -33,8 +33,10 @@ import (
 //     expansion, repeats included) number at most MaxInPlace;
 //   - arguments are nested at most MaxArgumentDepth levels below the
 //     arguments object, and checking one call's arguments costs at most
-//     MaxValidationWork schema applications, counted before the validator
-//     runs. Both are tool errors that tell the model what to send instead.
+//     MaxValidationWork schema applications (each weighed with the
+//     values its enum and const compare with, and the items uniqueItems
+//     compares), counted before the validator runs. Both are tool errors
+//     that tell the model what to send instead.
 const (
 	MaxSchemaDepth    = 128
 	MaxSchemaNodes    = 10_000
@@ -101,6 +103,10 @@ type gnode struct {
 	prefix                            []int
 	items, addItems, contains, uneval int // -1: none
 	expansion                         int // in-place expansion, repeats included (capped)
+	// cost is what applying the node costs beyond its subschemas: 1, and
+	// the values its enum and const compare with.
+	cost   int64
+	unique bool // uniqueItems: applying it compares the items
 }
 
 type patternNode struct {
@@ -142,7 +148,7 @@ func (g *graph) walk(s any, ptr string, depth int) (int, error) {
 		return -1, nil
 	}
 	id := len(g.nodes)
-	n := &gnode{ptr: ptr, m: m, addl: -1, unevalProps: -1, propNames: -1, items: -1, addItems: -1, contains: -1, uneval: -1}
+	n := &gnode{ptr: ptr, m: m, addl: -1, unevalProps: -1, propNames: -1, items: -1, addItems: -1, contains: -1, uneval: -1, cost: 1}
 	g.nodes = append(g.nodes, n)
 	g.byPtr[ptr] = id
 	if m == nil {
@@ -256,9 +262,16 @@ func (g *graph) walk(s any, ptr string, depth int) (int, error) {
 			n.uneval, err = one(k)
 		case "contentSchema":
 			_, err = one(k)
+		case "enum", "const":
+			n.cost += int64(jsonSize(m[k]))
+			if limit := MaxSchemaDepth - depth; jsonDepth(m[k], limit) > limit {
+				err = boundsErr("depth", "the schema is nested more than %d levels deep (at %s)", MaxSchemaDepth, showPtr(ptr+"/"+escapePtr(k)))
+			}
+		case "uniqueItems":
+			n.unique, _ = m[k].(bool)
 		default:
-			// A value that is not a schema (enum, const, default,
-			// examples...): only its depth matters.
+			// A value that is not a schema (default, examples...): only
+			// its depth matters.
 			if limit := MaxSchemaDepth - depth; jsonDepth(m[k], limit) > limit {
 				err = boundsErr("depth", "the schema is nested more than %d levels deep (at %s)", MaxSchemaDepth, showPtr(ptr+"/"+escapePtr(k)))
 			}
@@ -470,12 +483,17 @@ func (g *graph) apply(x any, set map[int]int64, budget *int64) error {
 	for len(stack) > 0 {
 		it := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		*budget -= it.c
+		n := g.nodes[it.id]
+		cost := n.cost
+		if a, ok := x.([]any); ok && n.unique {
+			cost += int64(len(a))
+		}
+		*budget -= it.c * cost
 		if *budget < 0 {
 			return ErrTooMuchWork
 		}
 		applied = append(applied, it)
-		for _, c := range g.nodes[it.id].inPlace {
+		for _, c := range n.inPlace {
 			stack = append(stack, item{c, it.c})
 		}
 	}
@@ -603,6 +621,27 @@ func jsonDepth(x any, limit int) int {
 		}
 	}
 	return d + 1
+}
+
+// jsonSize is the number of values in x, counted up to
+// MaxValidationWork+1 at most.
+func jsonSize(x any) int {
+	n := 1
+	switch v := x.(type) {
+	case map[string]any:
+		for _, e := range v {
+			if n += jsonSize(e); n > MaxValidationWork {
+				return n
+			}
+		}
+	case []any:
+		for _, e := range v {
+			if n += jsonSize(e); n > MaxValidationWork {
+				return n
+			}
+		}
+	}
+	return n
 }
 
 func escapePtr(s string) string {

@@ -114,10 +114,19 @@ func TestValidateBounds(t *testing.T) {
 	plain := `{"type":"object","properties":{"x":{"type":"object"}}}`
 	// Each level checks the value twice: 2^depth checks.
 	branching := `{"type":"object","$defs":{"t":{"anyOf":[{"type":"object","properties":{"x":{"$ref":"#/$defs/t"}}},{"type":"object","properties":{"x":{"$ref":"#/$defs/t"}}}]}},"properties":{"x":{"$ref":"#/$defs/t"}}}`
+	var enum []string
+	for i := range 10_000 {
+		enum = append(enum, fmt.Sprint(i))
+	}
+	// Each check of an item compares it with 10,000 values.
+	bigEnum := `{"type":"object","$defs":{"e":{"enum":[` + strings.Join(enum, ",") + `]}},"properties":{"a":{"type":"array","items":{"$ref":"#/$defs/e"}}}}`
+	items := func(n int) string { return `{"a":[` + strings.TrimSuffix(strings.Repeat("9999,", n), ",") + `]}` }
 	for _, tc := range []struct {
 		name, schema, args string
 		want               string // "": valid
 	}{
+		{"big enum, few items", bigEnum, items(10), ""},
+		{"big enum, many items", bigEnum, items(100), "too large to check"},
 		{"recursive, within the bound", recursive, nestArgs(schema.MaxArgumentDepth, `{}`), ""},
 		{"recursive, too deep", recursive, nestArgs(schema.MaxArgumentDepth+1, `1`), `is nested more than 64 levels deep`},
 		{"recursive, far too deep", recursive, nestArgs(5000, `1`), `argument "x.x.x`},
