@@ -61,11 +61,15 @@ func (u *upstream) checkTools(tools []*mcp.Tool, expose *exposeConfig) []*mcp.To
 	return out
 }
 
+// checkToolSchemas refuses a tool whose schemas schema.CheckBounds
+// refuses, except for references mcpd cannot follow: such a schema is
+// not validated by mcpd (the upstream validates its own arguments), as
+// before.
 func checkToolSchemas(t *mcp.Tool) error {
 	for _, s := range []any{t.InputSchema, t.OutputSchema} {
 		if m := jsonObject(s); m != nil {
-			if err := schema.CheckBounds(m); err != nil {
-				return err
+			if be, refused := schema.IsBoundsError(schema.CheckBounds(m)); refused && !be.Unchecked() {
+				return be
 			}
 		}
 	}

@@ -55,6 +55,12 @@ type BoundsError struct {
 
 func (e *BoundsError) Error() string { return e.Detail }
 
+// Unchecked reports whether the schema is refused only because mcpd cannot
+// follow its references (one outside the schema, or an embedded resource
+// with its own $id): it is no danger where nothing validates against it,
+// as with an upstream's tool whose service validates its own arguments.
+func (e *BoundsError) Unchecked() bool { return e.Reason == "reference" }
+
 func boundsErr(reason, format string, args ...any) *BoundsError {
 	msg := fmt.Sprintf(format, args...)
 	if reason == "reference" {

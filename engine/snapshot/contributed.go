@@ -155,8 +155,10 @@ func (s *Snapshot) contributedTools() []adapter.ContributedTool {
 // resolve is dropped. A tool without a usable name or handler is skipped,
 // and so is one with a schema validating against which could be unbounded
 // (schema.CheckBounds: a $ref cycle, say): that schema would reach
-// clients, which validate too. (The MCP adapter drops such tools when it
-// lists them, and counts them; this is the rule for every contributor.)
+// clients, which validate too. A schema refused only because mcpd cannot
+// follow its references is served unvalidated, as an uncompilable one is.
+// (The MCP adapter drops such tools when it lists them, and counts them;
+// this is the rule for every contributor.)
 func compileContributed(ct adapter.ContributedTool, sl serverLimits) *Tool {
 	if ct.Handler == nil || !validToolName(ct.Name) {
 		slog.Warn("contributed tool skipped: invalid name or no handler", "tool", ct.Name)
@@ -170,8 +172,8 @@ func compileContributed(ct adapter.ContributedTool, sl serverLimits) *Tool {
 		if s == nil {
 			continue
 		}
-		if err := schema.CheckBounds(s); err != nil {
-			slog.Warn("contributed tool dropped: its schema is refused", "tool", ct.Name, "err", err)
+		if be, refused := schema.IsBoundsError(schema.CheckBounds(s)); refused && !be.Unchecked() {
+			slog.Warn("contributed tool dropped: its schema is refused", "tool", ct.Name, "err", be)
 			return nil
 		}
 	}
