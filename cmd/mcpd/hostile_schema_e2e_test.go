@@ -77,6 +77,19 @@ func hostileServer(set string, listed func()) *mcp.Server {
 		}
 		s.AddTool(tool, echo(t.name))
 	}
+	if set == "cycles" {
+		// Asks with a cyclic form: the SDK checks the client's answer
+		// against it.
+		var form map[string]any
+		_ = json.Unmarshal([]byte(cyclicSchema), &form)
+		s.AddTool(&mcp.Tool{Name: "ask_cyclic", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "Which?", RequestedSchema: form})
+			if err != nil {
+				return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "elicitation failed: " + err.Error()}}}, nil
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "answered: " + res.Action}}}, nil
+		})
+	}
 	var once sync.Once
 	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
@@ -178,7 +191,22 @@ mcp_server "hostile" {
 	endpoint, logs := startHTTPLogs(t, mcpdCommand("serve", "--http", "127.0.0.1:0", "-c", dir))
 	base := strings.TrimSuffix(endpoint, "/mcp")
 
-	c := mcp.NewClient(&mcp.Implementation{Name: "client", Version: "1"}, nil)
+	c := mcp.NewClient(&mcp.Implementation{Name: "client", Version: "1"}, &mcp.ClientOptions{
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"x": "y"}}, nil
+		},
+	})
+	// The client answers before the SDK's client checks its answer
+	// against the form: that check would overflow this test's stack on
+	// a cyclic form that mcpd relayed, where the point is mcpd's.
+	c.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "elicitation/create" {
+				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"x": "y"}}, nil
+			}
+			return next(ctx, method, req)
+		}
+	})
 	cs, err := c.Connect(bounded(t), &mcp.StreamableClientTransport{Endpoint: endpoint}, &mcp.ClientSessionOptions{ProtocolVersion: era})
 	if err != nil {
 		t.Fatal(err)
@@ -231,6 +259,20 @@ mcp_server "hostile" {
 		r, err = cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "up_recursive", Arguments: map[string]any{"x": map[string]any{"x": map[string]any{}}}})
 		if err != nil || r.IsError {
 			t.Errorf("up_recursive, 3 levels: %v %v", err, r)
+		}
+		// A question with a cyclic form (relayed in the 2025 era: the
+		// SDK's server checked the answer against the form, and ended
+		// mcpd): refused, and the upstream hears so.
+		if era == "2025-11-25" {
+			r, err = cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "up_ask_cyclic", Arguments: map[string]any{}})
+			if err != nil {
+				t.Fatalf("up_ask_cyclic: %v (mcpd's log:\n%s)", err, logs.String())
+			}
+			if !strings.Contains(textOf(r), "elicitation failed") || !strings.Contains(textOf(r), "form mcpd refuses") {
+				t.Errorf("up_ask_cyclic: %v %q; want the upstream told its form is refused", r.IsError, textOf(r))
+			}
+			wantDrops["schema"]++
+			wantLog = append(wantLog, "upstream elicitation refused: its form's schema is refused")
 		}
 	}
 	if code, _ := httpGet(t, base+"/healthz"); code != 200 {
