@@ -78,7 +78,7 @@ func checkToolSchemas(t *mcp.Tool) error {
 }
 
 // checkForm refuses an elicitation whose form (requestedSchema)
-// schema.CheckBounds refuses: the SDK checks the client's answer against it, and a cyclic
+// schema.CheckForm refuses: the SDK checks the client's answer against it, and a cyclic
 // form would overflow the stack there as a tool's schema would.
 func (u *upstream) checkForm(req mcp.InputRequest) error {
 	p, ok := req.(*mcp.ElicitParams)
@@ -91,7 +91,7 @@ func (u *upstream) checkForm(req mcp.InputRequest) error {
 	}
 	// Every refusal counts here, references mcpd cannot follow too: the
 	// SDK may resolve what mcpd cannot, and then validate against it.
-	if err := schema.CheckBounds(m); err != nil {
+	if err := schema.CheckForm(m); err != nil {
 		u.drops.add("schema")
 		u.log.Warn("upstream elicitation refused: its form's schema is refused", "err", err)
 		return fmt.Errorf("upstream %s asked with a form mcpd refuses: %v", u.cfg.name, err)

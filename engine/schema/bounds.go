@@ -87,6 +87,27 @@ func CheckBounds(s any) error {
 	return err
 }
 
+// CheckForm is CheckBounds for an elicitation's form (requestedSchema),
+// which the SDK validates an answer against without mcpd's work bound:
+// MCP forms are flat objects of primitive properties, so a form also may
+// not refer to anything ($ref, $dynamicRef). Without references a schema
+// is a tree, and checking a value against it costs at most its size for
+// each part of the value.
+func CheckForm(s any) error {
+	g, err := buildGraph(s)
+	if err != nil {
+		return err
+	}
+	for _, n := range g.nodes {
+		for _, k := range []string{"$ref", "$dynamicRef"} {
+			if _, ok := n.m[k]; ok {
+				return boundsErr("reference", "a form takes no references (%s at %s): it is a flat object of primitive properties", k, showPtr(n.ptr))
+			}
+		}
+	}
+	return nil
+}
+
 // graph is a schema as the validator walks it: each subschema a node,
 // with the subschemas checked against the same value (in place) and those
 // checked against its items or properties.

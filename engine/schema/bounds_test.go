@@ -178,3 +178,22 @@ func TestCompileOutputBounds(t *testing.T) {
 		t.Fatalf("Validate: %v; want ErrTooMuchWork", err)
 	}
 }
+
+// A form (an elicitation's requestedSchema) is checked like any schema,
+// and takes no references.
+func TestCheckForm(t *testing.T) {
+	for _, tc := range []struct {
+		form string
+		want string // "": accepted
+	}{
+		{`{"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer","minimum":0}},"required":["name"]}`, ""},
+		{`{"type":"object","$defs":{"a":{"$ref":"#/$defs/a"}},"$ref":"#/$defs/a"}`, "without descending"},
+		{`{"type":"object","$defs":{"s":{"type":"string"}},"properties":{"name":{"$ref":"#/$defs/s"}}}`, "a form takes no references ($ref at #/properties/name)"},
+		{`{"type":"object","$dynamicAnchor":"n","properties":{"x":{"$dynamicRef":"#n"}}}`, "a form takes no references ($dynamicRef"},
+	} {
+		err := schema.CheckForm(decodeSchema(t, tc.form))
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("CheckForm(%s) = %v, want %q", tc.form, err, tc.want)
+		}
+	}
+}
