@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"mime"
 	"net/http"
 	"os/exec"
 	"runtime"
@@ -441,9 +442,10 @@ func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	res, err := t.base.RoundTrip(r)
 	limitBody(res, t.max)
 	if err == nil && t.deep != nil && res.Body != nil {
-		if strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") {
+		switch ct, _, _ := mime.ParseMediaType(res.Header.Get("Content-Type")); ct {
+		case "text/event-stream":
 			res.Body = &deepLines{r: res.Body, report: t.deep, sse: true, max: maxUpstreamMessage}
-		} else {
+		case "application/json":
 			res.Body = &deepBody{r: res.Body, report: t.deep}
 		}
 	}
