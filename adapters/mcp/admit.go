@@ -15,7 +15,7 @@ import (
 // templates, MIME types, prompt arguments, icons) must pass engine/ident's
 // rule, and a tool's or prompt's name the spec's (validName). An entry
 // with one that does not is dropped, logged and counted
-// (mcpd_upstream_identifiers_dropped_total); the upstream's other entries
+// (mcpd_upstream_dropped_total, reason "identifier"); the upstream's other entries
 // keep serving. Descriptions are cleaned (ident.Clean), not refused.
 
 // maxDropLogs is how many dropped entries one listing logs one by one;
@@ -85,7 +85,7 @@ func (a *admission) done() {
 		}
 		return
 	}
-	a.u.identsDropped.Add(int64(len(a.reasons)))
+	a.u.drops.addN("identifier", int64(len(a.reasons)))
 	if !a.u.setDropped(a.memo, a.reasons) {
 		return
 	}

@@ -436,10 +436,11 @@ func (u *upstream) list(kinds int) {
 	var err error
 	// Each listing is admitted as it arrives (admit.go): an entry whose
 	// identifiers would reach clients' screens with control characters
-	// is dropped, the others kept.
+	// is dropped, and so is a tool whose schema validation could not
+	// bound (drop.go); the others are kept.
 	if kinds&listTools != 0 && caps.Tools != nil {
 		if next.tools, err = collect(cs.Tools(ctx, nil)); err == nil {
-			next.tools = u.admitTools(next.tools)
+			next.tools = u.checkTools(u.admitTools(next.tools), e)
 		}
 		sort.Slice(next.tools, func(i, j int) bool { return next.tools[i].Name < next.tools[j].Name })
 	}

@@ -308,8 +308,8 @@ mcp_server "up" {
 					t.Errorf("the client got\n  %s\nwant\n  %s", answers[i], want)
 				}
 			}
-			if n := upstreamStatus(t, cur, "up").IdentifiersDropped; n < 16+4+1+1+2 {
-				t.Errorf("IdentifiersDropped = %d, want at least the 24 bad entries", n)
+			if n := upstreamStatus(t, cur, "up").Dropped["identifier"]; n < 16+4+1+1+2 {
+				t.Errorf("Dropped[identifier] = %d, want at least the 24 bad entries", n)
 			}
 		})
 	}

@@ -315,6 +315,9 @@ func capsMeta(c *mcp.ClientCapabilities) map[string]any {
 // and the call.
 func (u *upstream) relay(ctx context.Context, session *mcp.ClientSession, req mcp.InputRequest) (mcp.InputResponse, error) {
 	n, _ := needOf(req)
+	if err := u.checkForm(req); err != nil {
+		return nil, err
+	}
 	c, err := u.target(ctx, n.method, session)
 	if err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"mime"
 	"net/http"
 	"net/url"
 	"os/exec"
@@ -65,9 +66,8 @@ type upstream struct {
 
 	// listingDrops is why the latest check of each kind dropped entries
 	// (admit.go), so that the same reasons are not logged at every
-	// listing; identsDropped counts the entries dropped.
-	listingDrops  map[string][]string
-	identsDropped atomic.Int64
+	// listing (they are counted in drops).
+	listingDrops map[string][]string
 
 	progressSeq atomic.Int64
 	progress    sync.Map        // progress token (string) -> func(progress, total float64, msg string)
@@ -83,6 +83,8 @@ type upstream struct {
 	output       *outputLog // its stderr and stray stdout lines, bounded (output.go)
 
 	subs subscriptions // resource subscriptions of mcpd's clients (forward.go)
+
+	drops dropCounts // definitions left out of its listings, by reason (drop.go)
 }
 
 // Open builds the live upstream. It does not connect: the first call (or
@@ -258,10 +260,12 @@ func (u *upstream) connect() (cs *mcp.ClientSession, stop func(), err error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		// Lines that are not messages are skipped before the progress
-		// scanner counts what the SDK will read (progress.go).
+		// Lines that are not messages are skipped before anything else
+		// reads them; messages nested deeper than the SDK decodes are
+		// mended (deep.go) before the progress scanner counts what the
+		// SDK will read (progress.go).
 		lines := newMessageLines(p.stdout, maxUpstreamMessage, u.output.strayLine)
-		stdout := &progressScanner{r: lines, pending: &u.pending}
+		stdout := &progressScanner{r: &deepLines{r: lines, report: u.droppedDeep, max: maxUpstreamMessage}, pending: &u.pending}
 		t, stop = &mcp.IOTransport{Reader: stdout, Writer: p.stdin, MaxLineLength: maxUpstreamMessage}, p.stop
 	}
 	cs, err = u.client.Connect(ctx, t, u.sessionOptions())
@@ -407,7 +411,7 @@ func (u *upstream) ServiceStatus() adapter.ServiceStatus {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	st := adapter.ServiceStatus{Name: u.cfg.name, Transport: u.cfg.transport(), State: u.state, Restarts: u.restarts,
-		Calls: u.calls.Load(), Failures: u.failures.Load(), Tools: len(u.listing.tools), IdentifiersDropped: u.identsDropped.Load(),
+		Calls: u.calls.Load(), Failures: u.failures.Load(), Tools: len(u.listing.tools), Dropped: u.drops.snapshot(),
 		IdleSessions: idle, BusySessions: busy, SessionConnects: connects,
 		UnattributedRequests: u.unattributed.requests.Load(), UnattributedRecords: u.unattributed.records.Load(),
 		UnattributedProgress: u.unattributed.progress.Load()}
@@ -486,6 +490,9 @@ type headerTransport struct {
 	// pending counts the progress notifications and log records of the
 	// event streams read (progress.go).
 	pending *pendingProgress
+	// deep is told what was left out of a message too deep for the SDK
+	// (deep.go); nil: messages are passed on as they are.
+	deep deepReport
 }
 
 func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -498,6 +505,14 @@ func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	res, err := t.base.RoundTrip(r)
 	limitBody(res, t.max)
 	recordHTTPAnswer(r, res) // why a request failed (failure.go)
+	if err == nil && t.deep != nil && res.Body != nil {
+		switch ct, _, _ := mime.ParseMediaType(res.Header.Get("Content-Type")); ct {
+		case "text/event-stream":
+			res.Body = &deepLines{r: res.Body, report: t.deep, sse: true, max: maxUpstreamMessage}
+		case "application/json":
+			res.Body = &deepBody{r: res.Body, report: t.deep}
+		}
+	}
 	if err == nil && t.pending != nil && strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") {
 		res.Body = &progressScanner{r: res.Body, pending: t.pending, sse: true}
 	}

@@ -29,6 +29,9 @@ import (
 var mcpdBin string
 
 func TestMain(m *testing.M) {
+	if stamp := os.Getenv(hostileUpstreamEnv); stamp != "" {
+		os.Exit(runHostileUpstream(stamp)) // a stdio upstream of a test's mcpd
+	}
 	dir, err := os.MkdirTemp("", "mcpd-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -318,11 +318,6 @@ type ServiceStatus struct {
 	Calls    int64 // calls sent to it
 	Failures int64 // calls that failed to reach it or were refused
 	Tools    int   // tools it listed last (0 when it is not listed)
-	// IdentifiersDropped counts what it sent that was dropped for an
-	// identifier that cannot be passed on (control characters, escapes):
-	// entries of its listings (at every listing), completion values,
-	// resource links and contents of its results.
-	IdentifiersDropped int64
 	// IdleSessions and BusySessions are the sessions of its pool, for
 	// calls that have a session to themselves (an HTTP MCP upstream's),
 	// and SessionConnects the sessions the pool connected so far.
@@ -337,4 +332,12 @@ type ServiceStatus struct {
 	// of the log (over its rate), StrayLines the lines of its stdout that
 	// were skipped because they were not messages.
 	StderrDropped, StrayLines int64
+	// Dropped counts the definitions (tools, prompts, resources) left out
+	// of its listings, and messages left out, by reason: "schema" (a
+	// schema validating against which could be unbounded, see
+	// schema.CheckBounds), "depth" (nested deeper than the SDK decodes),
+	// "identifier" (an identifier that cannot be passed on: control
+	// characters, escapes; entries of its listings at every listing,
+	// completion values, resource links and contents of its results).
+	Dropped map[string]int64
 }

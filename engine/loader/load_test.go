@@ -51,6 +51,8 @@ func TestLoadBroken(t *testing.T) {
 		{"unknown_content_type.hcl", "unknown_content_type.hcl:4:13", `Unknown content type: "video" is not a content type`},
 		{"input_schema_and_params.hcl", "input_schema_and_params.hcl:6:3", "Both input_schema and params"},
 		{"input_schema_not_object.hcl", "input_schema_not_object.hcl:3:18", `Invalid input schema: the root of an input schema must have "type": "object"`},
+		{"input_schema_ref_cycle.hcl", "input_schema_ref_cycle.hcl:3:18", "Invalid input schema: the schema refers to itself without descending into the value (#/$defs/a → #/$defs/a)"},
+		{"output_schema_ref_cycle.hcl", "output_schema_ref_cycle.hcl:3:19", "Invalid output schema: the schema refers to itself without descending into the value (#/properties/x → #/properties/x/anyOf/0 → #/properties/x)"},
 		{"input_schema_array.hcl", "input_schema_array.hcl:3:18", "Invalid schema: a JSON Schema must be an object"},
 		{"template_param_not_variable.hcl", "template_param_not_variable.hcl:3:3", `Param is not a template variable: resource_template "note": param "nmae" is not a variable of "notes://{name}"; its variables are name.`},
 		{"template_param_array.hcl", "template_param_array.hcl:3:3", `Invalid param type: param "name": a URI template variable is text; its type can be string, integer, number or boolean, not array.`},

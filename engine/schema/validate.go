@@ -7,7 +7,9 @@
 // The compiled validator covers the keywords params produce and the common
 // ones hand-written schemas use. A schema with keywords outside that set
 // ($ref, anyOf, oneOf, allOf, not, if/then/else, ...) is validated by
-// github.com/google/jsonschema-go instead, the SDK's own validator.
+// github.com/google/jsonschema-go instead, the SDK's own validator, within
+// the bounds of bounds.go: every schema is checked for what could make
+// validating against it unbounded before it is compiled.
 package schema
 
 import (
@@ -32,8 +34,8 @@ import (
 // concurrent use.
 type Validator struct {
 	root     *node
-	fallback *jsonschema.Resolved // set when the schema needs the full validator
-	defaults map[string]any       // top-level defaults, for the fallback path
+	fallback *Bounded       // set when the schema needs the full validator
+	defaults map[string]any // top-level defaults, for the fallback path
 }
 
 // node is one compiled (sub)schema.
@@ -84,18 +86,14 @@ func Compile(s map[string]any) (*Validator, error) {
 	if t, _ := s["type"].(string); t != "object" {
 		return nil, fmt.Errorf(`the root of an input schema must have "type": "object"`)
 	}
+	g, err := buildGraph(s)
+	if err != nil {
+		return nil, err
+	}
 	if needsFallback(s) {
-		raw, err := json.Marshal(s)
+		res, err := resolveJS(s)
 		if err != nil {
 			return nil, err
-		}
-		var js jsonschema.Schema
-		if err := json.Unmarshal(raw, &js); err != nil {
-			return nil, fmt.Errorf("invalid JSON Schema: %w", err)
-		}
-		res, err := js.Resolve(nil)
-		if err != nil {
-			return nil, fmt.Errorf("invalid JSON Schema: %w", err)
 		}
 		defaults := map[string]any{}
 		if props, ok := s["properties"].(map[string]any); ok {
@@ -107,13 +105,30 @@ func Compile(s map[string]any) (*Validator, error) {
 				}
 			}
 		}
-		return &Validator{fallback: res, defaults: defaults}, nil
+		return &Validator{fallback: &Bounded{g: g, res: res}, defaults: defaults}, nil
 	}
 	n, err := compileNode(s, "")
 	if err != nil {
 		return nil, err
 	}
 	return &Validator{root: n}, nil
+}
+
+// resolveJS resolves s with jsonschema-go, the SDK's own validator.
+func resolveJS(s map[string]any) (*jsonschema.Resolved, error) {
+	raw, err := json.Marshal(s)
+	if err != nil {
+		return nil, err
+	}
+	var js jsonschema.Schema
+	if err := json.Unmarshal(raw, &js); err != nil {
+		return nil, fmt.Errorf("invalid JSON Schema: %w", err)
+	}
+	res, err := js.Resolve(nil)
+	if err != nil {
+		return nil, fmt.Errorf("invalid JSON Schema: %w", err)
+	}
+	return res, nil
 }
 
 func needsFallback(v any) bool {
@@ -370,7 +385,12 @@ func (v *Validator) Validate(raw json.RawMessage) (map[string]any, error) {
 }
 
 // ValidateArgs applies defaults to args in place and checks them.
+// Arguments nested more than MaxArgumentDepth levels deep are refused
+// whatever the schema (see bounds.go).
 func (v *Validator) ValidateArgs(args map[string]any) error {
+	if p, deep := tooDeep(args); deep {
+		return depthError(p)
+	}
 	if v.fallback != nil {
 		for k, d := range v.defaults {
 			if _, ok := args[k]; !ok {
@@ -378,6 +398,9 @@ func (v *Validator) ValidateArgs(args map[string]any) error {
 			}
 		}
 		if err := v.fallback.Validate(args); err != nil {
+			if errors.Is(err, ErrTooMuchWork) {
+				return errArgsTooMuchWork
+			}
 			return err
 		}
 		return nil

@@ -152,7 +152,13 @@ func (s *Snapshot) contributedTools() []adapter.ContributedTool {
 // a service mcpd does not control: an input schema mcpd's validator cannot
 // compile is served as it is and only checked to be an object (the
 // service validates its own arguments); an output schema that does not
-// resolve is dropped. A tool without a usable name or handler is skipped.
+// resolve is dropped. A tool without a usable name or handler is skipped,
+// and so is one with a schema validating against which could be unbounded
+// (schema.CheckBounds: a $ref cycle, say): that schema would reach
+// clients, which validate too. A schema refused only because mcpd cannot
+// follow its references is served unvalidated, as an uncompilable one is.
+// (The MCP adapter drops such tools when it lists them, and counts them;
+// this is the rule for every contributor.)
 func compileContributed(ct adapter.ContributedTool, sl serverLimits) *Tool {
 	if ct.Handler == nil || !validToolName(ct.Name) {
 		slog.Warn("contributed tool skipped: invalid name or no handler", "tool", ct.Name)
@@ -161,6 +167,15 @@ func compileContributed(ct adapter.ContributedTool, sl serverLimits) *Tool {
 	in := ct.InputSchema
 	if in == nil {
 		in = map[string]any{"type": "object"}
+	}
+	for _, s := range []map[string]any{in, ct.OutputSchema} {
+		if s == nil {
+			continue
+		}
+		if be, refused := schema.IsBoundsError(schema.CheckBounds(s)); refused && !be.Unchecked() {
+			slog.Warn("contributed tool dropped: its schema is refused", "tool", ct.Name, "err", be)
+			return nil
+		}
 	}
 	validator, err := schema.Compile(in)
 	if err != nil {

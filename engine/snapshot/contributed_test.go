@@ -121,3 +121,29 @@ tool "local" {
 		t.Errorf("an unchanged contribution changed the tool list: %+v", same)
 	}
 }
+
+// A contributed tool whose schema validating against could be unbounded
+// (a $ref cycle in its input or output schema) is dropped, its
+// contributor's other tools kept; one whose references mcpd cannot follow
+// is served, its arguments checked by its service only, as before.
+func TestContributedToolsUnboundedSchemas(t *testing.T) {
+	cyclic := map[string]any{"type": "object", "$defs": map[string]any{"a": map[string]any{"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"}
+	be := &contribBackend{tools: []adapter.ContributedTool{
+		{Name: "good", Handler: argsHandler{}},
+		{Name: "cyclic", Handler: argsHandler{}, InputSchema: cyclic},
+		{Name: "cyclic_output", Handler: argsHandler{}, OutputSchema: cyclic},
+		{Name: "remote", Handler: argsHandler{}, InputSchema: map[string]any{"type": "object", "properties": map[string]any{"a": map[string]any{"$ref": "https://example.com/a.json"}}}},
+	}}
+	reg := adapter.NewRegistry()
+	reg.Register("contrib_tool", &contrib{backend: be})
+	s := mustBuild(t, reg, nil, map[string]string{"tools.hcl": `contrib "up" {}`})
+	for name, want := range map[string]bool{"good": true, "cyclic": false, "cyclic_output": false, "remote": true} {
+		if _, ok := s.Tool(name); ok != want {
+			t.Errorf("tool %s served: %v, want %v", name, ok, want)
+		}
+	}
+	tl, _ := s.Tool("remote")
+	if res, err := tl.Call(context.Background(), &snapshot.CallRequest{Args: json.RawMessage(`{"a": 1}`)}); err != nil || res.IsError {
+		t.Errorf("remote: %v %+v", err, res)
+	}
+}

@@ -10,7 +10,6 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/zclconf/go-cty/cty"
@@ -35,7 +34,7 @@ type Tool struct {
 	InputSchema map[string]any
 
 	validator *schema.Validator
-	output    *jsonschema.Resolved // nil: no output schema
+	output    *schema.Bounded // nil: no output schema
 	scope     *adapter.Scope
 	handler   adapter.Handler // nil: a declarative tool
 	result    *result
@@ -260,16 +259,9 @@ func paramTypes(in map[string]any) map[string]string {
 	return out
 }
 
-func resolveOutput(s map[string]any) (*jsonschema.Resolved, error) {
-	raw, err := json.Marshal(s)
-	if err != nil {
-		return nil, err
-	}
-	var js jsonschema.Schema
-	if err := json.Unmarshal(raw, &js); err != nil {
-		return nil, err
-	}
-	return js.Resolve(nil)
+// resolveOutput compiles an output schema, within schema's bounds.
+func resolveOutput(s map[string]any) (*schema.Bounded, error) {
+	return schema.CompileOutput(s)
 }
 
 func annotations(a *config.Annotations) *mcp.ToolAnnotations {

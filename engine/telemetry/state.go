@@ -162,8 +162,6 @@ var (
 		"Calls that could not reach an MCP upstream or that it refused with a protocol error.", upstreamLabels, nil)
 	upstreamTools = prometheus.NewDesc("mcpd_upstream_tools",
 		"Tools an MCP upstream listed last (0 when it is not listed: no expose block).", upstreamLabels, nil)
-	upstreamDropped = prometheus.NewDesc("mcpd_upstream_identifiers_dropped_total",
-		"What an MCP upstream sent that was dropped for an identifier mcpd does not pass on (control characters, terminal escapes, invisible or bidi characters): entries of its listings (counted at every listing), completion values, resource links and contents of its results.", upstreamLabels, nil)
 	upstreamSessions = prometheus.NewDesc("mcpd_upstream_pool_sessions",
 		"Sessions of an HTTP MCP upstream's pool (calls whose client can be asked), idle or in use by a call.", append(upstreamLabels, "state"), nil)
 	upstreamConnects = prometheus.NewDesc("mcpd_upstream_pool_connects_total",
@@ -174,6 +172,8 @@ var (
 		"Lines of a stdio MCP upstream's stderr left out of the log: over its rate.", upstreamLabels, nil)
 	upstreamStrayLines = prometheus.NewDesc("mcpd_upstream_stdout_skipped_lines_total",
 		"Lines of a stdio MCP upstream's stdout skipped because they were not JSON-RPC messages.", upstreamLabels, nil)
+	upstreamDropped = prometheus.NewDesc("mcpd_upstream_dropped_total",
+		"Definitions (tools, prompts, resources) and messages of an MCP upstream left out, by reason: schema (validating against it could be unbounded), depth (nested deeper than mcpd decodes), identifier (control characters, terminal escapes, invisible or bidi characters in a name, URI or other identifier: entries of its listings, counted at every listing, completion values, resource links and contents of its results).", append(upstreamLabels, "reason"), nil)
 )
 
 type serviceCollector struct {
@@ -200,7 +200,9 @@ func (c *serviceCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(upstreamUnattributed, prometheus.CounterValue, float64(s.UnattributedRequests), s.Name, s.Transport, "request")
 		ch <- prometheus.MustNewConstMetric(upstreamUnattributed, prometheus.CounterValue, float64(s.UnattributedRecords), s.Name, s.Transport, "log")
 		ch <- prometheus.MustNewConstMetric(upstreamUnattributed, prometheus.CounterValue, float64(s.UnattributedProgress), s.Name, s.Transport, "progress")
-		ch <- prometheus.MustNewConstMetric(upstreamDropped, prometheus.CounterValue, float64(s.IdentifiersDropped), s.Name, s.Transport)
+		for _, reason := range []string{"schema", "depth", "identifier"} {
+			ch <- prometheus.MustNewConstMetric(upstreamDropped, prometheus.CounterValue, float64(s.Dropped[reason]), s.Name, s.Transport, reason)
+		}
 		if s.Transport == "http" {
 			ch <- prometheus.MustNewConstMetric(upstreamSessions, prometheus.GaugeValue, float64(s.IdleSessions), s.Name, s.Transport, "idle")
 			ch <- prometheus.MustNewConstMetric(upstreamSessions, prometheus.GaugeValue, float64(s.BusySessions), s.Name, s.Transport, "in_use")
