@@ -15,9 +15,9 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/mcpd/mcpd/adapters/shell"
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/buildinfo"
+	"github.com/mcpd/mcpd/engine/proc"
 	"github.com/mcpd/mcpd/engine/reload"
 	"github.com/mcpd/mcpd/engine/serve"
 	"github.com/mcpd/mcpd/engine/sharedstate"
@@ -84,10 +84,11 @@ func shutdownSignals(logger *slog.Logger, beforeExit func()) (context.Context, f
 	}
 }
 
-// killGroups kills the process groups of the shell programs still running.
-func killGroups(groups *shell.ProcessGroups, logger *slog.Logger) {
-	if n := groups.KillAll(); n > 0 {
-		logger.Warn("killed the process groups of shell programs still running", "groups", n)
+// killPrograms kills the programs still running (shell tools, stdio
+// upstreams) and everything they started.
+func killPrograms(procs *proc.Supervisor, logger *slog.Logger) {
+	if n := procs.KillAll(); n > 0 {
+		logger.Warn("killed the process groups of programs still running", "groups", n)
 	}
 }
 

@@ -35,7 +35,13 @@
 // mcpd exits.
 package proc
 
-import "os"
+import (
+	"errors"
+	"os"
+)
+
+// ErrUnsupported is Start's error outside Linux.
+var ErrUnsupported = errors.New("starting programs needs Linux (process groups and a subreaper)")
 
 // Command is a program to start as the leader of a new process group.
 type Command struct {

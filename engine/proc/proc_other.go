@@ -2,10 +2,7 @@
 
 package proc
 
-import (
-	"errors"
-	"syscall"
-)
+import "syscall"
 
 // Supervisor: programs are supervised with Linux's process groups,
 // subreapers and Pdeathsig; elsewhere Start fails.
@@ -13,9 +10,6 @@ type Supervisor struct{}
 
 // NewSupervisor returns a Supervisor.
 func NewSupervisor() *Supervisor { return &Supervisor{} }
-
-// ErrUnsupported is Start's error outside Linux.
-var ErrUnsupported = errors.New("starting programs needs Linux (process groups and a subreaper)")
 
 // Start fails outside Linux.
 func (s *Supervisor) Start(Command) (*Process, error) { return nil, ErrUnsupported }
