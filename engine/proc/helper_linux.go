@@ -47,6 +47,9 @@ func runHelper() int {
 	// its thread for the helper's whole life.
 	runtime.LockOSThread()
 	_ = os.Unsetenv(helperEnv)
+	// Named for ps and top (the kernel would say "exe", from /proc/self/exe).
+	name := append([]byte("mcpd-supervisor"), 0)
+	_ = prctl(pr_SET_NAME, uintptr(unsafe.Pointer(&name[0])))
 	syscall.CloseOnExec(helperFD) // the programs must not hold mcpd's socket
 	if err := prctl(pr_SET_CHILD_SUBREAPER, 1); err != nil {
 		fmt.Fprintln(os.Stderr, "mcpd process supervisor: PR_SET_CHILD_SUBREAPER:", err)
@@ -276,7 +279,10 @@ func childrenOf(pid int) []int {
 	return kids
 }
 
-const pr_SET_CHILD_SUBREAPER = 36
+const (
+	pr_SET_NAME            = 15
+	pr_SET_CHILD_SUBREAPER = 36
+)
 
 func prctl(option, arg uintptr) error {
 	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, option, arg, 0); errno != 0 {
