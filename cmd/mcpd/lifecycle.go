@@ -85,10 +85,28 @@ func shutdownSignals(logger *slog.Logger, beforeExit func()) (context.Context, f
 }
 
 // killPrograms kills the programs still running (shell tools, stdio
-// upstreams) and everything they started.
+// upstreams) and everything they started. It does not wait for them to be
+// gone (see waitPrograms): on a forced exit mcpd exits right after, and
+// the supervisor finishes on its own.
 func killPrograms(procs *proc.Supervisor, logger *slog.Logger) {
 	if n := procs.KillAll(); n > 0 {
-		logger.Warn("killed the process groups of programs still running", "groups", n)
+		logger.Warn("killing the programs still running and what they started", "programs", n)
+	}
+}
+
+// programsWait bounds how long mcpd's exit waits for its supervisor to
+// report everything it started dead.
+const programsWait = 5 * time.Second
+
+// endPrograms kills the programs still running and waits (a few seconds
+// at most) until they and everything they started are dead, so that none
+// outlives a normal exit even briefly.
+func endPrograms(procs *proc.Supervisor, logger *slog.Logger) {
+	killPrograms(procs, logger)
+	ctx, cancel := context.WithTimeout(context.Background(), programsWait)
+	defer cancel()
+	if err := procs.Wait(ctx); err != nil {
+		logger.Warn("the process supervisor did not finish in time", "err", err)
 	}
 }
 

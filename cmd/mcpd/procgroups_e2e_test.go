@@ -96,7 +96,7 @@ func TestExitKillsProcessGroups(t *testing.T) {
 			// Who kills the group is a race on a shutdown that cancels the
 			// call (SIGTERM over HTTP): the call's own cancellation, or the
 			// sweep at exit, which logs it. Either is logged.
-			if log := logs.String(); !strings.Contains(log, "killed the process groups of programs still running") &&
+			if log := logs.String(); !strings.Contains(log, "killing the programs still running and what they started") &&
 				!strings.Contains(log, "cancelling the calls still running") {
 				t.Errorf("the kill is not logged; log:\n%s", log)
 			}

@@ -82,7 +82,7 @@ func serveCmd(args []string, stderr io.Writer) error {
 	// stdio's input reach, and in shutdownSignals on a forced exit; on
 	// SIGKILL, by the supervisor's helper process.
 	procs := proc.NewSupervisor()
-	defer killPrograms(procs, logger)
+	defer endPrograms(procs, logger)
 	reg := registryWith(procs)
 	l, err := load(c, reg, stderr)
 	if err != nil {

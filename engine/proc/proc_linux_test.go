@@ -2,6 +2,7 @@ package proc
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -186,8 +187,13 @@ func TestKillAll(t *testing.T) {
 	if n := s.KillAll(); n != 1 {
 		t.Errorf("KillAll = %d, want 1", n)
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.Wait(ctx); err != nil {
+		t.Fatalf("Wait: %v", err)
+	}
 	if got := marked(token); len(got) != 0 {
-		t.Errorf("processes left after KillAll returned: %v", got)
+		t.Errorf("processes left after Wait returned: %v", got)
 	}
 	if _, err := p.Wait(); err != nil {
 		t.Errorf("Wait: %v", err)

@@ -2,7 +2,10 @@
 
 package proc
 
-import "syscall"
+import (
+	"context"
+	"syscall"
+)
 
 // Supervisor: programs are supervised with Linux's process groups,
 // subreapers and Pdeathsig; elsewhere Start fails.
@@ -16,6 +19,9 @@ func (s *Supervisor) Start(Command) (*Process, error) { return nil, ErrUnsupport
 
 // KillAll does nothing outside Linux.
 func (s *Supervisor) KillAll() int { return 0 }
+
+// Wait returns at once outside Linux.
+func (s *Supervisor) Wait(context.Context) error { return nil }
 
 // Live is always 0 outside Linux.
 func (s *Supervisor) Live() int { return 0 }

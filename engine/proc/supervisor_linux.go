@@ -1,6 +1,7 @@
 package proc
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -9,7 +10,6 @@ import (
 	"runtime"
 	"sync"
 	"syscall"
-	"time"
 )
 
 // Supervisor starts programs through mcpd's helper process (see the package
@@ -224,15 +224,12 @@ func startHelper() (*helper, error) {
 	return &helper{conn: c.(*net.UnixConn), cmd: cmd, procs: map[uint64]*Process{}, gone: make(chan struct{})}, nil
 }
 
-// killAllWait bounds how long KillAll waits for the helper to report every
-// program dead.
-const killAllWait = 5 * time.Second
-
-// KillAll kills every program started and everything they started, and
-// makes Start refuse from now on. It returns how many programs were still
-// running. It waits (up to a few seconds) until the helper has reaped them
-// all, so that mcpd can exit right after it. It is safe to call more than
-// once, and from a signal handler's goroutine while calls run.
+// KillAll makes Start refuse from now on and has the helper kill every
+// program started and everything they started, then exit. It returns how
+// many programs were still running. It does not wait (see Wait): it is
+// called on a forced exit, where mcpd exits right after, and the helper
+// finishes the job on its own once mcpd is gone. It is safe to call more
+// than once, and from a signal handler's goroutine while calls run.
 func (s *Supervisor) KillAll() int {
 	s.mu.Lock()
 	s.killed = true
@@ -242,16 +239,28 @@ func (s *Supervisor) KillAll() int {
 		n = len(h.procs)
 	}
 	s.mu.Unlock()
-	if h == nil {
-		return 0
-	}
-	// EOF is the helper's signal to kill everything and exit.
-	_ = h.conn.CloseWrite()
-	select {
-	case <-h.gone:
-	case <-time.After(killAllWait):
+	if h != nil {
+		// EOF is the helper's signal to kill everything and exit.
+		_ = h.conn.CloseWrite()
 	}
 	return n
+}
+
+// Wait waits, after KillAll, until the helper has killed and reaped
+// everything and exited, or ctx ends.
+func (s *Supervisor) Wait(ctx context.Context) error {
+	s.mu.Lock()
+	h := s.h
+	s.mu.Unlock()
+	if h == nil {
+		return nil
+	}
+	select {
+	case <-h.gone:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // Live is the number of programs started and not yet reaped.
