@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -214,6 +215,7 @@ func TestSigkillHelper(t *testing.T) {
 		t.Skip("run by TestSigkillOfMcpd")
 	}
 	s := NewSupervisor()
+	defer runtime.KeepAlive(s) // a Supervisor nobody holds ends its helper
 	if _, err := s.Start(shell(escapeScript, sleep)); err != nil {
 		t.Fatal(err)
 	}
@@ -250,4 +252,26 @@ func TestSigkillOfMcpd(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// A Supervisor nobody holds any more ends its helper, and with it what is
+// left of its programs: a test or an in-process command that made one
+// leaves no helper behind.
+func TestUnreachableSupervisorEndsHelper(t *testing.T) {
+	sleep, token := markedSleep(t)
+	func() {
+		s := NewSupervisor()
+		p, err := s.Start(shell(`setsid "$1" 300 & exit 0`, sleep))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Wait(); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	waitUntil(t, 10*time.Second, "the process that left its group did not start", func() bool { return len(marked(token)) == 1 })
+	waitUntil(t, 20*time.Second, "the helper of an unreachable Supervisor kept its processes", func() bool {
+		runtime.GC()
+		return len(marked(token)) == 0
+	})
 }

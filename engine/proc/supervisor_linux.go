@@ -21,8 +21,15 @@ import (
 // The helper is started on the first Start, so a command that starts no
 // program pays nothing. If it dies (killed by hand, say) its programs die
 // with it (Pdeathsig) and their Processes report it; the next Start starts
-// a new helper.
+// a new helper. A Supervisor that is no longer reachable ends its helper
+// (and so whatever is left of its programs): a test or an in-process
+// command that made one does not leave a helper behind for the life of the
+// process.
 type Supervisor struct {
+	supervisor *supervisor // the state: the helper's reader holds it, not the Supervisor
+}
+
+type supervisor struct {
 	mu     sync.Mutex
 	h      *helper // nil: none running
 	next   uint64
@@ -30,7 +37,48 @@ type Supervisor struct {
 }
 
 // NewSupervisor returns a Supervisor; it starts nothing yet.
-func NewSupervisor() *Supervisor { return &Supervisor{} }
+func NewSupervisor() *Supervisor {
+	s := &Supervisor{supervisor: &supervisor{}}
+	runtime.AddCleanup(s, (*supervisor).release, s.supervisor)
+	return s
+}
+
+// Start starts c as the leader of a new process group, from the helper.
+// Its error for a program that could not be started is an *os.PathError
+// where the kernel gave an errno, as os/exec's is.
+func (s *Supervisor) Start(c Command) (*Process, error) {
+	p, err := s.supervisor.start(c)
+	if p != nil {
+		p.sup = s // a running program keeps its Supervisor (and helper)
+	}
+	runtime.KeepAlive(s)
+	return p, err
+}
+
+// KillAll makes Start refuse from now on and has the helper kill every
+// program started and everything they started, then exit. It returns how
+// many programs were still running. It does not wait (see Wait): it is
+// called on a forced exit, where mcpd exits right after, and the helper
+// finishes the job on its own once mcpd is gone. It is safe to call more
+// than once, and from a signal handler's goroutine while calls run.
+func (s *Supervisor) KillAll() int { return s.supervisor.killAll() }
+
+// Wait waits, after KillAll, until the helper has killed and reaped
+// everything and exited, or ctx ends.
+func (s *Supervisor) Wait(ctx context.Context) error { return s.supervisor.wait(ctx) }
+
+// Live is the number of programs started and not yet reaped.
+func (s *Supervisor) Live() int { return s.supervisor.live() }
+
+// release ends the helper of a Supervisor nobody holds any more.
+func (s *supervisor) release() {
+	s.mu.Lock()
+	h := s.h
+	s.mu.Unlock()
+	if h != nil {
+		_ = h.conn.CloseWrite()
+	}
+}
 
 // ErrExiting is Start's error after KillAll.
 var ErrExiting = errors.New("mcpd is exiting: no program is started")
@@ -50,6 +98,7 @@ type helper struct {
 // Process is a program started by Start: the leader of its own process
 // group.
 type Process struct {
+	sup     *Supervisor
 	h       *helper
 	id      uint64
 	pid     int
@@ -59,10 +108,7 @@ type Process struct {
 	status  syscall.WaitStatus
 }
 
-// Start starts c as the leader of a new process group, from the helper.
-// Its error for a program that could not be started is an *os.PathError
-// where the kernel gave an errno, as os/exec's is.
-func (s *Supervisor) Start(c Command) (*Process, error) {
+func (s *supervisor) start(c Command) (*Process, error) {
 	s.mu.Lock()
 	if s.killed {
 		s.mu.Unlock()
@@ -118,7 +164,7 @@ func (s *Supervisor) Start(c Command) (*Process, error) {
 	return p, nil
 }
 
-func (s *Supervisor) forget(h *helper, p *Process) {
+func (s *supervisor) forget(h *helper, p *Process) {
 	s.mu.Lock()
 	delete(h.procs, p.id)
 	s.mu.Unlock()
@@ -126,7 +172,7 @@ func (s *Supervisor) forget(h *helper, p *Process) {
 
 // read dispatches the helper's replies until its socket ends, then ends
 // every Process still waiting on it.
-func (s *Supervisor) read(h *helper) {
+func (s *supervisor) read(h *helper) {
 	buf := make([]byte, chunkSize+1)
 	for {
 		var r reply
@@ -224,13 +270,7 @@ func startHelper() (*helper, error) {
 	return &helper{conn: c.(*net.UnixConn), cmd: cmd, procs: map[uint64]*Process{}, gone: make(chan struct{})}, nil
 }
 
-// KillAll makes Start refuse from now on and has the helper kill every
-// program started and everything they started, then exit. It returns how
-// many programs were still running. It does not wait (see Wait): it is
-// called on a forced exit, where mcpd exits right after, and the helper
-// finishes the job on its own once mcpd is gone. It is safe to call more
-// than once, and from a signal handler's goroutine while calls run.
-func (s *Supervisor) KillAll() int {
+func (s *supervisor) killAll() int {
 	s.mu.Lock()
 	s.killed = true
 	h := s.h
@@ -246,9 +286,7 @@ func (s *Supervisor) KillAll() int {
 	return n
 }
 
-// Wait waits, after KillAll, until the helper has killed and reaped
-// everything and exited, or ctx ends.
-func (s *Supervisor) Wait(ctx context.Context) error {
+func (s *supervisor) wait(ctx context.Context) error {
 	s.mu.Lock()
 	h := s.h
 	s.mu.Unlock()
@@ -263,8 +301,7 @@ func (s *Supervisor) Wait(ctx context.Context) error {
 	}
 }
 
-// Live is the number of programs started and not yet reaped.
-func (s *Supervisor) Live() int {
+func (s *supervisor) live() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.h == nil {
