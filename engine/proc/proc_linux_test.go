@@ -236,6 +236,12 @@ func TestSigkillOfMcpd(t *testing.T) {
 	if err := mcpd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		if mcpd.ProcessState == nil {
+			_ = mcpd.Process.Kill()
+			_ = mcpd.Wait()
+		}
+	})
 	waitUntil(t, 20*time.Second, "the grandchildren did not start", func() bool { return len(marked(token)) == 3 })
 	if err := mcpd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
