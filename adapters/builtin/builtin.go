@@ -4,6 +4,7 @@ package builtin
 
 import (
 	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/proc"
 
 	httpadapter "github.com/mcpd/mcpd/adapters/http"
 	mcpadapter "github.com/mcpd/mcpd/adapters/mcp"
@@ -13,14 +14,18 @@ import (
 
 // Register registers every adapter mcpd ships in reg, under the block name
 // that selects it in a tool.
-func Register(reg *adapter.Registry) { RegisterWithGroups(reg, nil) }
+func Register(reg *adapter.Registry) { RegisterWithSupervisor(reg, nil) }
 
-// RegisterWithGroups is Register whose shell adapter records the process
-// group of every program it runs in groups (see shell.ProcessGroups), for a
-// server to kill them all on its way out.
-func RegisterWithGroups(reg *adapter.Registry, groups *shell.ProcessGroups) {
+// RegisterWithSupervisor is Register whose adapters that start programs
+// (shell, and mcp for stdio upstreams) start them through procs (see
+// engine/proc), for a server to kill them all on its way out; nil: one
+// supervisor of their own, whose programs end when the process does.
+func RegisterWithSupervisor(reg *adapter.Registry, procs *proc.Supervisor) {
+	if procs == nil {
+		procs = proc.NewSupervisor()
+	}
 	reg.Register("http", httpadapter.New())
-	reg.Register("shell", shell.NewWithGroups(groups))
+	reg.Register("shell", shell.NewWithSupervisor(procs))
 	reg.Register("sql", sqladapter.New())
-	reg.Register("mcp", mcpadapter.New(groups))
+	reg.Register("mcp", mcpadapter.New(procs))
 }

@@ -45,20 +45,25 @@ package mcpadapter
 import (
 	"github.com/hashicorp/hcl/v2"
 
-	"github.com/mcpd/mcpd/adapters/shell"
 	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/proc"
 )
 
 // Adapter is the MCP upstream adapter. Register it as "mcp"; its backend
 // block is "mcp_server".
 type Adapter struct {
-	groups *shell.ProcessGroups // nil: not recorded
+	procs *proc.Supervisor // starts every stdio upstream's program
 }
 
-// New returns the adapter. groups, when not nil, records the process group
-// of every stdio upstream it starts, so that mcpd's exit can kill them all
-// (see shell.ProcessGroups).
-func New(groups *shell.ProcessGroups) *Adapter { return &Adapter{groups: groups} }
+// New returns the adapter. procs starts every stdio upstream's program and
+// kills them all, with what they started, on mcpd's exit (see engine/proc);
+// nil: the adapter has a supervisor of its own.
+func New(procs *proc.Supervisor) *Adapter {
+	if procs == nil {
+		procs = proc.NewSupervisor()
+	}
+	return &Adapter{procs: procs}
+}
 
 var (
 	_ adapter.BackendAdapter  = (*Adapter)(nil)

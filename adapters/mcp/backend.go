@@ -14,8 +14,8 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 
-	"github.com/mcpd/mcpd/adapters/shell"
 	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/proc"
 	"github.com/mcpd/mcpd/engine/requeststate"
 )
 
@@ -57,8 +57,8 @@ type serverConfig struct {
 
 	expose *exposeConfig // nil: no bulk exposure
 
-	groups  *shell.ProcessGroups // where stdio upstreams' groups are recorded
-	unknown bool                 // a value read an unset env var (validation only)
+	procs   *proc.Supervisor // starts a stdio upstream's program
+	unknown bool             // a value read an unset env var (validation only)
 
 	// secrets are values of headers and env that must never reach a log
 	// line or an error the model sees.
@@ -85,7 +85,7 @@ func (a *Adapter) DecodeBackend(b *adapter.BackendBlock) (adapter.BackendConfig,
 	}
 	attrs := content.Attributes
 	c := &serverConfig{name: b.Name, connectTimeout: defaultConnectTimeout, answerTimeout: defaultAnswerTimeout,
-		maxIdle: defaultMaxIdle, idleTimeout: defaultIdleTimeout, groups: a.groups}
+		maxIdle: defaultMaxIdle, idleTimeout: defaultIdleTimeout, procs: a.procs}
 	// A value that reads an unset environment variable, in a load that
 	// allows it (validation without secrets), is skipped: the loader
 	// reports the variable, and the server stays declared for its tools.

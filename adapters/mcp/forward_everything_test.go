@@ -23,8 +23,9 @@ import (
 // for the URIs its session subscribed to, once when its
 // toggle-subscriber-updates tool is called and every 5 s after.
 
-// childRunning returns the pid of this process's child whose command line
-// holds arg.
+// childRunning returns the pid of a program this process started whose
+// command line holds arg: a child of its process supervisor (engine/proc),
+// which is this process's child.
 func childRunning(t *testing.T, arg string) int {
 	t.Helper()
 	entries, _ := os.ReadDir("/proc")
@@ -41,7 +42,7 @@ func childRunning(t *testing.T, arg string) int {
 		var state string
 		if i := strings.LastIndexByte(s, ')'); i < 0 {
 			continue
-		} else if _, err := fmt.Sscanf(s[i+2:], "%s %d", &state, &ppid); err != nil || ppid != os.Getpid() || state == "Z" {
+		} else if _, err := fmt.Sscanf(s[i+2:], "%s %d", &state, &ppid); err != nil || parentOf(ppid) != os.Getpid() || state == "Z" {
 			continue
 		}
 		if cmd, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline")); strings.Contains(string(cmd), arg) {
@@ -175,4 +176,23 @@ mcp_server "everything" {
 			t.Errorf("a client that did not subscribe got %d notifications", n)
 		}
 	})
+}
+
+// parentOf returns pid's parent, or 0.
+func parentOf(pid int) int {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(stat)
+	i := strings.LastIndexByte(s, ')')
+	var state string
+	var ppid int
+	if i < 0 || i+2 >= len(s) {
+		return 0
+	}
+	if _, err := fmt.Sscanf(s[i+2:], "%s %d", &state, &ppid); err != nil {
+		return 0
+	}
+	return ppid
 }

@@ -1,88 +1,97 @@
-//go:build linux
-
 package mcpadapter
 
 import (
+	"errors"
 	"fmt"
+	"io"
+	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/mcpd/mcpd/engine/proc"
 )
 
-// startProcess starts a stdio upstream's program as the leader of its own
-// process group, recorded in the config's ProcessGroups, with its stderr
-// going to stderr (the upstream's log, bounded: output.go). The returned
-// process's stop closes its stdin, gives it stopGrace to exit, then kills
-// the whole group and reaps it.
+// stderrDrain bounds how long stop waits for the program's stderr to end
+// after its group was killed: a process that left the group may hold it
+// open.
+const stderrDrain = time.Second
+
+// startProcess starts a stdio upstream's program through the config's
+// supervisor, as the leader of its own process group, with its stderr going
+// to stderr (the upstream's log, bounded: output.go). The returned process's stop closes its stdin, gives
+// it stopGrace to exit, then kills the whole group and reaps it.
 func startProcess(c *serverConfig, stderr *stderrWriter) (*process, error) {
-	cmd := exec.Command(c.command[0], c.command[1:]...)
-	cmd.Env = c.environ()
-	cmd.Dir = c.dir
-	cmd.SysProcAttr = sysProcAttr()
-	// A grandchild that keeps stderr open must not hold up the reaping.
-	cmd.WaitDelay = time.Second
-	cmd.Stderr = stderr
-	stdin, err := cmd.StdinPipe()
+	path := c.command[0]
+	if !strings.Contains(path, "/") {
+		var err error
+		if path, err = exec.LookPath(path); err != nil {
+			return nil, fmt.Errorf("starting %s: %w", c.command[0], err)
+		}
+	}
+	inR, inW, err := os.Pipe()
 	if err != nil {
 		return nil, err
 	}
-	stdout, err := cmd.StdoutPipe()
+	outR, outW, err := os.Pipe()
 	if err != nil {
+		inR.Close()
+		inW.Close()
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		for _, f := range []*os.File{inR, inW, outR, outW} {
+			f.Close()
+		}
+		return nil, err
+	}
+	pr, err := c.procs.Start(proc.Command{Path: path, Args: c.command, Env: c.environ(), Dir: c.dir,
+		Stdin: inR, Stdout: outW, Stderr: errW})
+	for _, f := range []*os.File{inR, outW, errW} {
+		f.Close() // the program's ends: it has its own copies
+	}
+	if err != nil {
+		for _, f := range []*os.File{inW, outR, errR} {
+			f.Close()
+		}
+		if errors.Is(err, proc.ErrUnsupported) {
+			return nil, errors.New("stdio upstreams (command) need Linux; use url with a Streamable HTTP server")
+		}
 		return nil, fmt.Errorf("starting %s: %w", c.command[0], err)
 	}
-	pid := cmd.Process.Pid
-	if !c.groups.Track(pid) {
-		killGroup(pid) // mcpd is exiting
-	}
-	exited := make(chan struct{})
+	stderrDone := make(chan struct{})
 	go func() {
-		waitExited(pid)
-		close(exited)
+		defer close(stderrDone)
+		_, _ = io.Copy(stderr, errR)
 	}()
 	var once sync.Once
-	p := &process{cmd: cmd, stdin: stdin, stdout: stdout}
+	p := &process{stdin: inW, stdout: outR}
 	p.stop = func() {
 		once.Do(func() {
-			_ = stdin.Close()
+			_ = inW.Close()
 			select {
-			case <-exited:
+			case <-pr.Exited():
 			case <-time.After(stopGrace):
+				pr.Signal(syscall.SIGKILL)
 			}
-			// The group dies before its leader is reaped: until then
-			// the leader's PID, the group's ID, cannot be reused.
-			killGroup(pid)
-			<-exited
-			c.groups.Untrack(pid)
-			_ = cmd.Wait()
+			// The supervisor killed what is left of the group once the
+			// leader exited.
+			_, _ = pr.Wait()
+			// A grandchild that left the group and keeps stderr open must
+			// not hold up the stop.
+			select {
+			case <-stderrDone:
+			case <-time.After(stderrDrain):
+				_ = errR.SetReadDeadline(time.Now())
+				<-stderrDone
+			}
+			_ = errR.Close()
+			_ = outR.Close()
 			stderr.flush()
 		})
 	}
 	return p, nil
-}
-
-// killGroup sends SIGKILL to the process group pgid.
-func killGroup(pgid int) { _ = syscall.Kill(-pgid, syscall.SIGKILL) }
-
-// waitExited blocks until pid has exited, without reaping it, so that its
-// PID stays reserved until cmd.Wait.
-func waitExited(pid int) {
-	for {
-		var info [128]byte // siginfo_t
-		_, _, errno := syscall.Syscall6(syscall.SYS_WAITID, 1 /* P_PID */, uintptr(pid),
-			uintptr(unsafePointer(&info)), syscall.WEXITED|syscall.WNOWAIT, 0, 0)
-		if errno == syscall.EINTR {
-			continue
-		}
-		if errno != 0 {
-			// Not expected for our own unreaped child: poll.
-			for syscall.Kill(pid, 0) == nil && !zombie(pid) {
-				time.Sleep(20 * time.Millisecond)
-			}
-		}
-		return
-	}
 }

@@ -9,8 +9,6 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
-	"os/exec"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -151,13 +149,6 @@ func (u *upstream) ensureStarted() {
 // then connect again after a backoff that doubles up to maxBackoff.
 func (u *upstream) supervise() {
 	defer close(u.done)
-	if u.cfg.url == "" {
-		// The kernel kills a stdio upstream whose parent thread exits
-		// (Pdeathsig, so that it dies with mcpd even on SIGKILL): this
-		// goroutine, which starts every process, keeps its thread.
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-	}
 	backoff := minBackoff
 	for {
 		began := time.Now()
@@ -521,7 +512,6 @@ func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // process is a stdio upstream's running program.
 type process struct {
-	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	stdout io.ReadCloser
 	stop   func()

@@ -94,7 +94,7 @@ func (h *handler) Call(ctx context.Context, req *adapter.Request) (*adapter.Outp
 		return nil, err
 	}
 	cmd := &exec.Cmd{Path: path, Args: argv, Env: env, Dir: dir}
-	res, err := runProcess(ctx, cmd, sio, h.timeout, h.killGrace, h.groups)
+	res, err := runProcess(ctx, cmd, sio, h.timeout, h.killGrace, h.procs)
 	var se *startError
 	if errors.As(err, &se) {
 		return nil, h.explainStart(se.err, path, dir)
@@ -115,11 +115,11 @@ func (h *handler) Call(ctx context.Context, req *adapter.Request) (*adapter.Outp
 	case res.timedOut:
 		return nil, h.withTail(fmt.Errorf("%s timed out after %s; its process group was killed", h.name, h.timeout), stdout, stderr)
 	}
-	ws, _ := res.state.Sys().(syscall.WaitStatus)
+	ws := res.status
 	if ws.Signaled() {
 		return nil, h.withTail(fmt.Errorf("%s was killed by signal %s", h.name, signalName(ws.Signal())), stdout, stderr)
 	}
-	code := res.state.ExitCode()
+	code := ws.ExitStatus()
 	if !h.exitOK(code) {
 		return nil, h.withTail(fmt.Errorf("%s exited with code %d", h.name, code), stdout, stderr)
 	}

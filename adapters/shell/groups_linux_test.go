@@ -10,15 +10,16 @@ import (
 
 	"github.com/mcpd/mcpd/adapters/shell"
 	"github.com/mcpd/mcpd/engine/adapter/adaptertest"
+	"github.com/mcpd/mcpd/engine/proc"
 )
 
 // KillAll kills the whole process group of every program still running,
-// grandchildren that ignore SIGTERM included, and every program started
-// after it as soon as it starts; the calls end with the programs. A set is
-// the adapter's: another adapter's programs are not touched.
-func TestProcessGroupsKillAll(t *testing.T) {
+// grandchildren that ignore SIGTERM included, and refuses to start programs
+// after it; the calls end with the programs. A supervisor is its owner's:
+// another adapter's programs are not touched.
+func TestSupervisorKillAll(t *testing.T) {
 	dir := t.TempDir()
-	groups := shell.NewProcessGroups()
+	groups := proc.NewSupervisor()
 	src := func(pidfile string) string {
 		return fmt.Sprintf(`shell {
   command    = ["sh", "-c", "trap '' TERM; sleep 300 & echo $! > %s; wait"]
@@ -26,8 +27,8 @@ func TestProcessGroupsKillAll(t *testing.T) {
   kill_grace = "10m"
 }`, pidfile)
 	}
-	tracked := func(pidfile string) func() {
-		h := adaptertest.MustCompile(t, shell.NewWithGroups(groups), "shell", adaptertest.Config{Src: src(pidfile), Dir: dir})
+	tracked := func(pidfile, want string) func() {
+		h := adaptertest.MustCompile(t, shell.NewWithSupervisor(groups), "shell", adaptertest.Config{Src: src(pidfile), Dir: dir})
 		done := make(chan error, 1)
 		go func() {
 			_, err := call(context.Background(), h, nil, nil, nil)
@@ -36,8 +37,8 @@ func TestProcessGroupsKillAll(t *testing.T) {
 		return func() {
 			select {
 			case err := <-done:
-				if err == nil || !strings.Contains(err.Error(), "killed by signal") {
-					t.Errorf("the call ended with %v, want killed by a signal", err)
+				if err == nil || !strings.Contains(err.Error(), want) {
+					t.Errorf("the call ended with %v, want %q", err, want)
 				}
 			case <-time.After(10 * time.Second):
 				t.Fatal("the call did not end once its group was killed")
@@ -45,7 +46,7 @@ func TestProcessGroupsKillAll(t *testing.T) {
 		}
 	}
 	first, other := filepath.Join(dir, "first.pid"), filepath.Join(dir, "other.pid")
-	ended := tracked(first)
+	ended := tracked(first, "killed by signal")
 	grandchild := readPID(t, first)
 
 	// An untracked adapter's program, which KillAll must leave alone.
@@ -65,13 +66,13 @@ func TestProcessGroupsKillAll(t *testing.T) {
 	ended()
 	waitGone(t, grandchild)
 	if pidGone(bystander) {
-		t.Error("KillAll killed a program of an adapter without the set")
+		t.Error("KillAll killed a program of an adapter with another supervisor")
 	}
 	if n := groups.Live(); n != 0 {
 		t.Errorf("%d groups live after the calls ended", n)
 	}
 
-	// Started after KillAll: killed at once (mcpd is exiting).
+	// Started after KillAll: refused (mcpd is exiting).
 	late := filepath.Join(dir, "late.pid")
-	tracked(late)()
+	tracked(late, proc.ErrExiting.Error())()
 }

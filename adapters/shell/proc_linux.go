@@ -7,39 +7,33 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"runtime"
 	"sync"
 	"syscall"
 	"time"
-	"unsafe"
 
 	"github.com/hashicorp/hcl/v2"
+
+	"github.com/mcpd/mcpd/engine/proc"
 )
 
-// killGroup sends SIGKILL to the process group pgid.
-func killGroup(pgid int) { _ = syscall.Kill(-pgid, syscall.SIGKILL) }
-
-// runResult is how a run ended. state is always set.
+// runResult is how a run ended.
 type runResult struct {
-	state    *os.ProcessState
+	status   syscall.WaitStatus
 	timedOut bool
 	ctxErr   error // the cause when ctx ended the run
 }
 
 func platformCheck(hcl.Range) hcl.Diagnostics { return nil }
 
-// runProcess starts cmd as the leader of a new process group, connects it
-// to sio and waits for it, enforcing timeout and ctx. cmd must not have
-// Stdin, Stdout or Stderr set.
+// runProcess starts cmd through sup as the leader of a new process group,
+// connects it to sio and waits for it, enforcing timeout and ctx. Only
+// cmd's Path, Args, Env and Dir are used.
 //
-// The group is killed in every case before the leader is reaped: while the
-// leader is an unreaped zombie its PID, which is the group's ID, cannot be
-// reused, so kill(-pgid) reaches exactly the processes the command started
-// (those that did not leave the group with setsid or setpgid). That is what
-// lets a call end promptly even when a grandchild holds stdout open.
-//
-// If mcpd itself dies, the kernel kills the leader (Pdeathsig); what the
-// leader started is not covered, see docs/adapter-shell.md.
+// The group is killed in every case: when its leader exits (sup kills it
+// before reaping the leader, so its ID names no other group), and on mcpd's
+// exit, SIGKILL included, with everything the program started in whatever
+// group (see engine/proc). That is what lets a call end promptly even when
+// a grandchild holds stdout open.
 //
 // On timeout or cancellation the group gets SIGTERM, then SIGKILL once the
 // leader has exited or grace has passed, whichever comes first.
@@ -49,45 +43,19 @@ func platformCheck(hcl.Range) hcl.Diagnostics { return nil }
 // which under heavy load can come before the reader got to buffered data.
 // Here readers run until EOF; only when a process outside the group keeps a
 // pipe open past pipeReadDelay do they stop, after taking what is buffered.
-//
-// groups (nil: none) holds the group while it lives, so that mcpd's exit
-// can kill it (see ProcessGroups).
-func runProcess(ctx context.Context, cmd *exec.Cmd, sio stdio, timeout, grace time.Duration, groups *ProcessGroups) (runResult, error) {
+func runProcess(ctx context.Context, cmd *exec.Cmd, sio stdio, timeout, grace time.Duration, sup *proc.Supervisor) (runResult, error) {
 	p, err := openPipes(sio.stdin != nil)
 	if err != nil {
 		return runResult{}, &startError{err}
 	}
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = p.inR, p.outW, p.errW
-	if p.inR == nil {
-		cmd.Stdin = nil // exec connects /dev/null
-	}
-	// Pdeathsig: if mcpd dies, even by SIGKILL, the kernel kills the
-	// program instead of leaving it to init. The kernel sends it when the
-	// OS thread that forked the child exits, not the process, and the Go
-	// runtime ends a thread whenever a goroutine locked to it returns
-	// without unlocking. Locking this goroutine to its thread until the
-	// program is reaped keeps that thread alive (nothing else can run on
-	// it, so nothing else can end it) for exactly as long as it matters.
-	// The cost is one OS thread per running program, which max_concurrency
-	// bounds.
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	err = cmd.Start()
+	pr, err := sup.Start(proc.Command{Path: cmd.Path, Args: cmd.Args, Env: cmd.Env, Dir: cmd.Dir,
+		Stdin: p.inR, Stdout: p.outW, Stderr: p.errW})
 	p.closeChildEnds()
 	if err != nil {
 		p.closeParentEnds()
 		return runResult{}, &startError{err}
 	}
-	pid := cmd.Process.Pid
-	if !groups.add(pid) {
-		killGroup(pid) // mcpd is exiting
-	}
-	exited := make(chan struct{})
-	go func() {
-		waitExited(pid)
-		close(exited)
-	}()
+	exited := pr.Exited()
 	outDone := readStream(p.outR, sio.stdout)
 	errDone := readStream(p.errR, sio.stderr)
 	var inDone chan struct{}
@@ -113,7 +81,7 @@ func runProcess(ctx context.Context, cmd *exec.Cmd, sio stdio, timeout, grace ti
 	}
 	if res.timedOut || res.ctxErr != nil {
 		if grace > 0 {
-			_ = syscall.Kill(-pid, syscall.SIGTERM)
+			pr.Signal(syscall.SIGTERM)
 			graceTimer := time.NewTimer(grace)
 			select {
 			case <-exited:
@@ -121,27 +89,21 @@ func runProcess(ctx context.Context, cmd *exec.Cmd, sio stdio, timeout, grace ti
 			}
 			graceTimer.Stop()
 		}
+		// Whatever is left of the group dies now, the leader included.
+		pr.Signal(syscall.SIGKILL)
 	}
-	// Whatever is left of the group dies now, the leader included.
-	killGroup(pid)
-	<-exited
-	// Forgotten before it is reaped, while its ID cannot name another
-	// group.
-	groups.remove(pid)
-
-	// exec.Cmd has no I/O of its own to wait for: Wait only reaps.
-	waitErr := cmd.Wait()
+	// The supervisor kills the rest of the group once the leader exited.
+	status, waitErr := pr.Wait()
 	awaitReaders([]*os.File{p.outR, p.errR}, []chan struct{}{outDone, errDone}, pipeReadDelay)
 	if inDone != nil {
 		_ = p.inW.Close() // unblocks a write to a process outside the group
 		<-inDone
 	}
 	p.closeParentEnds()
-
-	res.state = cmd.ProcessState
-	if res.state == nil {
+	if waitErr != nil {
 		return res, fmt.Errorf("waiting for process: %w", waitErr)
 	}
+	res.status = status
 	return res, nil
 }
 
@@ -270,58 +232,4 @@ func awaitReaders(files []*os.File, dones []chan struct{}, delay time.Duration) 
 		}
 		return
 	}
-}
-
-// waitExited blocks until the process pid has exited, without reaping it
-// (waitid with WNOWAIT), so that its PID stays reserved until cmd.Wait.
-func waitExited(pid int) {
-	const pPID = 1     // idtype_t P_PID
-	var info [128]byte // siginfo_t
-	for {
-		_, _, errno := syscall.Syscall6(syscall.SYS_WAITID, pPID, uintptr(pid),
-			uintptr(unsafe.Pointer(&info)), syscall.WEXITED|syscall.WNOWAIT, 0, 0)
-		switch errno {
-		case 0:
-			return
-		case syscall.EINTR:
-			continue
-		}
-		// Not expected for our own unreaped child; fall back to watching
-		// /proc until the process is a zombie or gone.
-		pollExited(pid)
-		return
-	}
-}
-
-func pollExited(pid int) {
-	path := fmt.Sprintf("/proc/%d/stat", pid)
-	for {
-		if exitedState(path) {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// exitedState reports whether /proc/<pid>/stat says the process is a
-// zombie or dead (or no longer exists).
-func exitedState(statPath string) bool {
-	data, err := os.ReadFile(statPath)
-	if err != nil {
-		return true
-	}
-	// The state follows the command name, which is in parentheses and may
-	// itself contain ") ".
-	for i := len(data) - 1; i >= 0; i-- {
-		if data[i] == ')' {
-			if i+2 < len(data) {
-				switch data[i+2] {
-				case 'Z', 'X', 'x':
-					return true
-				}
-			}
-			return false
-		}
-	}
-	return true
 }

@@ -64,30 +64,6 @@ func TestAwaitReadersStopsAtTheDelay(t *testing.T) {
 	}
 }
 
-func TestExitedState(t *testing.T) {
-	dir := t.TempDir()
-	for _, c := range []struct {
-		stat string
-		want bool
-	}{
-		{"123 (sleep) S 1 123", false},
-		{"123 (a) b) Z 1 123", true},
-		{"123 (x) X 1", true},
-		{"123 (odd ) R name) R 1", false},
-	} {
-		p := dir + "/stat"
-		if err := os.WriteFile(p, []byte(c.stat), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if got := exitedState(p); got != c.want {
-			t.Errorf("%q: %v", c.stat, got)
-		}
-	}
-	if !exitedState(dir + "/missing") {
-		t.Error("a missing process counts as exited")
-	}
-}
-
 // BenchmarkPrepareAndResult measures the work a call does in mcpd besides
 // running the process: argv templating, the environment and building the
 // Output (the executable was resolved at load).

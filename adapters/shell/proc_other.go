@@ -5,16 +5,18 @@ package shell
 import (
 	"context"
 	"errors"
-	"os"
 	"os/exec"
 	"runtime"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
+
+	"github.com/mcpd/mcpd/engine/proc"
 )
 
 type runResult struct {
-	state    *os.ProcessState
+	status   syscall.WaitStatus
 	timedOut bool
 	ctxErr   error
 }
@@ -30,8 +32,6 @@ func platformCheck(rng hcl.Range) hcl.Diagnostics {
 	}}
 }
 
-func killGroup(int) {}
-
-func runProcess(context.Context, *exec.Cmd, stdio, time.Duration, time.Duration, *ProcessGroups) (runResult, error) {
+func runProcess(context.Context, *exec.Cmd, stdio, time.Duration, time.Duration, *proc.Supervisor) (runResult, error) {
 	return runResult{}, &startError{errors.New("the shell adapter is implemented for Linux only")}
 }

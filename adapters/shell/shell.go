@@ -33,6 +33,7 @@ import (
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/funcs"
 	"github.com/mcpd/mcpd/engine/hclbody"
+	"github.com/mcpd/mcpd/engine/proc"
 )
 
 // Defaults and limits of the block's attributes.
@@ -66,17 +67,17 @@ const (
 // Adapter is the shell adapter. It has no backend block and no state of its
 // own: every tool's settings live in the Handler that CompileTool returns.
 type Adapter struct {
-	groups *ProcessGroups // nil: not tracked
+	procs *proc.Supervisor // starts every program
 }
 
-// New returns the shell adapter, registered by main as "shell". Its
-// programs' process groups are not tracked: see NewWithGroups.
-func New() *Adapter { return &Adapter{} }
+// New returns the shell adapter, registered by main as "shell", with a
+// process supervisor of its own: its programs end when the process does.
+func New() *Adapter { return &Adapter{procs: proc.NewSupervisor()} }
 
-// NewWithGroups returns the shell adapter that records the process group of
-// every program it runs in groups, for the owner of the process's lifecycle
-// to kill on exit.
-func NewWithGroups(groups *ProcessGroups) *Adapter { return &Adapter{groups: groups} }
+// NewWithSupervisor returns the shell adapter that starts every program
+// through procs, which the owner of the process's lifecycle shares with the
+// other adapters that start programs and kills on exit.
+func NewWithSupervisor(procs *proc.Supervisor) *Adapter { return &Adapter{procs: procs} }
 
 var blockSchema = &adapter.Schema{
 	Attributes: []hcl.AttributeSchema{
@@ -167,7 +168,7 @@ type handler struct {
 	queueTimeout time.Duration
 	allowDash    map[string]bool // params listed in allow_dash_args
 
-	groups *ProcessGroups // the adapter's; nil: not tracked
+	procs *proc.Supervisor // the adapter's
 }
 
 // progressSpec turns output lines into progress notifications.
@@ -193,7 +194,7 @@ func (a *Adapter) CompileTool(b *adapter.ToolBlock) (adapter.Handler, hcl.Diagno
 		return nil, diags
 	}
 	h := &handler{
-		groups:    a.groups,
+		procs:     a.procs,
 		timeout:   defaultTimeout,
 		killGrace: defaultKillGrace,
 		maxOutput: defaultMaxOutput,

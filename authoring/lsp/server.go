@@ -11,6 +11,7 @@ package lsp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -50,7 +51,18 @@ type Server struct {
 	conn    *jsonrpc2.Conn
 	ctx     context.Context
 	wg      sync.WaitGroup
+
+	// shutdown is set by the shutdown request; exit is closed by the exit
+	// notification, which ends Serve (see Serve).
+	shutdown bool
+	exit     chan struct{}
+	exitOnce sync.Once
 }
+
+// ErrExitWithoutShutdown is Serve's error when the client sent exit
+// without shutdown first: the LSP specification has the server exit with
+// code 1 then, and 0 after a shutdown.
+var ErrExitWithoutShutdown = errors.New("the client sent exit without shutdown")
 
 // Options change a Server.
 type Options struct {
@@ -64,7 +76,7 @@ type Options struct {
 // New returns a server for configs compiled with reg's adapters.
 func New(reg *adapter.Registry, opts Options) *Server {
 	s := &Server{reg: reg, version: opts.Version, root: rootSchema(reg), log: opts.Logger, debounce: Debounce,
-		docs: map[string][]byte{}, timers: map[string]*time.Timer{}, results: map[string]*dirResult{}, inputs: map[string]map[string]any{}, gen: map[string]int{}}
+		exit: make(chan struct{}), docs: map[string][]byte{}, timers: map[string]*time.Timer{}, results: map[string]*dirResult{}, inputs: map[string]map[string]any{}, gen: map[string]int{}}
 	if opts.Debounce > 0 {
 		s.debounce = opts.Debounce
 	}
@@ -75,7 +87,10 @@ func New(reg *adapter.Registry, opts Options) *Server {
 }
 
 // Serve speaks LSP over rwc (stdin and stdout for `mcpd lsp`) until the
-// client disconnects or ctx ends.
+// client sends exit, disconnects, or ctx ends. After exit it returns nil
+// if the client sent shutdown first and ErrExitWithoutShutdown if not; it
+// does not wait for the client to close its end (an editor may keep the
+// pipe open until the server's process ends).
 func (s *Server) Serve(ctx context.Context, rwc io.ReadWriteCloser) error {
 	h := s.handler()
 	conn := jsonrpc2.NewConn(ctx, jsonrpc2.NewBufferedStream(rwc, jsonrpc2.VSCodeObjectCodec{}),
@@ -87,6 +102,29 @@ func (s *Server) Serve(ctx context.Context, rwc io.ReadWriteCloser) error {
 					result, err = nil, &jsonrpc2.Error{Code: jsonrpc2.CodeInternalError, Message: fmt.Sprintf("mcpd lsp: internal error in %s", req.Method)}
 				}
 			}()
+			// shutdown and exit are the session's, not glsp's: glsp's
+			// handler counts the session uninitialized after shutdown
+			// and answers exit with "server not initialized" instead of
+			// running it, so the server never ended.
+			switch req.Method {
+			case protocol.MethodShutdown:
+				s.mu.Lock()
+				s.shutdown = true
+				s.mu.Unlock()
+				return nil, nil
+			case protocol.MethodExit:
+				s.exitOnce.Do(func() { close(s.exit) })
+				return nil, nil
+			}
+			s.mu.Lock()
+			down := s.shutdown
+			s.mu.Unlock()
+			if down {
+				if req.Notif {
+					return nil, nil
+				}
+				return nil, &jsonrpc2.Error{Code: jsonrpc2.CodeInvalidRequest, Message: "the server is shut down: only exit is accepted"}
+			}
 			gc := &glsp.Context{Method: req.Method, Notify: func(method string, params any) { _ = c.Notify(ctx, method, params) }}
 			if req.Params != nil {
 				gc.Params = *req.Params
@@ -111,10 +149,18 @@ func (s *Server) Serve(ctx context.Context, rwc io.ReadWriteCloser) error {
 	s.mu.Lock()
 	s.conn, s.ctx = conn, ctx
 	s.mu.Unlock()
+	var err error
 	select {
 	case <-conn.DisconnectNotify():
 	case <-ctx.Done():
 		conn.Close()
+	case <-s.exit:
+		conn.Close()
+		s.mu.Lock()
+		if !s.shutdown {
+			err = ErrExitWithoutShutdown
+		}
+		s.mu.Unlock()
 	}
 	s.mu.Lock()
 	for dir, t := range s.timers {
@@ -125,7 +171,7 @@ func (s *Server) Serve(ctx context.Context, rwc io.ReadWriteCloser) error {
 	}
 	s.mu.Unlock()
 	s.wg.Wait()
-	return nil
+	return err
 }
 
 func errText(err error) string {
@@ -147,16 +193,6 @@ func (s *Server) handler() *protocol.Handler {
 		return protocol.InitializeResult{Capabilities: caps, ServerInfo: &protocol.InitializeResultServerInfo{Name: "mcpd", Version: &version}}, nil
 	}
 	h.Initialized = func(*glsp.Context, *protocol.InitializedParams) error { return nil }
-	h.Shutdown = func(*glsp.Context) error { return nil }
-	h.Exit = func(*glsp.Context) error {
-		s.mu.Lock()
-		c := s.conn
-		s.mu.Unlock()
-		if c != nil {
-			go c.Close()
-		}
-		return nil
-	}
 	h.SetTrace = func(*glsp.Context, *protocol.SetTraceParams) error { return nil }
 	h.TextDocumentDidOpen = func(_ *glsp.Context, p *protocol.DidOpenTextDocumentParams) error {
 		s.setDoc(p.TextDocument.URI, []byte(p.TextDocument.Text))

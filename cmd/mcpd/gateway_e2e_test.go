@@ -491,6 +491,16 @@ tool "local" {
 	}
 }
 
+// programsOf lists the programs mcpd pid started: the children of its
+// process supervisor (engine/proc), which is its child.
+func programsOf(pid int) []int {
+	var out []int
+	for _, sup := range childrenOf(pid) {
+		out = append(out, childrenOf(sup)...)
+	}
+	return out
+}
+
 // childrenOf returns the PIDs whose parent is pid.
 func childrenOf(pid int) []int {
 	var out []int
@@ -558,7 +568,7 @@ tool "echo" {
 		t.Fatalf("echo: %q\n%s", textOf(res), logs.String())
 	}
 	var first []int
-	pollUntil(t, "the upstream's process", func() bool { first = childrenOf(cmd.Process.Pid); return len(first) == 1 })
+	pollUntil(t, "the upstream's process", func() bool { first = programsOf(cmd.Process.Pid); return len(first) == 1 })
 	if err := syscallKill(first[0]); err != nil {
 		t.Fatal(err)
 	}
@@ -572,7 +582,7 @@ tool "echo" {
 		}
 	}()
 	pollUntil(t, "the upstream restarted", func() bool {
-		kids := childrenOf(cmd.Process.Pid)
+		kids := programsOf(cmd.Process.Pid)
 		return len(kids) == 1 && kids[0] != first[0] && !echo().IsError
 	})
 	if !strings.Contains(logs.String(), "upstream connection ended; reconnecting") {
@@ -582,7 +592,7 @@ tool "echo" {
 	if err := os.WriteFile(filepath.Join(dir, "tools.hcl"), []byte(upstreamTool("alone")), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	pollUntil(t, "the upstream stopped after its block was removed", func() bool { return len(childrenOf(cmd.Process.Pid)) == 0 })
+	pollUntil(t, "the upstream stopped after its block was removed", func() bool { return len(programsOf(cmd.Process.Pid)) == 0 })
 }
 
 func syscallKill(pid int) error { return syscall.Kill(pid, syscall.SIGKILL) }

@@ -15,9 +15,9 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/mcpd/mcpd/adapters/shell"
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/buildinfo"
+	"github.com/mcpd/mcpd/engine/proc"
 	"github.com/mcpd/mcpd/engine/reload"
 	"github.com/mcpd/mcpd/engine/serve"
 	"github.com/mcpd/mcpd/engine/sharedstate"
@@ -84,10 +84,29 @@ func shutdownSignals(logger *slog.Logger, beforeExit func()) (context.Context, f
 	}
 }
 
-// killGroups kills the process groups of the shell programs still running.
-func killGroups(groups *shell.ProcessGroups, logger *slog.Logger) {
-	if n := groups.KillAll(); n > 0 {
-		logger.Warn("killed the process groups of shell programs still running", "groups", n)
+// killPrograms kills the programs still running (shell tools, stdio
+// upstreams) and everything they started. It does not wait for them to be
+// gone (see waitPrograms): on a forced exit mcpd exits right after, and
+// the supervisor finishes on its own.
+func killPrograms(procs *proc.Supervisor, logger *slog.Logger) {
+	if n := procs.KillAll(); n > 0 {
+		logger.Warn("killing the programs still running and what they started", "programs", n)
+	}
+}
+
+// programsWait bounds how long mcpd's exit waits for its supervisor to
+// report everything it started dead.
+const programsWait = 5 * time.Second
+
+// endPrograms kills the programs still running and waits (a few seconds
+// at most) until they and everything they started are dead, so that none
+// outlives a normal exit even briefly.
+func endPrograms(procs *proc.Supervisor, logger *slog.Logger) {
+	killPrograms(procs, logger)
+	ctx, cancel := context.WithTimeout(context.Background(), programsWait)
+	defer cancel()
+	if err := procs.Wait(ctx); err != nil {
+		logger.Warn("the process supervisor did not finish in time", "err", err)
 	}
 }
 

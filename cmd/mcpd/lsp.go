@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -20,7 +21,8 @@ formatting. It is started by the editor, not by hand; see docs/cli.md.
 Logs go to stderr.
 `
 
-// lspCmd serves LSP on stdin and stdout until the editor disconnects.
+// lspCmd serves LSP on stdin and stdout until the editor sends exit or
+// disconnects. The exit code is 0, or 1 after an exit without shutdown.
 func lspCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := newBareFlagSet("lsp", stderr)
 	if err := fs.Parse(args); err != nil {
@@ -30,7 +32,11 @@ func lspCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	defer stop()
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	srv := lsp.New(registry(), lsp.Options{Logger: log, Version: mcpdVersion()})
-	return srv.Serve(ctx, stdio{stdin, stdout})
+	err := srv.Serve(ctx, stdio{stdin, stdout})
+	if errors.Is(err, lsp.ErrExitWithoutShutdown) {
+		return exitError(1) // as the LSP specification asks
+	}
+	return err
 }
 
 // stdio is the editor's end of the connection.

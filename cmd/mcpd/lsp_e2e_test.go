@@ -72,3 +72,68 @@ func TestLSPCommand(t *testing.T) {
 		t.Fatal("mcpd lsp did not exit")
 	}
 }
+
+// The editor ends `mcpd lsp` with exit while it still holds the pipes open,
+// as the LSP specification has it: code 0 after shutdown, 1 without. The
+// server used to answer exit after shutdown with "server not initialized"
+// and run until its stdin closed.
+func TestLSPExit(t *testing.T) {
+	tests := []struct {
+		name     string
+		shutdown bool
+		want     int
+	}{
+		{"shutdown then exit", true, 0},
+		{"exit without shutdown", false, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			cmd := mcpdCommand("lsp")
+			stdin, err := cmd.StdinPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer stdin.Close() // held open until the test ends: exit alone must end the server
+			stdout, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var stderr lockedBuffer
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				if cmd.ProcessState == nil {
+					cmd.Process.Kill()
+					cmd.Wait()
+				}
+			})
+			conn := jsonrpc2.NewConn(context.Background(), jsonrpc2.NewBufferedStream(pipeRW{stdout, stdin}, jsonrpc2.VSCodeObjectCodec{}),
+				jsonrpc2.HandlerWithError(func(context.Context, *jsonrpc2.Conn, *jsonrpc2.Request) (any, error) { return nil, nil }))
+			ctx := bounded(t)
+			var init json.RawMessage
+			if err := conn.Call(ctx, "initialize", map[string]any{"processId": nil, "rootUri": nil, "capabilities": map[string]any{}}, &init); err != nil {
+				t.Fatal(err)
+			}
+			conn.Notify(ctx, "initialized", map[string]any{})
+			if tt.shutdown {
+				if err := conn.Call(ctx, "shutdown", nil, nil); err != nil {
+					t.Fatalf("shutdown: %v", err)
+				}
+				// Requests after shutdown are refused; exit still ends it.
+				var h json.RawMessage
+				if err := conn.Call(ctx, "textDocument/hover", map[string]any{"textDocument": map[string]any{"uri": "file:///x.hcl"}, "position": map[string]any{"line": 0, "character": 0}}, &h); err == nil {
+					t.Error("a request after shutdown was answered")
+				}
+			}
+			if err := conn.Notify(ctx, "exit", nil); err != nil {
+				t.Fatal(err)
+			}
+			if code, _ := waitExit(t, cmd, 20*time.Second); code != tt.want {
+				t.Errorf("mcpd lsp exited %d, want %d; stderr:\n%s", code, tt.want, stderr.String())
+			}
+		})
+	}
+}

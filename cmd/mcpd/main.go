@@ -18,11 +18,11 @@ import (
 	"syscall"
 
 	"github.com/mcpd/mcpd/adapters/builtin"
-	"github.com/mcpd/mcpd/adapters/shell"
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/buildinfo"
 	"github.com/mcpd/mcpd/engine/config"
 	"github.com/mcpd/mcpd/engine/loader"
+	"github.com/mcpd/mcpd/engine/proc"
 	"github.com/mcpd/mcpd/engine/snapshot"
 	"github.com/mcpd/mcpd/engine/suggest"
 )
@@ -136,12 +136,12 @@ func (e exitError) Error() string { return fmt.Sprintf("exit %d", int(e)) }
 // block name that selects it.
 func registry() *adapter.Registry { return registryWith(nil) }
 
-// registryWith is registry whose shell programs' process groups are
-// recorded in groups (nil: not recorded), for a command that must kill them
-// all when it exits.
-func registryWith(groups *shell.ProcessGroups) *adapter.Registry {
+// registryWith is registry whose programs (shell tools, stdio upstreams)
+// are started through procs (nil: a supervisor of the registry's own), for
+// a command that must kill them all when it exits.
+func registryWith(procs *proc.Supervisor) *adapter.Registry {
 	reg := adapter.NewRegistry()
-	builtin.RegisterWithGroups(reg, groups)
+	builtin.RegisterWithSupervisor(reg, procs)
 	return reg
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -95,7 +96,7 @@ func TestExitKillsProcessGroups(t *testing.T) {
 			// Who kills the group is a race on a shutdown that cancels the
 			// call (SIGTERM over HTTP): the call's own cancellation, or the
 			// sweep at exit, which logs it. Either is logged.
-			if log := logs.String(); !strings.Contains(log, "killed the process groups of shell programs still running") &&
+			if log := logs.String(); !strings.Contains(log, "killing the programs still running and what they started") &&
 				!strings.Contains(log, "cancelling the calls still running") {
 				t.Errorf("the kill is not logged; log:\n%s", log)
 			}
@@ -140,4 +141,97 @@ func processGone(pid int) bool {
 	}
 	i := bytes.LastIndexByte(b, ')')
 	return i < 0 || i+2 >= len(b) || b[i+2] == 'Z' || b[i+2] == 'X'
+}
+
+// killNineConfig has a shell tool whose program leaves a process in its
+// group and one in a session of its own, and a stdio upstream whose
+// program does the same before it becomes an mcpd upstream. %[1]q is a
+// copy of sleep(1) under a name only this test uses.
+const killNineConfig = `
+tool "spawn" {
+  description = "Leaves processes behind."
+  shell {
+    command = ["sh", "-c", "\"$1\" 300 & setsid \"$1\" 301 & wait", "sh", %[1]q]
+    timeout = "10m"
+  }
+}
+
+mcp_server "up" {
+  command = ["sh", "-c", "\"$1\" 302 & setsid \"$1\" 303 & exec \"$2\" serve --stdio -c \"$3\"", "sh", %[1]q, %[2]q, %[3]q]
+  start   = "load"
+  expose {
+    prefix = "up_"
+  }
+}
+`
+
+// kill -9 of mcpd, which it cannot act on, ends every process its shell
+// calls and stdio upstreams started, whatever group or session they moved
+// to. The kernel's Pdeathsig reached only the programs themselves: the
+// four sleeps here ran on under PID 1.
+func TestKillNineLeavesNoProcess(t *testing.T) {
+	src, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Skip("no sleep(1)")
+	}
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Skip("no setsid(1)")
+	}
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := fmt.Sprintf("mcpdkill9test%d", os.Getpid())
+	sleep := filepath.Join(t.TempDir(), token)
+	if err := os.WriteFile(sleep, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, pid := range markedProcs(token) {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	upDir := configDir(t, map[string]string{"tools.hcl": upstreamTool("alpha")})
+	dir := configDir(t, map[string]string{"tools.hcl": fmt.Sprintf(killNineConfig, sleep, mcpdBin, upDir)})
+	r := startRawStdio(t, dir)
+	r.send(t, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"spawn","arguments":{}}}`)
+	pollUntil(t, "four processes left behind", func() bool { return len(markedProcs(token)) == 4 })
+
+	if err := r.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	r.cmd.Wait()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		left := markedProcs(token)
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("processes left after kill -9: %d of 4 (%v); log:\n%s", len(left), left, r.logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// markedProcs lists the live processes whose program name (argv[0]) holds
+// token.
+func markedProcs(token string) []int {
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	var pids []int
+	for _, d := range dirs {
+		cmdline, err := os.ReadFile(d + "/cmdline")
+		if err != nil {
+			continue
+		}
+		argv0, _, _ := bytes.Cut(cmdline, []byte{0})
+		if !bytes.Contains(argv0, []byte(token)) {
+			continue
+		}
+		pid, _ := strconv.Atoi(filepath.Base(d))
+		if !processGone(pid) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }

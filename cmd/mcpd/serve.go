@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/mcpd/mcpd/adapters/shell"
+	"github.com/mcpd/mcpd/engine/proc"
 	"github.com/mcpd/mcpd/engine/reload"
 	"github.com/mcpd/mcpd/engine/serve"
 	"github.com/mcpd/mcpd/engine/snapshot"
@@ -76,13 +76,14 @@ func serveCmd(args []string, stderr io.Writer) error {
 		}
 		return nil
 	})
-	// Every process group a shell tool started dies with mcpd, whichever
-	// way it exits (see shell.ProcessGroups): on return here, which every
-	// shutdown and the end of stdio's input reach, and in shutdownSignals
-	// on a forced exit.
-	groups := shell.NewProcessGroups()
-	defer killGroups(groups, logger)
-	reg := registryWith(groups)
+	// Every program mcpd started (shell tools, stdio upstreams) dies with
+	// it, with whatever it started, whichever way mcpd exits (see
+	// engine/proc): on return here, which every shutdown and the end of
+	// stdio's input reach, and in shutdownSignals on a forced exit; on
+	// SIGKILL, by the supervisor's helper process.
+	procs := proc.NewSupervisor()
+	defer endPrograms(procs, logger)
+	reg := registryWith(procs)
 	l, err := load(c, reg, stderr)
 	if err != nil {
 		return err
@@ -104,7 +105,7 @@ func serveCmd(args []string, stderr io.Writer) error {
 		Metrics: metrics, Tracer: tracer, ShutdownDelay: ops.shutdownDelay, ShutdownGrace: ops.shutdownGrace, AnswerWait: answerWait,
 		Audit: auditLog, Generation: func() int { return reloader.Status().Generation() }, OnCall: onCall(con)})
 
-	ctx, cancel := shutdownSignals(logger, func() { killGroups(groups, logger) })
+	ctx, cancel := shutdownSignals(logger, func() { killPrograms(procs, logger) })
 	defer cancel()
 	s := l.Snapshot
 	if *toolset != "" {

@@ -35,7 +35,8 @@ type drain struct {
 	seq     uint64
 
 	// stopCtx is cancelled when the drain begins: readiness fails and
-	// stdio stops reading new requests.
+	// stdio refuses new requests (it keeps reading: answers to the
+	// questions of the calls in flight still come in).
 	stopCtx context.Context
 	stop    context.CancelFunc
 	// abortCtx is cancelled when the grace period ends; every handler's
@@ -211,3 +212,27 @@ func (d *drain) abortAll() {
 func (d *drain) aborted() bool { return d.abortCtx.Err() != nil }
 
 func (d *drain) stopped() bool { return d.stopCtx.Err() != nil }
+
+// admit counts one request read as busy, unless the drain has begun: then
+// it reports false and the request must be refused. Checked and counted
+// under the lock that waitIdle takes, so a request is either refused or
+// waited for, never neither.
+func (d *drain) admit() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.stopped() {
+		return false
+	}
+	d.busy++
+	return true
+}
+
+// finished reports whether the drain is over.
+func (d *drain) finished() bool {
+	select {
+	case <-d.done:
+		return true
+	default:
+		return false
+	}
+}
