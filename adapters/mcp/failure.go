@@ -84,7 +84,9 @@ func (u *upstream) transportFailure(ctx context.Context, err error) string {
 		a.mu.Lock()
 		status, body := a.status, a.body
 		a.mu.Unlock()
-		if status != 0 && (status < 200 || status > 299) {
+		// A redirect is refused by the client (engine/outbound), whose
+		// error names the Location: err says more than the status.
+		if status != 0 && (status < 200 || status > 299) && (status < 300 || status > 399) {
 			u.log.Warn("upstream answered with an HTTP error", "status", status,
 				"body", u.redact(string(bytes.ToValidUTF8(body, []byte("\uFFFD")))))
 			return fmt.Sprintf("HTTP %d %s", status, http.StatusText(status))
