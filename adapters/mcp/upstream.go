@@ -251,12 +251,13 @@ func (u *upstream) connect() (cs *mcp.ClientSession, stop func(), err error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		// Lines that are not messages are skipped before anything else
-		// reads them; messages nested deeper than the SDK decodes are
-		// mended (deep.go) before the progress scanner counts what the
-		// SDK will read (progress.go).
-		lines := newMessageLines(p.stdout, maxUpstreamMessage, u.output.strayLine)
-		stdout := &progressScanner{r: &deepLines{r: lines, report: u.droppedDeep, max: maxUpstreamMessage}, pending: &u.pending}
+		// Messages nested deeper than the SDK decodes are mended first
+		// (deep.go): the SDK's decoder, which tells messages from stray
+		// lines, refuses them whole. Then lines that are not messages are
+		// skipped before the progress scanner counts what the SDK will
+		// read (progress.go).
+		mended := &deepLines{r: p.stdout, report: u.droppedDeep, max: maxUpstreamMessage}
+		stdout := &progressScanner{r: newMessageLines(mended, maxUpstreamMessage, u.output.strayLine), pending: &u.pending}
 		t, stop = &mcp.IOTransport{Reader: stdout, Writer: p.stdin, MaxLineLength: maxUpstreamMessage}, p.stop
 	}
 	cs, err = u.client.Connect(ctx, t, u.sessionOptions())
@@ -467,7 +468,7 @@ func (u *upstream) httpTransport() http.RoundTripper {
 func (u *upstream) httpClient() *http.Client {
 	origin, _ := url.Parse(u.cfg.url) // checked at load
 	return outbound.Client(fmt.Sprintf("upstream %q", u.cfg.name),
-		&headerTransport{headers: u.cfg.headers, origin: origin, base: u.httpTransport(), max: maxUpstreamMessage, pending: &u.pending})
+		&headerTransport{headers: u.cfg.headers, origin: origin, base: u.httpTransport(), max: maxUpstreamMessage, pending: &u.pending, deep: u.droppedDeep})
 }
 
 // headerTransport adds the block's headers to every request to the

@@ -265,9 +265,13 @@ func TestSigkillOfMcpd(t *testing.T) {
 // leaves no helper behind.
 func TestUnreachableSupervisorEndsHelper(t *testing.T) {
 	sleep, token := markedSleep(t)
+	// The leader waits until its child has left the group (the flag is
+	// made after setsid): the group is killed when the leader exits, and
+	// on a loaded machine the child could still be in it.
+	left := filepath.Join(t.TempDir(), "left")
 	func() {
 		s := NewSupervisor()
-		p, err := s.Start(shell(`setsid "$1" 300 & exit 0`, sleep))
+		p, err := s.Start(shell(`setsid sh -c 'touch "$2"; exec "$1" 300' sh "$1" "$2" & while [ ! -e "$2" ]; do sleep 0.01; done; exit 0`, sleep, left))
 		if err != nil {
 			t.Fatal(err)
 		}
