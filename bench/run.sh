@@ -74,7 +74,7 @@ go build -o "$BIN/" ./cmd/mcpd ./bench/loadgen ./bench/baseline ./bench/loadtime
 # baseline runs with the same settings so that pairs compare like with like.
 GC=(GOGC=400 GOMEMLIMIT=512MiB)
 STATIC=bench/configs/static.hcl
-MCPD="$BIN/mcpd serve -c $STATIC --http {addr} --no-watch --log-level warn"
+MCPD="$BIN/mcpd serve -c $STATIC --http {addr} --ui=false --no-watch --log-level warn"
 MCPD_STDIO="$BIN/mcpd serve -c $STATIC --stdio --no-watch --log-level warn"
 BASE="env ${GC[*]} $BIN/baseline --http {addr}"
 BASE_STDIO="env ${GC[*]} $BIN/baseline --stdio"
@@ -157,7 +157,7 @@ fi
 # The SQLite point query: mcpd against the bare-SDK server of the same tool
 # (bench/baseline --sqlite: database/sql, one connection, the rows' JSON as
 # text), on the same database file, seeded by whichever starts first.
-SQLITE_MCPD="$BIN/mcpd serve -c bench/configs/sqlite-point.hcl --http {addr} --no-watch --log-level warn"
+SQLITE_MCPD="$BIN/mcpd serve -c bench/configs/sqlite-point.hcl --http {addr} --ui=false --no-watch --log-level warn"
 SQLITE_BASE="$BASE --sqlite $MCPD_BENCH_DB --seed bench/configs/sqlite-point.sql"
 SQLITE_CALL=(-tool get_item -args '{"id":{seq}}' -seq-max 10000)
 
@@ -185,8 +185,8 @@ section "Stateless fast path: static tool, --no-fast-path (A) against the fast p
 # from the cache (in memory, then on Redis), over 200 ids that the warmup
 # caches. Redis: $MCPD_BENCH_REDIS (default redis://127.0.0.1:6379); the
 # Redis section is left out when none answers.
-CACHED_MCPD="$BIN/mcpd serve -c bench/configs/sqlite-point-cached.hcl --http {addr} --no-watch --log-level warn"
-REDIS_MCPD="env MCPD_BENCH_REDIS_PREFIX=mcpd-bench-$$ $BIN/mcpd serve -c bench/configs/sqlite-point-redis.hcl --http {addr} --no-watch --log-level warn"
+CACHED_MCPD="$BIN/mcpd serve -c bench/configs/sqlite-point-cached.hcl --http {addr} --ui=false --no-watch --log-level warn"
+REDIS_MCPD="env MCPD_BENCH_REDIS_PREFIX=mcpd-bench-$$ $BIN/mcpd serve -c bench/configs/sqlite-point-redis.hcl --http {addr} --ui=false --no-watch --log-level warn"
 CACHE_CALL=(-tool get_item -args '{"id":{seq}}' -seq-max 200)
 
 section "Result cache: SQLite point query uncached against a cache hit in memory, HTTP, legacy, C=16" \
@@ -224,7 +224,7 @@ if command -v redis-server >/dev/null; then
   REDIS_PID=$!
   trap 'kill $REDIS_PID 2>/dev/null || true' EXIT
   export MCPD_BENCH_REDIS_URL="redis://127.0.0.1:$REDIS_PORT"
-  RL="$BIN/mcpd serve --http {addr} --no-watch --log-level warn -c bench/configs/ratelimit"
+  RL="$BIN/mcpd serve --http {addr} --ui=false --no-watch --log-level warn -c bench/configs/ratelimit"
   section "Rate-limited call: no limit (A) against limits in memory (B), HTTP, stateless, C=16" \
     "${LG[@]}" -mode call -transport http-modern -c 16 -tool work "${CALL[@]}" -label-a unlimited -label-b memory \
     -a "$RL-none.hcl" -b "$RL-memory.hcl"
@@ -252,7 +252,7 @@ section "Session setup (initialize + notifications/initialized), HTTP, C=1" \
 
 section "tools/list at 1,000 tools, HTTP, legacy, C=1" \
   "${LG[@]}" -mode list -transport http -c 1 "${CALL[@]}" -label-a sdk -label-b mcpd \
-  -a "$BASE --tools 1000" -b "$BIN/mcpd serve -c $OUT/tools-1000.hcl --http {addr} --no-watch --log-level warn"
+  -a "$BASE --tools 1000" -b "$BIN/mcpd serve -c $OUT/tools-1000.hcl --http {addr} --ui=false --no-watch --log-level warn"
 
 # --- startup, reload, loading ------------------------------------------------------------
 

@@ -414,11 +414,11 @@ func TestConsoleAccess(t *testing.T) {
 		return resp.StatusCode, resp.Header.Get("Content-Type")
 	}
 
-	off := mcpdCommand("serve", "--http", "127.0.0.1:0", "-c", dir)
+	off := mcpdCommand("serve", "--ui=false", "--http", "127.0.0.1:0", "-c", dir)
 	off.Env = append(off.Env, "MCPD_TEST_KEY=key-1")
 	endpoint := startHTTP(t, off)
 	if code, _ := get(strings.TrimSuffix(endpoint, "mcp")+"ui/", "", "", ""); code != http.StatusNotFound {
-		t.Errorf("without --ui, /ui/ answers %d, want 404", code)
+		t.Errorf("with --ui=false, /ui/ answers %d, want 404", code)
 	}
 
 	on := mcpdCommand("serve", "--ui", "--http", "127.0.0.1:0", "-c", dir)

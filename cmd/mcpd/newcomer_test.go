@@ -38,14 +38,31 @@ func TestReadmeFirstSteps(t *testing.T) {
 		t.Errorf(".ci/run does not run go test over ./... (%v)", err)
 	}
 
-	sample := regexp.MustCompile(`(?m)^\$ mcpd test .*\n(?:.*\n)*?(\d+ passed, \d+ failed)$`).FindStringSubmatch(readme)
-	if sample == nil {
-		t.Fatal("no sample mcpd test output in the README")
+	// The first screen (about 30 lines of a terminal) says what mcpd is,
+	// gives the two commands, and the way to the console.
+	first := strings.Join(strings.SplitN(readme, "\n", 31)[:30], "\n")
+	for _, want := range []string{block[0], "http://127.0.0.1:8080/ui/"} {
+		if !strings.Contains(first, want) {
+			t.Errorf("the README's first 30 lines do not show %q", want)
+		}
 	}
+
 	t.Chdir(root)
 	r := runCLI(t, "test")
-	if r.code != 0 || !strings.Contains(r.stdout, sample[1]+"\n") {
-		t.Errorf("mcpd test at the root says\n%s%s\nthe README shows %q", r.stdout, r.stderr, sample[1])
+	// The README and docs/testing.md show the demo's mcpd test output.
+	for _, doc := range []string{"README.md", "docs/testing.md"} {
+		text, err := os.ReadFile(filepath.Join(root, doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sample := regexp.MustCompile(`(?m)^\$ mcpd test .*\n(?:.*\n)*?(\d+ passed, \d+ failed)$`).FindStringSubmatch(string(text))
+		if sample == nil {
+			t.Errorf("no sample mcpd test output in %s", doc)
+			continue
+		}
+		if r.code != 0 || !strings.Contains(r.stdout, sample[1]+"\n") {
+			t.Errorf("mcpd test at the root says\n%s%s\n%s shows %q", r.stdout, r.stderr, doc, sample[1])
+		}
 	}
 }
 

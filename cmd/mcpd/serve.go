@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -49,10 +51,12 @@ func serveCmd(args []string, stderr io.Writer) error {
 	ops := addOpsFlags(fs)
 	auditFlags := addAuditFlags(fs)
 	authf := addAuthFlags(fs)
-	ui := fs.Bool("ui", false, "serve a browser console under /ui/ on the HTTP listener (see docs/cli.md)")
+	ui := fs.Bool("ui", false, "serve a browser console under /ui/ on the HTTP listener (default: on for a loopback --http address, off otherwise; --ui=false turns it off; see docs/cli.md)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
+	uiSet := false
+	fs.Visit(func(f *flag.Flag) { uiSet = uiSet || f.Name == "ui" })
 	if c.logFormat != "text" && c.logFormat != "json" {
 		return fmt.Errorf("unknown --log-format %q (text or json)", c.logFormat)
 	}
@@ -65,12 +69,12 @@ func serveCmd(args []string, stderr io.Writer) error {
 	if *toolset != "" && !*stdio {
 		return fmt.Errorf("--toolset selects what stdio serves; over HTTP every toolset is served on its own path, /mcp/%s (and server.default_toolset chooses what /mcp serves)", *toolset)
 	}
-	if *ui && *stdio {
+	if *ui && uiSet && *stdio {
 		return fmt.Errorf("--ui needs the HTTP listener: the console calls /mcp; drop --stdio")
 	}
 	logger := c.logger(stderr)
 	var current snapshot.Current
-	con := newConsole(*ui, logger, func() []string {
+	con := newConsole(consoleOn(*ui, uiSet, *stdio, *addr), logger, func() []string {
 		if s := current.Load(); s != nil {
 			return s.ToolsetNames()
 		}
@@ -155,14 +159,14 @@ func serveCmd(args []string, stderr io.Writer) error {
 		}
 		return nil
 	}
-	if current.Load().NeedsSharedStateKey() {
-		// Checked at start only: a reload that adds the first ask block
-		// is rarer than a deployment that never set the key.
-		logger.Warn("tools or prompts ask their client for input and server.request_state_key is not set: each process signs requestState with a random key, so with more than one replica an answer that reaches another replica is refused; set request_state_key = env(\"MCPD_REQUEST_STATE_KEY\") to the same value on every replica (docs/operations.md, \"Scale-out\")")
-	}
 	ln, err := limits.listen(*addr)
 	if err != nil {
 		return listenError(*addr, err)
+	}
+	if mayHaveReplicas(current.Load(), ln) && current.Load().NeedsSharedStateKey() {
+		// Checked at start only: a reload that adds the first ask block
+		// is rarer than a deployment that never set the key.
+		logger.Warn("tools or prompts ask their client for input and server.request_state_key is not set: each process signs requestState with a random key, so with more than one replica an answer that reaches another replica is refused; set request_state_key = env(\"MCPD_REQUEST_STATE_KEY\") to the same value on every replica (docs/operations.md, \"Scale-out\")")
 	}
 	ln, scheme, authRequired, err := authf.listener(ln, &current, logger)
 	if err != nil {
@@ -177,13 +181,70 @@ func serveCmd(args []string, stderr io.Writer) error {
 		mux.Handle("/", serve.HostGuard(httpOpts, admin))
 	}
 	hs := limits.httpServer(metrics.HTTPMiddleware(mux))
+	if con != nil && !uiSet && !loopbackListener(ln) {
+		// On by default only where the address said loopback and the
+		// listener is (a "localhost" that resolved elsewhere is not).
+		con.Close()
+		con = nil
+	}
 	if con != nil {
 		mountConsole(mux, con, srv, &current, authRequired, httpOpts, logger)
 		hs.RegisterOnShutdown(con.Close)
+	}
+	endpoint := fmt.Sprintf("%s://%s/mcp", scheme, ln.Addr())
+	logger.Info("serving MCP over Streamable HTTP", "url", endpoint, "auth", current.Load().Auth != nil)
+	if con != nil {
 		logger.Info("serving the console", "url", consoleURL(scheme, ln.Addr()))
 	}
-	logger.Info("serving MCP over Streamable HTTP", "url", fmt.Sprintf("%s://%s/mcp", scheme, ln.Addr()), "auth", current.Load().Auth != nil)
+	if loopbackListener(ln) {
+		logger.Info(nextSteps(con != nil, scheme, ln.Addr(), endpoint))
+	}
 	return runHTTP(ctx, hs, ln, srv, logger)
+}
+
+// consoleOn decides whether serve runs the console: as --ui (or MCPD_UI)
+// says when given; otherwise on for an HTTP address on loopback, where
+// only this machine can reach it and it sits behind the same Host/Origin
+// checks and authentication as /mcp (docs/security.md, "The console"),
+// and off for any other address or stdio.
+func consoleOn(ui, uiSet, stdio bool, addr string) bool {
+	if uiSet {
+		return ui
+	}
+	return !stdio && loopbackAddr(addr)
+}
+
+// loopbackAddr reports whether the --http address names a loopback host:
+// localhost or a loopback IP. An empty host (all interfaces) is not.
+func loopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// mayHaveReplicas reports whether other processes may serve the same
+// clients: the config shares state through Redis (a state block), or the
+// listener takes connections from other machines (a load balancer). A
+// single process on loopback has no replica to disagree with, so the
+// request_state_key warning would only look like a misconfiguration there.
+func mayHaveReplicas(s *snapshot.Snapshot, ln net.Listener) bool {
+	return s.State() != nil || !loopbackListener(ln)
+}
+
+// nextSteps is the line a local serve ends its start-up with: where the
+// console is, and how to point a host at the server.
+func nextSteps(console bool, scheme string, addr net.Addr, endpoint string) string {
+	host := fmt.Sprintf("point an MCP host at this server with the snippet `mcpd client-config --host HOST --http %s` prints (HOST: claude-code, claude-desktop, cursor, vscode or codex)", endpoint)
+	if !console {
+		return "next: " + host
+	}
+	return fmt.Sprintf("next: open %s in a browser to see and call the tools; %s", consoleURL(scheme, addr), host)
 }
 
 // listenError says which flag picks another address when the port is

@@ -24,7 +24,7 @@ func BenchmarkStreamCost(b *testing.B) {
 		b.Fatal(err)
 	}
 	for range b.N {
-		cmd := mcpdCommand("serve", "--http", "127.0.0.1:0", "-c", dir, "--max-streams-per-caller", "0", "--max-streams", "1000", "--max-conns", "1024")
+		cmd := mcpdCommand("serve", "--http", "127.0.0.1:0", "--ui=false", "-c", dir, "--max-streams-per-caller", "0", "--max-streams", "1000", "--max-conns", "1024")
 		stderr, _ := cmd.StderrPipe()
 		if err := cmd.Start(); err != nil {
 			b.Fatal(err)
