@@ -142,9 +142,9 @@ func TestClientConfig(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--host", "claude-code"}, "claude mcp add --transport stdio mcpd -- " + exe + " serve --stdio -c " + cfg + "\n"},
+		{[]string{"--host", "claude-code"}, "claude mcp add --transport stdio " + filepath.Base(dir) + " -- " + exe + " serve --stdio -c " + cfg + "\n"},
 		{[]string{"--host", "claude-code", "--http", url, "--name", "tools"}, "claude mcp add --transport http tools " + url + "\n"},
-		{[]string{"--host", "codex", "-c", "tools.hcl"}, "[mcp_servers.mcpd]\ncommand = " + jsonString(exe) + "\nargs = [\"serve\", \"--stdio\", \"-c\", " + jsonString(cfg) + "]\n"},
+		{[]string{"--host", "codex", "-c", "tools.hcl"}, "[mcp_servers." + filepath.Base(dir) + "]\ncommand = " + jsonString(exe) + "\nargs = [\"serve\", \"--stdio\", \"-c\", " + jsonString(cfg) + "]\n"},
 		{[]string{"--host", "codex", "--http", url, "--name", "my.tools"}, "[mcp_servers.\"my.tools\"]\nurl = \"" + url + "\"\n"},
 	}
 	for _, tc := range textHosts {

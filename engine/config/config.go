@@ -41,6 +41,9 @@ type Config struct {
 	// UnsetEnv are the env() calls without a default whose variable is not
 	// set, in load order, whatever the options: the caller reports them.
 	UnsetEnv []funcs.UnsetEnvCall
+	// Env are all the env() calls with a constant name, set or not, in
+	// load order: what a host must pass to the mcpd it starts.
+	Env []funcs.EnvCall
 }
 
 // Options change how a config is loaded.

@@ -95,6 +95,7 @@ func LoadWith(paths []string, blocks Blocks, opts Options) (*Config, hcl.Diagnos
 			continue
 		}
 		cfg.UnsetEnv = append(cfg.UnsetEnv, funcs.UnsetEnv(body)...)
+		cfg.Env = append(cfg.Env, funcs.EnvCalls(body)...)
 		diags = append(diags, decodeFile(cfg, body, filepath.Dir(name), blocks)...)
 		cfg.Referenced = append(cfg.Referenced, referencedFiles(body, filepath.Dir(name))...)
 	}
