@@ -51,6 +51,10 @@ type Options struct {
 	// variable is an unknown value there, and the checks that need it were
 	// skipped.
 	UnsetEnvWarning bool
+	// CheckOnly loads a config to check it, never to serve it (`mcpd
+	// validate`, the editor's diagnostics): nothing shared is dialed (see
+	// snapshot.BuildOptions).
+	CheckOnly bool
 	// Overlay replaces the contents of config files by name, for an
 	// editor's unsaved buffers (see config.Options.Overlay).
 	Overlay map[string][]byte
@@ -75,7 +79,7 @@ func LoadWith(paths []string, reg *adapter.Registry, prev *snapshot.Snapshot, ve
 	out.Config = cfg
 	// Compile even when loading found errors, so that one run reports every
 	// problem it can; the result is only kept when there were none.
-	snap, d := snapshot.Build(cfg, reg, prev, version)
+	snap, d := snapshot.BuildWith(cfg, reg, prev, version, snapshot.BuildOptions{CheckOnly: opts.CheckOnly})
 	out.Diagnostics = append(out.Diagnostics, notRepeated(d, diags)...)
 	var prevAuth *auth.Config
 	if prev != nil {

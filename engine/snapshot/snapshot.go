@@ -97,6 +97,20 @@ type liveBackend struct {
 // connection pools) instead of being opened anew. On error nothing is kept
 // open and prev is untouched.
 func Build(cfg *config.Config, reg *adapter.Registry, prev *Snapshot, defaultVersion string) (*Snapshot, hcl.Diagnostics) {
+	return BuildWith(cfg, reg, prev, defaultVersion, BuildOptions{})
+}
+
+// BuildOptions change what Build does besides compiling.
+type BuildOptions struct {
+	// CheckOnly builds a snapshot to check a config, never to serve it
+	// (`mcpd validate`, the editor's diagnostics): the state block is
+	// compiled and checked, but its Redis is not dialed (there is no
+	// Store, as when its URL is unknown at load).
+	CheckOnly bool
+}
+
+// BuildWith is Build with options.
+func BuildWith(cfg *config.Config, reg *adapter.Registry, prev *Snapshot, defaultVersion string, opts BuildOptions) (*Snapshot, hcl.Diagnostics) {
 	s := &Snapshot{
 		Files:     cfg.Files,
 		tools:     map[string]*Tool{},
@@ -124,7 +138,7 @@ func Build(cfg *config.Config, reg *adapter.Registry, prev *Snapshot, defaultVer
 	sc, cacheDiags := compileServerCache(cfg.Server)
 	diags = append(diags, cacheDiags...)
 	diags = append(diags, stateDiags...)
-	diags = append(diags, s.openState(cfg, prev, secrets)...)
+	diags = append(diags, s.openState(cfg, prev, secrets, opts.CheckOnly)...)
 	sl.hasState, sl.state = cfg.Server != nil && cfg.Server.State != nil, s.state
 	diags = append(diags, s.openBackends(cfg, reg, prev, ft)...)
 	backend := &backendSet{live: s.backends, declared: map[string][]string{}}
@@ -332,14 +346,14 @@ func (ft funcTables) get(dir string) map[string]function.Function {
 // takes prev's over when the block is unchanged. The values its env() and
 // file() calls read go to secrets: a Redis password is redacted like a
 // backend's.
-func (s *Snapshot) openState(cfg *config.Config, prev *Snapshot, secrets *redact.Set) hcl.Diagnostics {
+func (s *Snapshot) openState(cfg *config.Config, prev *Snapshot, secrets *redact.Set, checkOnly bool) hcl.Diagnostics {
 	if cfg.Server == nil || cfg.Server.State == nil {
 		return nil
 	}
 	sc := cfg.Server.State
 	ectx := &hcl.EvalContext{Functions: funcs.TableWith(sc.Dir, funcs.Options{Secrets: secrets, UnsetEnvUnknown: cfg.UnsetEnvUnknown})}
 	settings, diags := sharedstate.Compile(sc, s.Server.Name, ectx)
-	if settings == nil || diags.HasErrors() {
+	if settings == nil || diags.HasErrors() || checkOnly {
 		return diags
 	}
 	if prev != nil && prev.state != nil && prev.state.Settings().Fingerprint() == settings.Fingerprint() {

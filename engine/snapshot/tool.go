@@ -60,7 +60,15 @@ type Tool struct {
 	sensitive map[string]bool
 	// cache reuses the tool's results (cache.go); nil: not cached.
 	cache *toolCache
+	// backends are the top-level blocks the tool's adapter looked up at
+	// load, as "TYPE NAME" (see Backends).
+	backends []string
 }
+
+// Backends are the top-level backend blocks (http_backend, database, …)
+// the tool uses, as "BLOCK-TYPE NAME", in the order its adapter looked them
+// up: what `mcpd call` checks for unset variables before it runs the tool.
+func (t *Tool) Backends() []string { return t.backends }
 
 type result struct {
 	structured, text, errorWhen, errorMessage *shape.Program
@@ -164,7 +172,12 @@ func compileTool(tc *config.Tool, reg *adapter.Registry, backend *backendSet, ft
 		h, d := a.CompileTool(&adapter.ToolBlock{
 			Tool: tc.Name, Type: tc.Adapter.Type, Body: tc.Adapter.Body, Range: tc.Adapter.DeclRange,
 			Scope: scope, Structured: tc.OutputSchema != nil, ReadsVars: tc.Result != nil || len(tc.Logs) > 0,
-			Backend: backend.get, BackendNames: backend.names,
+			Backend: func(blockType, name string) (adapter.Backend, bool) {
+				// Adapters look their backends up while they compile.
+				t.backends = append(t.backends, blockType+" "+name)
+				return backend.get(blockType, name)
+			},
+			BackendNames: backend.names,
 		})
 		diags = append(diags, d...)
 		t.handler, t.adapterType = h, tc.Adapter.Type
