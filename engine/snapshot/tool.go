@@ -164,6 +164,11 @@ func compileTool(tc *config.Tool, reg *adapter.Registry, backend *backendSet, ft
 	}
 
 	var vars []string
+	// adapterFailed: the adapter block has errors, so the names it gives
+	// the result and log blocks (body, rows, content, ...) are unknown;
+	// checking those blocks against args alone would blame them for the
+	// adapter block's mistake. They are checked once it compiles.
+	adapterFailed := false
 	if tc.Adapter != nil {
 		a, ok := reg.Adapter(tc.Adapter.Type)
 		if !ok { // the loader only accepts registered blocks
@@ -180,6 +185,7 @@ func compileTool(tc *config.Tool, reg *adapter.Registry, backend *backendSet, ft
 			BackendNames: backend.names,
 		})
 		diags = append(diags, d...)
+		adapterFailed = h == nil && d.HasErrors()
 		t.handler, t.adapterType = h, tc.Adapter.Type
 		if h != nil {
 			vars = h.Vars()
@@ -193,7 +199,7 @@ func compileTool(tc *config.Tool, reg *adapter.Registry, backend *backendSet, ft
 		t.cache, d = compileCache(tc, t.handler, sc)
 		diags = append(diags, d...)
 	}
-	if tc.Result != nil {
+	if tc.Result != nil && !adapterFailed {
 		rvars := vars
 		if asks != nil {
 			rvars = append(append([]string(nil), vars...), "inputs")
@@ -207,7 +213,7 @@ func compileTool(tc *config.Tool, reg *adapter.Registry, backend *backendSet, ft
 			}
 		}
 	}
-	if len(tc.Logs) > 0 {
+	if len(tc.Logs) > 0 && !adapterFailed {
 		params := make([]string, 0, len(scope.Params))
 		for p := range scope.Params {
 			params = append(params, p)
