@@ -6,6 +6,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -353,5 +355,24 @@ func TestInstalledBinary(t *testing.T) {
 	}
 	if p, ok := installedBinary(); !ok || p != filepath.Join(gobin, "mcpd") {
 		t.Errorf("installedBinary = %q, %v", p, ok)
+	}
+}
+
+// The files init writes link to nothing that does not exist: mcpd's module
+// path is not a published repository (README, "Installing"), so the only
+// URLs are the ones the scaffold's tools use. Each URL is paired with the
+// files it may appear in.
+func TestInitLinks(t *testing.T) {
+	allowed := map[string][]string{
+		"https://api.github.com":    {"tools.hcl"}, // github_repo's backend
+		"http://127.0.0.1:8080/mcp": {"README.md"}, // where mcpd serve listens
+	}
+	url := regexp.MustCompile(`https?://[^\s"'()<>\x60]+`)
+	for _, f := range scaffold("links") {
+		for _, u := range url.FindAllString(f.content, -1) {
+			if !slices.Contains(allowed[u], f.name) {
+				t.Errorf("%s links to %s", f.name, u)
+			}
+		}
 	}
 }
