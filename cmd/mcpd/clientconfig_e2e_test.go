@@ -120,6 +120,21 @@ func TestClientConfigStartsTheServer(t *testing.T) {
 				t.Errorf("env %v: want the variables read without a default", names)
 			}
 
+			if host == "claude-desktop" {
+				// Started as printed, placeholders and all (the user did not
+				// replace them): mcpd stops at once and says why.
+				unfilled := slices.Clone(env[:len(env)-len(entry.Env)])
+				for n, placeholder := range entry.Env {
+					unfilled = append(unfilled, n+"="+placeholder)
+				}
+				cmd := mcpdCommand()
+				cmd.Path, cmd.Args, cmd.Env = entry.Command, append([]string{entry.Command}, entry.Args...), unfilled
+				out, err := cmd.CombinedOutput()
+				if err == nil || !strings.Contains(string(out), `is "${SHOP_TOKEN}", a placeholder its host did not fill in`) {
+					t.Errorf("started with the placeholders: %v\n%s", err, out)
+				}
+			}
+
 			cmd := mcpdCommand()
 			cmd.Path, cmd.Args, cmd.Env = entry.Command, append([]string{entry.Command}, entry.Args...), env
 			client := mcp.NewClient(&mcp.Implementation{Name: host, Version: "1"}, nil)
