@@ -35,7 +35,8 @@ func callCmd(args []string, stdout, stderr io.Writer) error {
 		fs.Usage()
 		return exitError(2)
 	}
-	l, err := load(c, registry(), stderr)
+	reg := registry()
+	l, err := loadWithoutSecrets("call", c, reg, stderr, false)
 	if err != nil {
 		return err
 	}
@@ -49,6 +50,11 @@ func callCmd(args []string, stdout, stderr io.Writer) error {
 			names = append(names, t.Def.Name)
 		}
 		return fmt.Errorf("no tool %q; the config declares: %s", name, strings.Join(names, ", "))
+	}
+	// The snapshot was built without the unset variables: a tool that
+	// needs one would run with an unknown value in its place.
+	if err := needsUnset(l, reg, tool); err != nil {
+		return err
 	}
 	raw, err := callArgs(*argsJSON, positional[1:], tool.InputSchema)
 	if err != nil {

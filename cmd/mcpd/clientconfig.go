@@ -2,12 +2,16 @@ package main
 
 import (
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
+
+	"github.com/mcpd/mcpd/engine/config"
 )
 
 // hostNames are the hosts client-config knows, in the order the help lists them.
@@ -22,7 +26,7 @@ func clientConfigCmd(args []string, stdout, stderr io.Writer) error {
 	fs.Var(&configs, "c", "shorthand for --config")
 	host := fs.String("host", "", "the host: "+strings.Join(hostNames, ", "))
 	httpURL := fs.String("http", "", "`URL` of a running mcpd serve --http (e.g. http://127.0.0.1:8080/mcp), instead of starting mcpd over stdio")
-	name := fs.String("name", "mcpd", "the server's name in the host's config")
+	name := fs.String("name", "", "the server's name in the host's config (default: the config directory's name; mcpd with --http)")
 	toolset := fs.String("toolset", "", "serve the host only this toolset: --toolset NAME on stdio, /mcp/NAME over HTTP")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -33,7 +37,9 @@ func clientConfigCmd(args []string, stdout, stderr io.Writer) error {
 	if *host == "" {
 		return fmt.Errorf("--host is required: one of %s", strings.Join(hostNames, ", "))
 	}
-	if *name == "" || strings.ContainsAny(*name, " \t\n\"'") {
+	nameSet := false
+	fs.Visit(func(f *flag.Flag) { nameSet = nameSet || f.Name == "name" })
+	if nameSet && (*name == "" || strings.ContainsAny(*name, " \t\n\"'")) {
 		return fmt.Errorf("--name %q: use a name without spaces or quotes", *name)
 	}
 	var sc serverCommand
@@ -76,15 +82,29 @@ func clientConfigCmd(args []string, stdout, stderr io.Writer) error {
 		if *toolset != "" {
 			sc.args = append(sc.args, "--toolset", *toolset)
 		}
+		sc.env = configEnv(configs, stderr)
+	}
+	if !nameSet {
+		*name = defaultServerName(configs, *toolset)
 	}
 	switch *host {
 	case "claude-desktop":
+		if len(sc.env) > 0 && sc.url == "" {
+			fmt.Fprintf(stderr, "mcpd client-config: Claude Desktop does not expand variables in its config: replace each \"${NAME}\" under \"env\" with the value (%s) before you save the file, and keep the file private.\n", strings.Join(sc.env, ", "))
+		}
 		return writeJSON(stdout, map[string]any{"mcpServers": map[string]any{*name: sc.claudeDesktop(stderr)}})
 	case "cursor":
 		return writeJSON(stdout, map[string]any{"mcpServers": map[string]any{*name: sc.cursor()}})
 	case "vscode":
-		return writeJSON(stdout, map[string]any{"servers": map[string]any{*name: sc.vscode()}})
+		out := map[string]any{"servers": map[string]any{*name: sc.vscode()}}
+		if in := sc.vscodeInputs(*name); len(in) > 0 {
+			out["inputs"] = in
+		}
+		return writeJSON(stdout, out)
 	case "claude-code":
+		if len(sc.env) > 0 && sc.url == "" {
+			fmt.Fprintf(stderr, "mcpd client-config: the shell expands %s when you run this command: set them first (Claude Code keeps the values in its own config).\n", strings.Join(sc.env, ", "))
+		}
 		_, err := fmt.Fprintln(stdout, sc.claudeCode(*name))
 		return err
 	case "codex":
@@ -101,6 +121,84 @@ type serverCommand struct {
 	command string
 	args    []string
 	url     string
+	// env are the variables the config reads without a default: the host
+	// must pass them, or mcpd stops at start. Names only: each host format
+	// gets a placeholder it fills in itself (or the user does).
+	env []string
+}
+
+// configEnv lists the variables the config at paths reads with env() and
+// no default, in order, each once. A config that cannot be read yet lists
+// none (client-config has warned that it does not exist).
+func configEnv(paths []string, stderr io.Writer) []string {
+	reg := registry()
+	cfg, diags := config.LoadWith(paths, config.Blocks{Adapters: reg.ToolBlocks(), Backends: reg.BackendBlocks()},
+		config.Options{UnsetEnvUnknown: true})
+	if cfg == nil {
+		return nil
+	}
+	if diags.HasErrors() {
+		fmt.Fprintln(stderr, "mcpd client-config: warning: the config has errors (mcpd validate shows them); the host's mcpd will not start until they are fixed")
+	}
+	var names []string
+	seen := map[string]bool{}
+	for _, c := range cfg.Env {
+		if c.HasDefault || seen[c.Name] {
+			continue
+		}
+		seen[c.Name] = true
+		if !envName.MatchString(c.Name) {
+			fmt.Fprintf(stderr, "mcpd client-config: warning: %s reads env(%q), which is not a portable variable name; pass it to the host's mcpd yourself\n", c.Range, c.Name)
+			continue
+		}
+		names = append(names, c.Name)
+	}
+	return names
+}
+
+// envName is a variable name every host format and shell can carry.
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// defaultServerName is the server's name in the host's config: the config
+// directory's name (two projects each get their own entry in one host),
+// and the toolset's after it. A URL has no project: mcpd.
+func defaultServerName(configs []string, toolset string) string {
+	name := "mcpd"
+	if len(configs) > 0 {
+		dir := configs[0]
+		if abs, err := filepath.Abs(dir); err == nil {
+			dir = abs
+		}
+		if info, err := os.Stat(dir); err != nil || !info.IsDir() {
+			dir = filepath.Dir(dir)
+		}
+		if n := sanitizeName(filepath.Base(dir)); n != "" {
+			name = n
+		}
+	}
+	if toolset != "" {
+		if t := sanitizeName(toolset); t != "" {
+			name += "-" + t
+		}
+	}
+	return name
+}
+
+// sanitizeName keeps letters, digits, - and _ (lower case), the names every
+// host accepts, and makes any other run of characters one -.
+func sanitizeName(s string) string {
+	var b strings.Builder
+	dash := false
+	for _, c := range strings.ToLower(s) {
+		if c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '-' {
+			b.WriteRune(c)
+			dash = false
+		} else if !dash && b.Len() > 0 {
+			b.WriteByte('-')
+			dash = true
+		}
+	}
+	return strings.Trim(b.String(), "-_")
 }
 
 // claudeDesktop is an entry of claude_desktop_config.json, whose servers
@@ -110,7 +208,21 @@ func (s serverCommand) claudeDesktop(stderr io.Writer) map[string]any {
 		fmt.Fprintln(stderr, "mcpd client-config: Claude Desktop's config file starts local commands only; this snippet bridges to the URL with `npx mcp-remote` (needs Node.js). Settings > Connectors adds a remote server without it.")
 		return map[string]any{"command": "npx", "args": []string{"-y", "mcp-remote", s.url}}
 	}
-	return map[string]any{"command": s.command, "args": s.args}
+	return s.withEnv(map[string]any{"command": s.command, "args": s.args}, "${%s}")
+}
+
+// withEnv adds to a JSON entry the "env" object that passes each variable
+// as the placeholder format makes of its name.
+func (s serverCommand) withEnv(entry map[string]any, format string) map[string]any {
+	if len(s.env) == 0 {
+		return entry
+	}
+	env := map[string]any{}
+	for _, n := range s.env {
+		env[n] = fmt.Sprintf(format, n)
+	}
+	entry["env"] = env
+	return entry
 }
 
 // cursor is an entry of .cursor/mcp.json (or ~/.cursor/mcp.json).
@@ -118,7 +230,8 @@ func (s serverCommand) cursor() map[string]any {
 	if s.url != "" {
 		return map[string]any{"url": s.url}
 	}
-	return map[string]any{"command": s.command, "args": s.args}
+	// Cursor interpolates ${env:NAME} from its own environment.
+	return s.withEnv(map[string]any{"command": s.command, "args": s.args}, "${env:%s}")
 }
 
 // vscode is an entry of .vscode/mcp.json's "servers".
@@ -126,7 +239,22 @@ func (s serverCommand) vscode() map[string]any {
 	if s.url != "" {
 		return map[string]any{"type": "http", "url": s.url}
 	}
-	return map[string]any{"type": "stdio", "command": s.command, "args": s.args}
+	// VS Code asks for each ${input:ID} once and keeps it in its secret
+	// storage (see vscodeInputs).
+	return s.withEnv(map[string]any{"type": "stdio", "command": s.command, "args": s.args}, "${input:%s}")
+}
+
+// vscodeInputs are the top-level "inputs" of .vscode/mcp.json that the
+// env placeholders of vscode name: a password prompt each.
+func (s serverCommand) vscodeInputs(name string) []any {
+	if s.url != "" {
+		return nil
+	}
+	var in []any
+	for _, n := range s.env {
+		in = append(in, map[string]any{"type": "promptString", "id": n, "description": fmt.Sprintf("%s for the MCP server %s", n, name), "password": true})
+	}
+	return in
 }
 
 // claudeCode is the `claude mcp add` command line, quoted for a POSIX shell.
@@ -134,7 +262,13 @@ func (s serverCommand) claudeCode(name string) string {
 	if s.url != "" {
 		return fmt.Sprintf("claude mcp add --transport http %s %s", shellQuote(name), shellQuote(s.url))
 	}
-	parts := []string{"claude", "mcp", "add", "--transport", "stdio", shellQuote(name), "--", shellQuote(s.command)}
+	// The name comes before --env: its values are variadic, and would
+	// take the name as one more.
+	parts := []string{"claude", "mcp", "add", "--transport", "stdio", shellQuote(name)}
+	for _, n := range s.env {
+		parts = append(parts, "--env", `"`+n+`=$`+n+`"`)
+	}
+	parts = append(parts, "--", shellQuote(s.command))
 	for _, a := range s.args {
 		parts = append(parts, shellQuote(a))
 	}
@@ -156,6 +290,14 @@ func (s serverCommand) codex(name string) string {
 		quoted[i] = jsonString(a)
 	}
 	fmt.Fprintf(&b, "args = [%s]\n", strings.Join(quoted, ", "))
+	if len(s.env) > 0 {
+		// env_vars forwards each variable from Codex's own environment.
+		quoted = quoted[:0]
+		for _, n := range s.env {
+			quoted = append(quoted, jsonString(n))
+		}
+		fmt.Fprintf(&b, "env_vars = [%s]\n", strings.Join(quoted, ", "))
+	}
 	return b.String()
 }
 

@@ -6,6 +6,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -142,9 +144,9 @@ func TestClientConfig(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--host", "claude-code"}, "claude mcp add --transport stdio mcpd -- " + exe + " serve --stdio -c " + cfg + "\n"},
+		{[]string{"--host", "claude-code"}, "claude mcp add --transport stdio " + filepath.Base(dir) + " -- " + exe + " serve --stdio -c " + cfg + "\n"},
 		{[]string{"--host", "claude-code", "--http", url, "--name", "tools"}, "claude mcp add --transport http tools " + url + "\n"},
-		{[]string{"--host", "codex", "-c", "tools.hcl"}, "[mcp_servers.mcpd]\ncommand = " + jsonString(exe) + "\nargs = [\"serve\", \"--stdio\", \"-c\", " + jsonString(cfg) + "]\n"},
+		{[]string{"--host", "codex", "-c", "tools.hcl"}, "[mcp_servers." + filepath.Base(dir) + "]\ncommand = " + jsonString(exe) + "\nargs = [\"serve\", \"--stdio\", \"-c\", " + jsonString(cfg) + "]\n"},
 		{[]string{"--host", "codex", "--http", url, "--name", "my.tools"}, "[mcp_servers.\"my.tools\"]\nurl = \"" + url + "\"\n"},
 	}
 	for _, tc := range textHosts {
@@ -353,5 +355,24 @@ func TestInstalledBinary(t *testing.T) {
 	}
 	if p, ok := installedBinary(); !ok || p != filepath.Join(gobin, "mcpd") {
 		t.Errorf("installedBinary = %q, %v", p, ok)
+	}
+}
+
+// The files init writes link to nothing that does not exist: mcpd's module
+// path is not a published repository (README, "Installing"), so the only
+// URLs are the ones the scaffold's tools use. Each URL is paired with the
+// files it may appear in.
+func TestInitLinks(t *testing.T) {
+	allowed := map[string][]string{
+		"https://api.github.com":    {"tools.hcl"}, // github_repo's backend
+		"http://127.0.0.1:8080/mcp": {"README.md"}, // where mcpd serve listens
+	}
+	url := regexp.MustCompile(`https?://[^\s"'()<>\x60]+`)
+	for _, f := range scaffold("links") {
+		for _, u := range url.FindAllString(f.content, -1) {
+			if !slices.Contains(allowed[u], f.name) {
+				t.Errorf("%s links to %s", f.name, u)
+			}
+		}
 	}
 }

@@ -59,7 +59,9 @@ errors, and on warnings only with --strict.
 	"client-config": `usage: mcpd client-config --host HOST [-c PATH] [--http URL] [--name NAME]
 
 Prints the snippet an MCP host needs to start (or reach) this server, in the
-host's own format, with absolute paths to this binary and the config.
+host's own format, with absolute paths to this binary and the config, and
+the variables the config reads with env() as the host's placeholders (never
+their values). NAME defaults to the config directory's name.
 HOST is one of: claude-desktop, claude-code, cursor, vscode, codex.
 `,
 	"version": `usage: mcpd version

@@ -107,8 +107,8 @@ func scaffold(name string) []scaffoldFile {
 }
 
 const initTools = `# NAME: tools served over MCP by mcpd. The language is documented in
-# https://github.com/mcpd/mcpd/blob/main/docs/config.md (docs/config.md in
-# mcpd's repository). mcpd reloads this file when it changes.
+# docs/config.md of mcpd's source; mcpd help lists the commands. mcpd
+# reloads this file when it changes.
 
 server {
   name         = "NAME"
@@ -291,7 +291,8 @@ INSERT INTO notes (title, body, created) VALUES
 `
 
 const initReadme = "# NAME\n\n" +
-	"MCP tools declared in `tools.hcl` and served by [mcpd](https://github.com/mcpd/mcpd).\n\n" +
+	"MCP tools declared in `tools.hcl` and served by mcpd (`mcpd help` lists its commands;\n" +
+	"the config language is in docs/config.md of mcpd's source).\n\n" +
 	"| File | What it is |\n|---|---|\n" +
 	"| `tools.hcl` | the tools (`search_notes` on SQLite, `count_words` running `wc`, `github_repo` over HTTP, `greet`), a resource (this README) and a prompt |\n" +
 	"| `tools_test.hcl` | a test per tool; the HTTP one answers from a mock |\n" +

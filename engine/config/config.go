@@ -41,6 +41,9 @@ type Config struct {
 	// UnsetEnv are the env() calls without a default whose variable is not
 	// set, in load order, whatever the options: the caller reports them.
 	UnsetEnv []funcs.UnsetEnvCall
+	// Env are all the env() calls with a constant name, set or not, in
+	// load order: what a host must pass to the mcpd it starts.
+	Env []funcs.EnvCall
 }
 
 // Options change how a config is loaded.
@@ -216,8 +219,11 @@ type Annotations struct {
 // input schema. Constraint attributes are kept as attributes so that the
 // schema compiler can check their values and blame their ranges.
 type Param struct {
-	Name             string         `hcl:"name,label"`
-	Type             string         `hcl:"type,optional"`
+	Name string `hcl:"name,label"`
+	Type string `hcl:"type,optional"`
+	// TypeRange is the range of type's value, for a diagnostic about it
+	// (zero when type is not set).
+	TypeRange        hcl.Range      `hcl:"type,attr_value_range"`
 	Title            string         `hcl:"title,optional"`
 	Description      string         `hcl:"description,optional"`
 	Required         *bool          `hcl:"required,optional"`

@@ -16,6 +16,7 @@ import (
 
 	"github.com/mcpd/mcpd/engine/funcs"
 	"github.com/mcpd/mcpd/engine/principal"
+	"github.com/mcpd/mcpd/engine/suggest"
 )
 
 // Blocks names the adapter-owned block types the loader accepts: the blocks
@@ -95,6 +96,7 @@ func LoadWith(paths []string, blocks Blocks, opts Options) (*Config, hcl.Diagnos
 			continue
 		}
 		cfg.UnsetEnv = append(cfg.UnsetEnv, funcs.UnsetEnv(body)...)
+		cfg.Env = append(cfg.Env, funcs.EnvCalls(body)...)
 		diags = append(diags, decodeFile(cfg, body, filepath.Dir(name), blocks)...)
 		cfg.Referenced = append(cfg.Referenced, referencedFiles(body, filepath.Dir(name))...)
 	}
@@ -289,6 +291,41 @@ func adapterBlock(remain hcl.Body, schema *hcl.BodySchema, owner string) (*Adapt
 
 var paramTypes = map[string]bool{"string": true, "integer": true, "number": true, "boolean": true, "array": true, "object": true}
 
+// paramTypeNames are paramTypes in the order messages list them.
+var paramTypeNames = []string{"string", "integer", "number", "boolean", "array", "object"}
+
+// paramTypeAliases are the names other languages give the param types,
+// too far from them in spelling for suggest to find.
+var paramTypeAliases = map[string]string{
+	"int": "integer", "float": "number", "double": "number", "bool": "boolean",
+	"str": "string", "text": "string", "list": "array", "map": "object", "dict": "object",
+}
+
+// ParamTypeError is the diagnostic for a param (or an ask's field) whose
+// type is not a param type, at type's value, with a did-you-mean; nil when
+// it is one.
+func ParamTypeError(p *Param) *hcl.Diagnostic {
+	if paramTypes[p.Type] {
+		return nil
+	}
+	rng := SubjectOr(p.TypeRange, p.DeclRange)
+	return &hcl.Diagnostic{
+		Severity: hcl.DiagError,
+		Summary:  "Invalid param type",
+		Detail: fmt.Sprintf("param %q: type %q is not one of %s.%s", p.Name, p.Type,
+			strings.Join(paramTypeNames, ", "), paramTypeSuggestion(p.Type)),
+		Subject: &rng,
+	}
+}
+
+// paramTypeSuggestion is ` Did you mean "x"?` for a type that is not one.
+func paramTypeSuggestion(typ string) string {
+	if a, ok := paramTypeAliases[strings.ToLower(typ)]; ok {
+		return fmt.Sprintf(" Did you mean %q?", a)
+	}
+	return suggest.DidYouMean(strings.ToLower(typ), paramTypeNames)
+}
+
 func checkParams(t *Tool) hcl.Diagnostics {
 	diags := checkParamList(t.Params)
 	for _, p := range t.Params {
@@ -383,11 +420,12 @@ func checkTemplateParams(r *ResourceTemplate) hcl.Diagnostics {
 			})
 		}
 		if p.Type == "array" || p.Type == "object" {
+			rng := SubjectOr(p.TypeRange, p.DeclRange)
 			diags = append(diags, &hcl.Diagnostic{
 				Severity: hcl.DiagError,
 				Summary:  "Invalid param type",
 				Detail:   fmt.Sprintf("param %q: a URI template variable is text; its type can be string, integer, number or boolean, not %s.", p.Name, p.Type),
-				Subject:  &p.DeclRange,
+				Subject:  &rng,
 			})
 		}
 		if p.Sensitive != nil {
@@ -419,13 +457,8 @@ func checkParamList(params []*Param) hcl.Diagnostics {
 		if p.Type == "" {
 			p.Type = "string"
 		}
-		if !paramTypes[p.Type] {
-			diags = append(diags, &hcl.Diagnostic{
-				Severity: hcl.DiagError,
-				Summary:  "Invalid param type",
-				Detail:   fmt.Sprintf("param %q: type %q is not one of string, integer, number, boolean, array, object.", p.Name, p.Type),
-				Subject:  &p.DeclRange,
-			})
+		if d := ParamTypeError(p); d != nil {
+			diags = append(diags, d)
 		}
 	}
 	return diags

@@ -107,6 +107,10 @@ func envFunc(secrets *redact.Set, unsetUnknown bool) function.Function {
 				return cty.NilVal, fmt.Errorf("env takes a name and at most one default")
 			}
 			if v, ok := os.LookupEnv(name); ok {
+				if unfilledPlaceholder(name, v) {
+					// The value is the placeholder itself, not a secret.
+					return cty.NilVal, fmt.Errorf("environment variable %s is %q, a placeholder its host did not fill in: put the value in the host's config, or set %s where the host starts", name, v, name)
+				}
 				secrets.Add(v)
 				return cty.StringVal(v), nil
 			}
@@ -119,6 +123,19 @@ func envFunc(secrets *redact.Set, unsetUnknown bool) function.Function {
 			return cty.NilVal, fmt.Errorf("environment variable %s is not set", name)
 		},
 	})
+}
+
+// unfilledPlaceholder reports whether v is a placeholder for the variable
+// name itself that a host passed on as it was written: ${NAME}, $NAME,
+// ${env:NAME} or ${input:NAME} (what `mcpd client-config` writes). No real
+// value of NAME is its own placeholder, and serving with one fails later,
+// further from the cause (a database refusing "${DATABASE_URL}").
+func unfilledPlaceholder(name, v string) bool {
+	switch v {
+	case "${" + name + "}", "$" + name, "${env:" + name + "}", "${input:" + name + "}":
+		return true
+	}
+	return false
 }
 
 // fileFunc reads a file relative to dir. Text must be valid UTF-8; use

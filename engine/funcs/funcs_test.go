@@ -19,6 +19,9 @@ func TestFunctions(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("MCPD_FUNCS_TEST", "secret-value")
+	t.Setenv("MCPD_FUNCS_PLACEHOLDER", "${MCPD_FUNCS_PLACEHOLDER}")
+	t.Setenv("MCPD_FUNCS_PLACEHOLDER_ENV", "${env:MCPD_FUNCS_PLACEHOLDER_ENV}")
+	t.Setenv("MCPD_FUNCS_OTHER", "${SOMETHING_ELSE}")
 	ectx := &hcl.EvalContext{Functions: Table(dir)}
 	tests := []struct {
 		expr, want, err string
@@ -26,6 +29,10 @@ func TestFunctions(t *testing.T) {
 		{expr: `env("MCPD_FUNCS_TEST")`, want: "secret-value"},
 		{expr: `env("MCPD_FUNCS_UNSET_X", "fallback")`, want: "fallback"},
 		{expr: `env("MCPD_FUNCS_UNSET_X")`, err: "environment variable MCPD_FUNCS_UNSET_X is not set"},
+		// A host that passed its placeholder on instead of the value.
+		{expr: `env("MCPD_FUNCS_PLACEHOLDER")`, err: `environment variable MCPD_FUNCS_PLACEHOLDER is "${MCPD_FUNCS_PLACEHOLDER}", a placeholder its host did not fill in`},
+		{expr: `env("MCPD_FUNCS_PLACEHOLDER_ENV", "x")`, err: "a placeholder its host did not fill in"},
+		{expr: `env("MCPD_FUNCS_OTHER")`, want: "${SOMETHING_ELSE}"},
 		{expr: `file("note.txt")`, want: "hello"},
 		{expr: `file("missing.txt")`, err: "no such file or directory"},
 		{expr: `file("bin")`, err: "not valid UTF-8 text; use filebase64"},

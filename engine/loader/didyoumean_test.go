@@ -69,6 +69,67 @@ http_backend "api" { base_url = "http://127.0.0.1:1" }
     path    = "/"
   }
 }`, "9:15", `Unknown http_backend: There is no http_backend named "apii". Did you mean "api"?`},
+		// The result of a tool whose adapter block failed is not checked
+		// against the adapter's names (body, rows, ...): they were unknown,
+		// and "unknown name body" was a second, misleading error.
+		{"database name, with a result", `tool "t" {
+  description = "x"
+  sql {
+    database = "dbb"
+    query    = "SELECT 1 AS one"
+  }
+  result {
+    text = "rows[0].one"
+  }
+  log {
+    message = "rows"
+  }
+}`, "9:16", `Unknown database: There is no database named "dbb". Did you mean "db"?`},
+		{"http_backend name, with a result", `tool "t" {
+  description = "x"
+  http {
+    backend = "apii"
+    path    = "/"
+  }
+  result {
+    structured = "body"
+    content "text" {
+      text = "x"
+    }
+  }
+}`, "9:15", `Unknown http_backend: There is no http_backend named "apii". Did you mean "api"?`},
+		{"mcp_server name, with a result", `mcp_server "up" {
+  command = ["true"]
+}
+tool "t" {
+  description = "x"
+  mcp {
+    server = "upp"
+  }
+  result {
+    text = "content[0].text"
+  }
+}`, "12:14", `Unknown mcp_server: There is no mcp_server named "upp". Did you mean "up"?`},
+		{"param type value", `tool "t" {
+  description = "x"
+  param "n" { type = "strin" }
+  shell { command = ["true"] }
+}`, "8:22", `Invalid param type: param "n": type "strin" is not one of string, integer, number, boolean, array, object. Did you mean "string"?`},
+		{"param type alias", `tool "t" {
+  description = "x"
+  param "n" {
+    type = "int"
+  }
+  shell { command = ["true"] }
+}`, "9:12", `Invalid param type: param "n": type "int" is not one of string, integer, number, boolean, array, object. Did you mean "integer"?`},
+		{"ask field type", `tool "t" {
+  description = "x"
+  ask "why" {
+    elicit = "Why?"
+    field "reason" { type = "sting" }
+  }
+  shell { command = ["true"] }
+}`, "10:29", `Invalid param type: param "reason": type "sting" is not one of string, integer, number, boolean, array, object. Did you mean "string"?`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	httpadapter "github.com/mcpd/mcpd/adapters/http"
+	mcpadapter "github.com/mcpd/mcpd/adapters/mcp"
 	"github.com/mcpd/mcpd/adapters/shell"
 	sqladapter "github.com/mcpd/mcpd/adapters/sql"
 	"github.com/mcpd/mcpd/engine/adapter"
@@ -21,6 +22,7 @@ func allAdapters() *adapter.Registry {
 	reg.Register("http", httpadapter.New())
 	reg.Register("shell", shell.New())
 	reg.Register("sql", sqladapter.New())
+	reg.Register("mcp", mcpadapter.New(nil))
 	return reg
 }
 

@@ -130,6 +130,12 @@ func paramSchema(p *config.Param, ectx *hcl.EvalContext) (map[string]any, hcl.Di
 	if diags.HasErrors() {
 		return nil, diags
 	}
+	// The same diagnostic as the config's own check of a tool's params
+	// (the loader counts them as one mistake); an ask's fields are only
+	// checked here.
+	if d := config.ParamTypeError(p); d != nil {
+		return nil, hcl.Diagnostics{d}
+	}
 	// Compile the param's own schema to check it, and its default against it.
 	n, err := compileNode(s, p.Name)
 	if err != nil {

@@ -96,7 +96,7 @@ func compileContent(c *config.Content, scope *adapter.Scope) (*contentTmpl, hcl.
 	}
 	static := true
 	for _, e := range t.exprs {
-		static = static && adapter.IsStatic(e)
+		static = static && adapter.IsStatic(e) && knownAtLoad(e, scope.EvalContext())
 	}
 	if static {
 		content, err := t.build(scope.EvalContext())
@@ -107,6 +107,16 @@ func compileContent(c *config.Content, scope *adapter.Scope) (*contentTmpl, hcl.
 		t.static = content
 	}
 	return t, nil
+}
+
+// knownAtLoad reports whether a static expression's value is known: it is
+// not when it reads an unset variable in a load that allows that (`mcpd
+// validate`, list, call: funcs.Options.UnsetEnvUnknown). Such content is
+// left to be built per call, which a snapshot with unset variables is
+// never asked for (it is not served, and `mcpd call` refuses the tool).
+func knownAtLoad(e hcl.Expression, ectx *hcl.EvalContext) bool {
+	v, d := e.Value(ectx)
+	return d.HasErrors() || v.IsWhollyKnown()
 }
 
 // eval builds the content for one call.

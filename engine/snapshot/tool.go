@@ -71,7 +71,15 @@ type Tool struct {
 	// limits, the cache in Redis, the requestStates used); nil otherwise. Each call's operations
 	// on it share one budget, its timeout (sharedstate.Budget).
 	state *sharedstate.Store
+	// backends are the top-level blocks the tool's adapter looked up at
+	// load, as "TYPE NAME" (see Backends).
+	backends []string
 }
+
+// Backends are the top-level backend blocks (http_backend, database, …)
+// the tool uses, as "BLOCK-TYPE NAME", in the order its adapter looked them
+// up: what `mcpd call` checks for unset variables before it runs the tool.
+func (t *Tool) Backends() []string { return t.backends }
 
 type result struct {
 	structured, text, errorWhen, errorMessage *shape.Program
@@ -167,6 +175,11 @@ func compileTool(tc *config.Tool, reg *adapter.Registry, backend *backendSet, ft
 	}
 
 	var vars []string
+	// adapterFailed: the adapter block has errors, so the names it gives
+	// the result and log blocks (body, rows, content, ...) are unknown;
+	// checking those blocks against args alone would blame them for the
+	// adapter block's mistake. They are checked once it compiles.
+	adapterFailed := false
 	if tc.Adapter != nil {
 		a, ok := reg.Adapter(tc.Adapter.Type)
 		if !ok { // the loader only accepts registered blocks
@@ -175,9 +188,15 @@ func compileTool(tc *config.Tool, reg *adapter.Registry, backend *backendSet, ft
 		h, d := a.CompileTool(&adapter.ToolBlock{
 			Tool: tc.Name, Type: tc.Adapter.Type, Body: tc.Adapter.Body, Range: tc.Adapter.DeclRange,
 			Scope: scope, Structured: tc.OutputSchema != nil, ReadsVars: tc.Result != nil || len(tc.Logs) > 0,
-			Backend: backend.get, BackendNames: backend.names,
+			Backend: func(blockType, name string) (adapter.Backend, bool) {
+				// Adapters look their backends up while they compile.
+				t.backends = append(t.backends, blockType+" "+name)
+				return backend.get(blockType, name)
+			},
+			BackendNames: backend.names,
 		})
 		diags = append(diags, d...)
+		adapterFailed = h == nil && d.HasErrors()
 		t.handler, t.adapterType = h, tc.Adapter.Type
 		if h != nil {
 			vars = h.Vars()
@@ -192,7 +211,7 @@ func compileTool(tc *config.Tool, reg *adapter.Registry, backend *backendSet, ft
 		diags = append(diags, d...)
 	}
 	t.rerunnable = rerunnable(tc, t.handler)
-	if tc.Result != nil {
+	if tc.Result != nil && !adapterFailed {
 		rvars := vars
 		if asks != nil {
 			rvars = append(append([]string(nil), vars...), "inputs")
@@ -206,7 +225,7 @@ func compileTool(tc *config.Tool, reg *adapter.Registry, backend *backendSet, ft
 			}
 		}
 	}
-	if len(tc.Logs) > 0 {
+	if len(tc.Logs) > 0 && !adapterFailed {
 		params := make([]string, 0, len(scope.Params))
 		for p := range scope.Params {
 			params = append(params, p)

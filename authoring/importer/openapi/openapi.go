@@ -501,7 +501,7 @@ func (c *converter) operation(p, method string, item *openapi3.PathItem, op *ope
 	}
 	if op.RequestBody != nil && op.RequestBody.Value != nil {
 		if !c.body(t, op.RequestBody.Value, where+"/requestBody", line(op.RequestBody.Value.Origin), names) {
-			c.report.Skip(where, ln, "operation left out: its required request body is not converted")
+			c.report.Skip(where, ln, "operation left out: its request body is not converted")
 			return nil
 		}
 	}
@@ -647,7 +647,13 @@ func styleOr(s, def string) string {
 }
 
 // body converts the request body into params and the http block's body or
-// form. It returns false when a required body cannot be converted.
+// form. It returns false when the operation cannot be converted without
+// what is left of its body: a required body that cannot be converted, or
+// a body of media types the http adapter cannot send at all (a multipart
+// upload, octet-stream, XML), required or not. Such a body is what the
+// operation is for (OpenAPI bodies are optional unless they say so, and
+// most uploads do not): a tool without it would call the operation with
+// nothing to upload.
 func (c *converter) body(t *tool, rb *openapi3.RequestBody, where string, ln int, names *importer.Namer) bool {
 	mt, media := pickMedia(rb.Content)
 	if media == nil {
@@ -657,7 +663,7 @@ func (c *converter) body(t *tool, rb *openapi3.RequestBody, where string, ln int
 		}
 		sort.Strings(types)
 		c.report.Skip(where, ln, "a request body of %s is not converted: the http adapter sends JSON or form bodies", strings.Join(types, ", "))
-		return !rb.Required
+		return len(types) == 0 && !rb.Required
 	}
 	form := mt == "application/x-www-form-urlencoded"
 	if !form && mt != "application/json" {

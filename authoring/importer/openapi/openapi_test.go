@@ -333,3 +333,58 @@ func TestNotOpenAPI3(t *testing.T) {
 		t.Errorf("a Swagger 2.0 document: %v", err)
 	}
 }
+
+// Each operation of testdata/bodies.yaml is paired with what becomes of its
+// request body: a tool, or the operation left out with the report line
+// that says why. A body the http adapter cannot send (multipart, octet-
+// stream, XML) leaves the operation out even when the body is optional, as
+// OpenAPI bodies are unless they say otherwise: the tool would upload
+// nothing.
+func TestRequestBodies(t *testing.T) {
+	res, err := openapi.Convert(loadDoc(t, "bodies.yaml"), openapi.Options{Source: "bodies.yaml"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep bytes.Buffer
+	res.Report.Write(&rep)
+	s := importtest.Load(t, registry(), map[string][]byte{"tools.hcl": res.HCL})
+	tests := []struct {
+		op     string
+		tool   string
+		left   bool // the operation is left out: no tool
+		report []string
+	}{
+		{"uploadAvatar", "upload_avatar", true, []string{
+			"line 9 (#/paths/~1avatar/post): not converted: operation left out: its request body is not converted",
+			"line 11 (#/paths/~1avatar/post/requestBody): not converted: a request body of multipart/form-data is not converted: the http adapter sends JSON or form bodies",
+		}},
+		{"uploadRaw", "upload_raw", true, []string{
+			"line 24 (#/paths/~1raw/put): not converted: operation left out: its request body is not converted",
+			"line 26 (#/paths/~1raw/put/requestBody): not converted: a request body of application/octet-stream is not converted",
+		}},
+		{"putXML", "put_xml", true, []string{
+			"(#/paths/~1xml/put): not converted: operation left out: its request body is not converted",
+			"(#/paths/~1xml/put/requestBody): not converted: a request body of application/xml is not converted",
+		}},
+		{"createNote", "create_note", false, nil},
+		{"postEither", "post_either", false, nil},
+		{"postForm", "post_form", false, []string{
+			"(#/paths/~1form/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/meta): not converted: a form field that is an object is not converted",
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.op, func(t *testing.T) {
+			if _, ok := s.Tool(tc.tool); ok == tc.left {
+				t.Errorf("tool %s: declared %v, want %v:\n%s", tc.tool, ok, !tc.left, res.HCL)
+			}
+			for _, line := range tc.report {
+				if !strings.Contains(rep.String(), line) {
+					t.Errorf("report lacks %q:\n%s", line, rep.String())
+				}
+			}
+		})
+	}
+	if len(s.Tools) != 3 || res.Tools != 3 {
+		t.Errorf("%d tools (converter: %d), want 3:\n%s", len(s.Tools), res.Tools, res.HCL)
+	}
+}
