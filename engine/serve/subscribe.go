@@ -195,6 +195,10 @@ func (sb *subscriptions) add(ctx context.Context, ss *mcp.ServerSession, uri str
 		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("this session is subscribed to %d resources, the most mcpd allows; unsubscribe from one before subscribing to %s", len(subs), uri)}
 	}
 	subs[uri] = sub
+	// Read under mu: a reload (Reloaded) mutes and unmutes under mu alone.
+	// What it decides after this is followed by its rehome, which waits
+	// for opMu.
+	muted := sub.muted
 	sb.mu.Unlock()
 	if first && ss != nil {
 		go func() {
@@ -203,13 +207,13 @@ func (sb *subscriptions) add(ctx context.Context, ss *mcp.ServerSession, uri str
 		}()
 	}
 	if was != nil && was.counted {
-		if !sub.muted {
+		if !muted {
 			sub.counted = true // the backend's subscription carries on
 			return nil
 		}
 		sb.letGo(uri)
 	}
-	if sub.muted {
+	if muted {
 		return nil
 	}
 	if err := sb.hold(ctx, uri, at, updated); err != nil {
