@@ -86,7 +86,8 @@ type upstream struct {
 }
 
 // Open builds the live upstream. It does not connect: the first call (or
-// listing, or start = "load" once served) does, in the background.
+// listing, or, once served, the first Watch of a block with start = "load"
+// or expose) does, in the background.
 func (c *serverConfig) Open() (adapter.Backend, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	u := &upstream{
@@ -120,9 +121,9 @@ func (c *serverConfig) Open() (adapter.Backend, error) {
 		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
 	})
 	u.client.AddReceivingMiddleware(u.relayRoots, u.relayElicit)
-	if c.eager {
-		u.ensureStarted()
-	}
+	// start = "load" is honoured by Watch, not here: every build opens
+	// its backends, a check-only one too (validate, list, the editor's
+	// diagnostics), and only a served config is watched.
 	return u, nil
 }
 

@@ -138,6 +138,7 @@ prompt "briefing" {
 
 type askEnv struct {
 	srv *serve.Server
+	cur *snapshot.Current
 	dir string
 }
 
@@ -155,7 +156,7 @@ func newAskEnv(t *testing.T, config string) *askEnv {
 	cur := &snapshot.Current{}
 	cur.Swap(l.Snapshot)
 	t.Cleanup(func() { cur.Load().Close() })
-	return &askEnv{srv: serve.New(cur, serve.Options{}), dir: dir}
+	return &askEnv{srv: serve.New(cur, serve.Options{}), cur: cur, dir: dir}
 }
 
 // createLog creates the database the tools write to.

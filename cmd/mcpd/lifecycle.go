@@ -150,6 +150,7 @@ func watchState(m *telemetry.Metrics, r *reload.Reloader, srv *serve.Server, cur
 		return telemetry.CacheStats{Entries: st.Entries, Bytes: st.Bytes, MaxBytes: mc.MaxBytes(), Evictions: st.Evictions}, true
 	})
 	m.WatchSharedState(func() *sharedstate.Status { return sharedStatus(current) })
+	watchReplays(m, current)
 	m.WatchPools(func() []adapter.PoolStats {
 		var out []adapter.PoolStats
 		current.Load().Backends(func(_, _ string, b adapter.Backend) {
@@ -298,4 +299,10 @@ func runHTTP(ctx context.Context, hs *http.Server, ln net.Listener, srv *serve.S
 	}
 	logger.Info("stopped")
 	return nil
+}
+
+// watchReplays exports the requestStates refused as replays, counted by
+// the served snapshot's Used set (carried over reloads).
+func watchReplays(m *telemetry.Metrics, current *snapshot.Current) {
+	m.WatchReplays(func() uint64 { return current.Load().ReplaysRefused() })
 }

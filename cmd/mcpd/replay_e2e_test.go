@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcpd/mcpd/engine/serve"
 	"github.com/mcpd/mcpd/engine/sharedstate/sharedstatetest"
+	"github.com/mcpd/mcpd/engine/telemetry"
 )
 
 // One run per confirmation: a 2026-07-28 retry that brings a confirmed
@@ -75,6 +76,23 @@ func (e *askEnv) modernClient(t *testing.T) *mcp.ClientSession {
 	return rawModern(t, ts.URL)
 }
 
+// replaysRefused returns what e's /metrics says of the replays refused,
+// through the metrics mcpd serve registers.
+func (e *askEnv) replaysRefused(t *testing.T) string {
+	t.Helper()
+	m := telemetry.NewMetrics("test")
+	watchReplays(m, e.cur)
+	ts := httptest.NewServer(m.Handler())
+	defer ts.Close()
+	_, body := httpGet(t, ts.URL)
+	for _, line := range strings.Split(body, "\n") {
+		if strings.HasPrefix(line, "mcpd_requeststate_replays_refused_total ") {
+			return line
+		}
+	}
+	return "(no mcpd_requeststate_replays_refused_total)"
+}
+
 // askState makes a first call of tool and returns its requestState.
 func askState(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any) string {
 	t.Helper()
@@ -112,6 +130,9 @@ func TestAskStateRunsOnce(t *testing.T) {
 	if n := e.rows(t, "add"); n != 1 {
 		t.Fatalf("the tool ran %d times for one confirmation, want 1", n)
 	}
+	if got, want := e.replaysRefused(t), "mcpd_requeststate_replays_refused_total 3"; got != want {
+		t.Errorf("metrics: %s, want %s", got, want)
+	}
 	// Asked again, the user confirms again: a new state, a new run.
 	if err := confirmWith(t, cs, "add", args, askState(t, cs, "add", args)); err != nil || e.rows(t, "add") != 2 {
 		t.Fatalf("a new confirmation: %v, %d runs; want 2", err, e.rows(t, "add"))
@@ -126,6 +147,10 @@ func TestAskStateRunsOnce(t *testing.T) {
 	}
 	if n := e.rows(t, "put"); n != 2 {
 		t.Errorf("idempotent tool ran %d times, want 2", n)
+	}
+	// Neither a new confirmation nor an idempotent rerun is a replay.
+	if got, want := e.replaysRefused(t), "mcpd_requeststate_replays_refused_total 3"; got != want {
+		t.Errorf("metrics: %s, want %s", got, want)
 	}
 }
 
@@ -162,5 +187,15 @@ func TestAskStateRunsOnceAcrossReplicas(t *testing.T) {
 	}
 	if n := runs(); n != 2 {
 		t.Fatalf("%d runs for two confirmations, want 2", n)
+	}
+	// Each replica counts what it refused, by its own Used set or by
+	// Redis: a refused the first replay and the last, b the two between.
+	for _, r := range []struct {
+		name string
+		e    *askEnv
+	}{{"a", a}, {"b", b}} {
+		if got, want := r.e.replaysRefused(t), "mcpd_requeststate_replays_refused_total 2"; got != want {
+			t.Errorf("replica %s: %s, want %s", r.name, got, want)
+		}
 	}
 }

@@ -57,7 +57,12 @@ type BackendConfig interface {
 	Fingerprint() string
 	// Open builds the live backend. It must not block on the network:
 	// connections are made lazily, on the first call that needs one, so that
-	// a backend that is down is a tool error and not a load failure.
+	// a backend that is down is a tool error and not a load failure. Nor
+	// may it start or connect anything by itself: commands that only check
+	// a config (validate, list, the editor's diagnostics) open every
+	// backend too. Work that begins as soon as the config is served (an
+	// upstream with start = "load") begins on the first Watch (Watcher),
+	// which only a served config gets.
 	Open() (Backend, error)
 }
 

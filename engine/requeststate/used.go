@@ -8,7 +8,10 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"golang.org/x/time/rate"
 )
 
 // What a requestState authorises. A state carries the user's answers (a
@@ -69,12 +72,33 @@ type Used struct {
 
 	mu sync.Mutex
 	m  map[string]time.Time // ID -> expiry
+
+	// refused counts the replays refused (ErrUsed), here or by the shared
+	// state; log bounds their log lines (see Refused).
+	refused atomic.Uint64
+	log     rate.Sometimes
 }
+
+// RefusedLogInterval is the least time between two log lines about
+// refused replays: a client that replays a state in a loop costs a line
+// per interval, not one per call (the counter counts every one).
+const RefusedLogInterval = 10 * time.Second
 
 // NewUsed returns an empty set of at most max states.
 func NewUsed(max int) *Used {
-	return &Used{max: max, m: map[string]time.Time{}}
+	return &Used{max: max, m: map[string]time.Time{}, log: rate.Sometimes{Interval: RefusedLogInterval}}
 }
+
+// Refused counts one replay refused with ErrUsed and calls log with the
+// total so far, at most once per RefusedLogInterval (the first refusal is
+// always logged).
+func (u *Used) Refused(log func(total uint64)) {
+	n := u.refused.Add(1)
+	u.log.Do(func() { log(n) })
+}
+
+// RefusedTotal is the number of replays refused since the set was made.
+func (u *Used) RefusedTotal() uint64 { return u.refused.Load() }
 
 // Claim records id, which expires at expires, as used. It returns false
 // when id was used already, and ErrFull when the set holds max states that

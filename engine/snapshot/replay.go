@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -58,6 +59,7 @@ func (t *Tool) claimState(ctx context.Context, token string, budget *sharedstate
 		return err
 	}
 	if !first {
+		t.replayRefused()
 		return requeststate.ErrUsed
 	}
 	st := t.state
@@ -70,6 +72,7 @@ func (t *Tool) claimState(ctx context.Context, token string, budget *sharedstate
 		first, err = st.Claim(octx, st.Key("rs", id), time.Until(expires)+time.Second)
 		done()
 		if err == nil && !first {
+			t.replayRefused()
 			return requeststate.ErrUsed
 		}
 		if err == nil {
@@ -88,6 +91,27 @@ func (t *Tool) claimState(ctx context.Context, token string, budget *sharedstate
 	}
 	st.FellBack()
 	return nil
+}
+
+// replayRefused counts a replay refused (mcpd_requeststate_replays_refused_total)
+// and logs it, rate-bounded: the client sees only a protocol error, and
+// an operator should learn that states are being sent again (a client
+// retrying after a lost response, or someone replaying a captured one).
+func (t *Tool) replayRefused() {
+	t.used.Refused(func(total uint64) {
+		slog.Warn("requestState refused: it has already run the tool once (one run per confirmation)",
+			"tool", t.Def.Name, "refused_total", total)
+	})
+}
+
+// ReplaysRefused is the number of requestStates refused because they had
+// already run their tool, since the first config was served (the count
+// is carried over reloads, as the Used set is).
+func (s *Snapshot) ReplaysRefused() uint64 {
+	if s == nil || s.used == nil {
+		return 0
+	}
+	return s.used.RefusedTotal()
 }
 
 // stateRefused is the answer of a call whose requestState could not be

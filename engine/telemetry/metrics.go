@@ -247,6 +247,16 @@ func (m *Metrics) WatchCache(stats func() (CacheStats, bool)) {
 	)
 }
 
+// WatchReplays exports the requestStates refused because they had
+// already run their tool (one run per confirmation), read at every
+// scrape.
+func (m *Metrics) WatchReplays(refused func() uint64) {
+	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "mcpd_requeststate_replays_refused_total",
+		Help: "requestStates refused because they had already run their tool (one run per confirmation), on this replica or, with a state block, on another.",
+	}, func() float64 { return float64(refused()) }))
+}
+
 // mcpMethods are the methods recorded under their own name; anything else
 // (a method only a future client sends) is "other", so that no request can
 // add a series.
