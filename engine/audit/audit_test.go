@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mcpd/mcpd/engine/event"
+	"github.com/mcpd/mcpd/internal/wait"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -68,17 +69,6 @@ func readLines(t *testing.T, path string) []string {
 	return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
 }
 
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // Lines are appended to the file, which is created with mode 0600; after a
 // rename and Reopen (logrotate), new lines go to a new file at the path.
 func TestFileAndReopen(t *testing.T) {
@@ -92,7 +82,7 @@ func TestFileAndReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.Record(entry("one"))
-	eventually(t, "the first line", func() bool { return len(readLines(t, path)) == 2 })
+	wait.Until(t, "the first line", func() bool { return len(readLines(t, path)) == 2 })
 
 	rotated := path + ".1"
 	if err := os.Rename(path, rotated); err != nil {
@@ -100,7 +90,7 @@ func TestFileAndReopen(t *testing.T) {
 	}
 	l.Record(entry("two")) // before the reopen: still the old file
 	l.Reopen()
-	eventually(t, "the new file", func() bool { _, err := os.Stat(path); return err == nil })
+	wait.Until(t, "the new file", func() bool { _, err := os.Stat(path); return err == nil })
 	l.Record(entry("three"))
 	if err := l.Close(context.Background()); err != nil {
 		t.Fatal(err)

@@ -22,6 +22,7 @@ import (
 	"github.com/mcpd/mcpd/engine/reload"
 	"github.com/mcpd/mcpd/engine/serve"
 	"github.com/mcpd/mcpd/engine/snapshot"
+	"github.com/mcpd/mcpd/internal/wait"
 )
 
 // counterAdapter is a minimal adapter with a backend block, so that tests
@@ -192,9 +193,9 @@ func (e *env) connect(kind string) *client {
 }
 
 func (e *env) clients() []*client {
+	before := e.srv.StreamCount()
 	cs := []*client{e.connect("stdio"), e.connect("legacy-http"), e.connect("modern-http")}
-	// The modern client's listen stream is opened in the background.
-	time.Sleep(100 * time.Millisecond)
+	e.streamsOpen(before + 2)
 	return cs
 }
 
@@ -209,7 +210,7 @@ func expectOne(t *testing.T, clients []*client) {
 			t.Fatalf("%s: no tools/list_changed within 5s", c.name)
 		}
 	}
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(300 * time.Millisecond) // a window in which no second notification may arrive: nothing to wait for
 	for _, c := range clients {
 		if n := c.changes.Load(); n != 1 {
 			t.Errorf("%s: got %d tools/list_changed, want exactly 1", c.name, n)
@@ -351,7 +352,7 @@ func TestBrokenEditKeepsServingThenFixReloads(t *testing.T) {
 	path := filepath.Join(e.dir, "tools.hcl")
 
 	write(t, path, tool("a", "A")+"tool \"b\" {\n  nonsense = 1\n}\n")
-	waitFor(t, func() bool { return e.reloader.Status().Failures == 1 })
+	wait.Until(t, "Status().Failures == 1", func() bool { return e.reloader.Status().Failures == 1 })
 	st := e.reloader.Status()
 	if want := "tools.hcl:10:3"; !contains(st.Err, want) {
 		t.Errorf("status error %q does not point at %s", st.Err, want)
@@ -385,14 +386,14 @@ func TestUnchangedBackendsAreKeptAndReplacedOnesClosed(t *testing.T) {
 	ctx := context.Background()
 
 	write(t, path, cfg("one", "second")) // the tool changes, the backend does not
-	waitFor(t, func() bool { return e.reloader.Status().Reloads == 1 })
+	wait.Until(t, "Status().Reloads == 1", func() bool { return e.reloader.Status().Reloads == 1 })
 	if o, c := e.counter.opened.Load(), e.counter.closed.Load(); o != 1 || c != 0 {
 		t.Errorf("after a reload that kept the backend: opened %d closed %d, want 1 and 0", o, c)
 	}
 
 	write(t, path, cfg("two", "second")) // the backend changes
-	waitFor(t, func() bool { return e.reloader.Status().Reloads == 2 })
-	waitFor(t, func() bool { return e.counter.closed.Load() == 1 })
+	wait.Until(t, "Status().Reloads == 2", func() bool { return e.reloader.Status().Reloads == 2 })
+	wait.Until(t, "closed.Load() == 1", func() bool { return e.counter.closed.Load() == 1 })
 	if o := e.counter.opened.Load(); o != 2 {
 		t.Errorf("after a backend change: opened %d, want 2", o)
 	}
@@ -408,11 +409,15 @@ func TestReloadUnderLoad(t *testing.T) {
 	e := start(t, map[string]string{"tools.hcl": tool("a", "A")}, func(dir string) []string { return []string{filepath.Join(dir, "tools.hcl")} })
 	const n = 16
 	var clients []*client
+	streams := e.srv.StreamCount()
 	for i := 0; i < n; i++ {
 		kind := []string{"stdio", "legacy-http", "modern-http"}[i%3]
 		clients = append(clients, e.connect(kind))
+		if kind != "stdio" {
+			streams++
+		}
 	}
-	time.Sleep(100 * time.Millisecond)
+	e.streamsOpen(streams)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	var calls, failures atomic.Int64
@@ -431,7 +436,7 @@ func TestReloadUnderLoad(t *testing.T) {
 			}
 		}(c)
 	}
-	time.Sleep(100 * time.Millisecond)
+	wait.Until(t, "every client's calls running", func() bool { return calls.Load() >= n })
 	write(t, filepath.Join(e.dir, "tools.hcl"), tool("a", "A")+tool("b", "B"))
 	expectOne(t, clients)
 	cancel()
@@ -461,7 +466,10 @@ func TestManyReloadsLeakNoFileDescriptors(t *testing.T) {
 		write(t, path, tool("a", fmt.Sprintf("A%d", i%2)))
 		must(t, e.reloader.Reload(ctx))
 	}
-	time.Sleep(200 * time.Millisecond) // retired snapshots close in the background
+	// Retired snapshots close in the background.
+	wait.Until(t, "the retired snapshots closed", func() bool {
+		return fds() <= before+2 && e.counter.opened.Load() == e.counter.closed.Load()
+	})
 	if after := fds(); after > before+2 {
 		t.Errorf("open file descriptors went from %d to %d after 1000 reloads", before, after)
 	}
@@ -470,15 +478,12 @@ func TestManyReloadsLeakNoFileDescriptors(t *testing.T) {
 	}
 }
 
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 5s")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+// streamsOpen waits until the server counts n long-lived streams open: the
+// HTTP clients' GET and subscriptions/listen streams open in the
+// background, after Connect returns.
+func (e *env) streamsOpen(n int) {
+	e.t.Helper()
+	wait.Until(e.t, fmt.Sprintf("%d streams open", n), func() bool { return e.srv.StreamCount() >= n })
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }

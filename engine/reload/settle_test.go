@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcpd/mcpd/engine/reload"
 	"github.com/mcpd/mcpd/engine/serve"
+	"github.com/mcpd/mcpd/internal/wait"
 )
 
 // logBuffer is a log destination the test reads while the reloader writes.
@@ -195,8 +196,8 @@ func TestEmptiedFile(t *testing.T) {
 	t.Run("then a broken write", func(t *testing.T) {
 		e, path, clients := setup(t)
 		must(t, os.Truncate(path, 0))
-		// Longer than the debounce: the empty file is read.
-		time.Sleep(300 * time.Millisecond)
+		// After the debounce the empty file is read and the reload held.
+		wait.Until(t, "the reload of the emptied file held", func() bool { return e.reloader.Status().Held > 0 })
 		if st := e.reloader.Status(); st.Held == 0 || st.Reloads != 0 || !strings.Contains(st.Pending, "tools.hcl is empty") {
 			t.Errorf("status after the truncation: %+v, want a reload held back", st)
 		}
@@ -204,8 +205,8 @@ func TestEmptiedFile(t *testing.T) {
 			t.Errorf("the held reload was not logged with the file name:\n%s", logs.String())
 		}
 		write(t, path, generatedConfig("v1")+"tool \"broken\" {\n  nonsense = 1\n}\n")
-		waitFor(t, func() bool { return e.reloader.Status().Failures == 1 })
-		time.Sleep(settle + 200*time.Millisecond)
+		wait.Until(t, "Status().Failures == 1", func() bool { return e.reloader.Status().Failures == 1 })
+		time.Sleep(settle + 200*time.Millisecond) // past the settle window, in which nothing may be applied
 		for _, c := range clients {
 			if got := toolDescriptions(t, c); len(got) != 1 || !got["v0"] || c.changes.Load() != 0 {
 				t.Errorf("%s: after an emptied file and a broken write: descriptions %v, %d list_changed", c.name, got, c.changes.Load())
@@ -278,7 +279,7 @@ func TestFileChangedWhileReadIsReadAgain(t *testing.T) {
 			if err := tt.trigger(e); err != reload.ErrHeld {
 				t.Fatalf("reload of a file rewritten while read: %v, want ErrHeld", err)
 			}
-			waitFor(t, func() bool { return e.reloader.Status().Held == 1 })
+			wait.Until(t, "Status().Held == 1", func() bool { return e.reloader.Status().Held == 1 })
 			if st := e.reloader.Status(); !strings.Contains(st.Pending, "changed while it was read") {
 				t.Errorf("status %+v", st)
 			}
@@ -286,7 +287,7 @@ func TestFileChangedWhileReadIsReadAgain(t *testing.T) {
 			if got := toolDescriptions(t, clients[0]); !got["v2"] || len(got) != 1 {
 				t.Errorf("tools after the file settled: %v, want v2", got)
 			}
-			waitFor(t, func() bool { return e.counter.opened.Load() == e.counter.closed.Load()+1 })
+			wait.Until(t, "opened.Load() == closed.Load()+1", func() bool { return e.counter.opened.Load() == e.counter.closed.Load()+1 })
 		})
 	}
 }

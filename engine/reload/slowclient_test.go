@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/mcpd/mcpd/engine/serve"
+	"github.com/mcpd/mcpd/internal/wait"
 )
 
 // slowConfig is a tool whose description and nres resources whose text change
@@ -172,7 +173,7 @@ func TestClientThatNeverReadsDoesNotStopReload(t *testing.T) {
 			}
 			healthy := sessions()
 			gone := tt.open(t, e.http.URL)
-			waitFor(t, func() bool { return sessions() == healthy+1 })
+			wait.Until(t, "sessions() == healthy+1", func() bool { return sessions() == healthy+1 })
 
 			start := time.Now()
 			closedAt := 0
@@ -198,7 +199,7 @@ func TestClientThatNeverReadsDoesNotStopReload(t *testing.T) {
 				}
 			}
 			took := time.Since(start)
-			time.Sleep(300 * time.Millisecond)
+			time.Sleep(300 * time.Millisecond) // a window in which no extra notification may arrive: nothing to wait for
 			for _, c := range clients {
 				if n := c.changes.Load(); n != reloads {
 					t.Errorf("%s: %d tools/list_changed for %d reloads", c.name, n, reloads)
@@ -208,7 +209,7 @@ func TestClientThatNeverReadsDoesNotStopReload(t *testing.T) {
 				t.Errorf("Stats().SlowClients = %d, want 1", n)
 			}
 			// The slow client's session is gone.
-			waitFor(t, func() bool { return sessions() == healthy && gone() })
+			wait.Until(t, "sessions() == healthy && gone()", func() bool { return sessions() == healthy && gone() })
 			t.Logf("%d reloads with a client that never reads: %v (%v per reload); its session closed before reload %d; %+v",
 				reloads, took, took/reloads, closedAt, e.srv.Stats())
 			if st := e.reloader.Status(); st.Err != "" || st.Reloads < reloads {

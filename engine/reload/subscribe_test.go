@@ -17,6 +17,7 @@ import (
 	"github.com/mcpd/mcpd/engine/auth/authtest"
 	"github.com/mcpd/mcpd/engine/principal"
 	"github.com/mcpd/mcpd/engine/serve"
+	"github.com/mcpd/mcpd/internal/wait"
 )
 
 // reader is the one caller of a server behind bearer tokens: any token
@@ -57,13 +58,14 @@ func TestReloadMutesWhatItHides(t *testing.T) {
 	}
 	// The modern client's listen stream opens in the background: until
 	// both clients hear of the resource, tell them again.
-	for deadline := time.Now().Add(10 * time.Second); each[0].Load() == 0 || each[1].Load() == 0; time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the clients never heard of their subscription")
+	wait.Until(t, "the clients heard of their subscription", func() bool {
+		if each[0].Load() > 0 && each[1].Load() > 0 {
+			return true
 		}
 		e.srv.ResourceUpdated(context.Background(), "docs://readme")
-	}
-	time.Sleep(300 * time.Millisecond) // the last of those arrive
+		return false
+	})
+	time.Sleep(300 * time.Millisecond) // the last of those arrive: how many are in flight is not known, so a quiet window
 
 	// step reloads text and scopes, and checks how many clients hear of it.
 	step := func(name, text, scopes string, want int64) {
@@ -73,11 +75,8 @@ func TestReloadMutesWhatItHides(t *testing.T) {
 		if err := e.reloader.Reload(context.Background()); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		deadline := time.Now().Add(10 * time.Second)
-		for heard.Load()-before < want && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond)
-		}
-		time.Sleep(300 * time.Millisecond) // time for any other notification to arrive
+		wait.Until(t, fmt.Sprintf("%s: %d resources/updated", name, want), func() bool { return heard.Load()-before >= want })
+		time.Sleep(300 * time.Millisecond) // a window for any other notification to arrive: it must not
 		if got := heard.Load() - before; got != want {
 			t.Errorf("%s: %d resources/updated, want %d", name, got, want)
 		}
@@ -134,15 +133,16 @@ resource "b" {
 	heardAll := func() bool {
 		return tools.Load() > 0 && updated["docs://a"].Load() > 0 && updated["docs://b"].Load() > 0
 	}
-	for deadline := time.Now().Add(10 * time.Second); !heardAll(); time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the client's listen streams never opened")
+	wait.Until(t, "the client's listen streams opened", func() bool {
+		if heardAll() {
+			return true
 		}
 		e.srv.Notify(true, false, false)
 		e.srv.ResourceUpdated(context.Background(), "docs://a")
 		e.srv.ResourceUpdated(context.Background(), "docs://b")
-	}
-	time.Sleep(300 * time.Millisecond) // the last of those arrive
+		return false
+	})
+	time.Sleep(300 * time.Millisecond) // the last of those arrive: how many are in flight is not known, so a quiet window
 	tools.Store(0)
 	updated["docs://a"].Store(0)
 	updated["docs://b"].Store(0)
@@ -150,7 +150,7 @@ resource "b" {
 	if err := cs.Unsubscribe(context.Background(), &mcp.UnsubscribeParams{URI: "docs://a"}); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(500 * time.Millisecond) // the stream's end reaches the server
+	time.Sleep(500 * time.Millisecond) // the stream's end reaches the server (not observable from outside serve on stdio)
 
 	// Each reload rewrites the texts and adds a tool: the client hears of
 	// the list change and of b, not of a.
@@ -162,11 +162,8 @@ resource "b" {
 			t.Fatal(err)
 		}
 		want := int64(i + 1)
-		deadline := time.Now().Add(10 * time.Second)
-		for (tools.Load() < want || updated["docs://b"].Load() < want) && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond)
-		}
-		time.Sleep(300 * time.Millisecond) // time for any other notification to arrive
+		wait.Until(t, fmt.Sprintf("reload %d heard", i+1), func() bool { return tools.Load() >= want && updated["docs://b"].Load() >= want })
+		time.Sleep(300 * time.Millisecond) // a window for any other notification to arrive: it must not
 		if got := tools.Load(); got != want {
 			t.Errorf("reload %d: %d tools/list_changed in all, want %d", i+1, got, want)
 		}

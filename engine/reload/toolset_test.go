@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -60,13 +59,15 @@ func TestToolsetReloadNotifiesOnlyChangedToolsets(t *testing.T) {
 	sets := "toolset \"a\" {\n  tools = [\"a_*\"]\n}\ntoolset \"b\" {\n  tools = [\"b_*\"]\n}\n"
 	e := start(t, map[string]string{"tools.hcl": base + sets}, func(dir string) []string { return []string{filepath.Join(dir, "tools.hcl")} })
 	clients := map[string][]*client{}
+	streams := e.srv.StreamCount()
 	for _, ts := range []string{"", "a", "b"} {
 		for _, kind := range []string{"stdio", "legacy-http", "modern-http"} {
 			clients[ts] = append(clients[ts], e.connectTo(kind, ts))
 		}
+		streams += 2
 	}
-	// The modern clients' listen streams open in the background.
-	time.Sleep(200 * time.Millisecond)
+	// The HTTP clients' streams open in the background.
+	e.streamsOpen(streams)
 
 	wantTools := func(ts string, want ...string) {
 		t.Helper()
