@@ -13,6 +13,7 @@ import (
 	"github.com/mcpd/mcpd/engine/adapter/adaptertest"
 	"github.com/mcpd/mcpd/engine/auth/authtest"
 	"github.com/mcpd/mcpd/engine/principal"
+	"github.com/mcpd/mcpd/internal/wait"
 )
 
 var (
@@ -214,7 +215,7 @@ func TestClientCredentialsOneFetchPerKey(t *testing.T) {
 	// refresh runs in the background.
 	r.clock.Advance(9*time.Minute + 30*time.Second)
 	burst()
-	waitFor(t, func() bool { return r.as.Count("client_credentials", "mcpd") >= 2 })
+	wait.Until(t, "Count(\"client_credentials\", \"mcpd\") >= 2", func() bool { return r.as.Count("client_credentials", "mcpd") >= 2 })
 	burst()
 	if n := r.as.Count("client_credentials", "mcpd"); n != 2 {
 		t.Fatalf("in the refresh margin, 64 concurrent calls made %d fetches in all, want 2", n)
@@ -247,8 +248,8 @@ func TestRefreshFailureKeepsToken(t *testing.T) {
 			t.Fatalf("in the margin, with the AS refusing: %v", err)
 		}
 	}
-	waitFor(t, func() bool { return r.as.Requests() > before })
-	time.Sleep(100 * time.Millisecond) // let any extra refresh arrive
+	wait.Until(t, "Requests() > before", func() bool { return r.as.Requests() > before })
+	time.Sleep(100 * time.Millisecond) // a window for any extra refresh to arrive: it must not
 	if n := r.as.Requests() - before; n != 1 {
 		t.Fatalf("20 calls in the margin made %d token requests, want 1", n)
 	}
@@ -257,19 +258,7 @@ func TestRefreshFailureKeepsToken(t *testing.T) {
 	if _, err := idCall(context.Background(), h); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { return r.as.Count("client_credentials", "mcpd") == 2 })
-}
-
-// waitFor polls cond for up to 20 seconds.
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met in 20s")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	wait.Until(t, "Count(\"client_credentials\", \"mcpd\") == 2", func() bool { return r.as.Count("client_credentials", "mcpd") == 2 })
 }
 
 // Token exchange: each caller's token is exchanged once for a token for

@@ -15,19 +15,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
-)
 
-// waitUntil polls cond until it holds, or fails the test after limit.
-func waitUntil(t *testing.T, limit time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: %s", limit, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
+	"github.com/mcpd/mcpd/internal/wait"
+)
 
 // markedSleep copies sleep(1) to a name with a token only this test uses,
 // so that the processes it leaves can be found by name in /proc.
@@ -152,19 +142,19 @@ func TestGroupEndsWithLeader(t *testing.T) {
 	if _, err := p.Wait(); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, 10*time.Second, "the grandchild outlived its leader", func() bool { return len(marked(token)) == 0 })
+	wait.Until(t, "the grandchild outlived its leader", func() bool { return len(marked(token)) == 0 })
 
 	p, err = s.Start(shell(`"$1" 300 & wait`, sleep))
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, 10*time.Second, "the grandchild did not start", func() bool { return len(marked(token)) == 1 })
+	wait.Until(t, "the grandchild did not start", func() bool { return len(marked(token)) == 1 })
 	p.Signal(syscall.SIGTERM)
 	ws, err := p.Wait()
 	if err != nil || !ws.Signaled() || ws.Signal() != syscall.SIGTERM {
 		t.Fatalf("status %v, %v: want SIGTERM", ws, err)
 	}
-	waitUntil(t, 10*time.Second, "the grandchild outlived the signal", func() bool { return len(marked(token)) == 0 })
+	wait.Until(t, "the grandchild outlived the signal", func() bool { return len(marked(token)) == 0 })
 }
 
 // escapeScript leaves processes behind in every way a program can: one in
@@ -184,7 +174,7 @@ func TestKillAll(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, 10*time.Second, "the grandchildren did not start", func() bool { return len(marked(token)) == 3 })
+	wait.Until(t, "the grandchildren did not start", func() bool { return len(marked(token)) == 3 })
 	if n := s.KillAll(); n != 1 {
 		t.Errorf("KillAll = %d, want 1", n)
 	}
@@ -242,7 +232,7 @@ func TestSigkillOfMcpd(t *testing.T) {
 			_ = mcpd.Wait()
 		}
 	})
-	waitUntil(t, 20*time.Second, "the grandchildren did not start", func() bool { return len(marked(token)) == 3 })
+	wait.Until(t, "the grandchildren did not start", func() bool { return len(marked(token)) == 3 })
 	if err := mcpd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -279,8 +269,8 @@ func TestUnreachableSupervisorEndsHelper(t *testing.T) {
 			t.Fatal(err)
 		}
 	}()
-	waitUntil(t, 10*time.Second, "the process that left its group did not start", func() bool { return len(marked(token)) == 1 })
-	waitUntil(t, 20*time.Second, "the helper of an unreachable Supervisor kept its processes", func() bool {
+	wait.Until(t, "the process that left its group did not start", func() bool { return len(marked(token)) == 1 })
+	wait.Until(t, "the helper of an unreachable Supervisor kept its processes", func() bool {
 		runtime.GC()
 		return len(marked(token)) == 0
 	})

@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcpd/mcpd/engine/sharedstate"
 	"github.com/mcpd/mcpd/engine/sharedstate/sharedstatetest"
+	"github.com/mcpd/mcpd/internal/wait"
 )
 
 // openShared opens a Store on the shared test Redis with a prefix of the
@@ -74,10 +75,7 @@ func TestTakeArithmetic(t *testing.T) {
 		t.Fatalf("burst admitted %d, want 5", n)
 	}
 	// Refill: one token per interval (generous wait, no upper bound).
-	time.Sleep(350 * time.Millisecond)
-	if r, _ := take(fast); r != -1 {
-		t.Fatal("no token after 3 intervals")
-	}
+	wait.Until(t, "a token refilled", func() bool { r, _ := take(fast); return r == -1 })
 
 	// Per tool and per caller at once: the tool's bucket (2) runs out
 	// first; the refused call takes nothing from the caller's.
@@ -153,7 +151,7 @@ func TestLeases(t *testing.T) {
 	}
 	// a is killed: it stops renewing. c keeps renewing.
 	a.StopRenewing()
-	time.Sleep(3 * sem.TTL)
+	time.Sleep(3 * sem.TTL) // the lease's TTL elapsing is what is under test
 	d, err := st.Acquire(ctx, sem, 50*time.Millisecond, nil)
 	if err != nil {
 		t.Fatalf("the killed holder's slot did not come back: %v", err)
@@ -208,16 +206,19 @@ func TestTakeWhileRedisDies(t *testing.T) {
 			}
 		}()
 	}
-	time.Sleep(200 * time.Millisecond)
+	wait.Until(t, "calls to succeed", func() bool { mu.Lock(); defer mu.Unlock(); return ok > 0 })
 	srv.Kill()
-	waitFor(t, 10*time.Second, func() bool { return !st.Healthy() }, "the store to notice")
-	time.Sleep(200 * time.Millisecond)
+	wait.Until(t, "the store to notice", func() bool { return !st.Healthy() })
+	mu.Lock()
+	failedBefore := failed
+	mu.Unlock()
+	wait.Until(t, "calls to fail while Redis is down", func() bool { mu.Lock(); defer mu.Unlock(); return failed > failedBefore })
 	srv.Start() // a fresh, empty Redis: the script is loaded again (NOSCRIPT → EVAL)
-	waitFor(t, 20*time.Second, st.Healthy, "the store to recover")
+	wait.Until(t, "the store to recover", st.Healthy)
 	mu.Lock()
 	okBefore := ok
 	mu.Unlock()
-	waitFor(t, 10*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return ok > okBefore+10 }, "calls to succeed again")
+	wait.Until(t, "calls to succeed again", func() bool { mu.Lock(); defer mu.Unlock(); return ok > okBefore+10 })
 	close(stop)
 	wg.Wait()
 	if failed == 0 {
@@ -458,7 +459,7 @@ func TestReservationsConcurrentReplicas(t *testing.T) {
 		t.Fatalf("admitted %d of 450 calls, over the bucket of 200", admitted)
 	}
 	// What the replicas still hold goes back after ReserveTTL.
-	time.Sleep(4 * sharedstate.ReserveTTL)
+	time.Sleep(4 * sharedstate.ReserveTTL) // ReserveTTL elapsing is what is under test
 	exact := openShared(t, "local_reserve = 0")
 	rest := 0
 	for {

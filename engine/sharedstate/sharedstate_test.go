@@ -22,6 +22,7 @@ import (
 	"github.com/mcpd/mcpd/engine/funcs"
 	"github.com/mcpd/mcpd/engine/sharedstate"
 	"github.com/mcpd/mcpd/engine/sharedstate/sharedstatetest"
+	"github.com/mcpd/mcpd/internal/wait"
 )
 
 // compile loads src as a config file and compiles its state block.
@@ -306,7 +307,7 @@ func TestStoreReconnects(t *testing.T) {
 		t.Fatalf("status while down: %+v", got)
 	}
 	srv.Start()
-	waitFor(t, 20*time.Second, st.Healthy, "the store to reconnect")
+	wait.Until(t, "the store to reconnect", st.Healthy)
 	if got := st.Status(); !got.Up || got.Error != "" {
 		t.Fatalf("status after reconnecting: %+v", got)
 	}
@@ -324,18 +325,7 @@ func TestStoreStartsWithoutRedis(t *testing.T) {
 		t.Fatal("healthy without a Redis")
 	}
 	srv.Start()
-	waitFor(t, 20*time.Second, st.Healthy, "the store to connect")
-}
-
-func waitFor(t *testing.T, d time.Duration, cond func() bool, what string) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	wait.Until(t, "the store to connect", st.Healthy)
 }
 
 // testCA returns a self-signed CA certificate in PEM.
