@@ -22,6 +22,7 @@ import (
 	"github.com/mcpd/mcpd/engine/principal"
 	"github.com/mcpd/mcpd/engine/serve"
 	"github.com/mcpd/mcpd/engine/snapshot"
+	"github.com/mcpd/mcpd/internal/wait"
 )
 
 // auditLines collects the lines an audit.Logger writes.
@@ -101,7 +102,7 @@ func TestAuditPrincipalOverHTTP(t *testing.T) {
 				t.Fatalf("cancelled call: %v", err)
 			}
 			waitFor(t, f.cancelled, "the server to cancel the call")
-			eventually(t, "two audit lines", func() bool { return len(out.lines()) == 2 })
+			wait.Until(t, "two audit lines", func() bool { return len(out.lines()) == 2 })
 			if err := al.Close(bounded(t)); err != nil {
 				t.Fatal(err)
 			}

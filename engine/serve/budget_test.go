@@ -21,6 +21,7 @@ import (
 	"github.com/mcpd/mcpd/engine/loader"
 	"github.com/mcpd/mcpd/engine/serve"
 	"github.com/mcpd/mcpd/engine/snapshot"
+	"github.com/mcpd/mcpd/internal/wait"
 )
 
 // Two tools whose reservations are 1.2 MiB (three times two streams of
@@ -224,11 +225,11 @@ func TestBudgetWaitDoesNotStarve(t *testing.T) {
 
 	held := make(chan answer, 3)
 	go func() { held <- call("hold", holdArgs("holder")) }()
-	waitUntil(t, "the holder to start", func() bool { _, err := os.Stat(filepath.Join(tmp, "holder")); return err == nil })
+	wait.Until(t, "the holder to start", func() bool { _, err := os.Stat(filepath.Join(tmp, "holder")); return err == nil })
 	for _, name := range []string{"waiter1", "waiter2"} {
 		go func() { held <- call("hold", holdArgs(name)) }()
 	}
-	waitUntil(t, "two calls to wait for budget", func() bool { return srv.BudgetWaiters() == 2 })
+	wait.Until(t, "two calls to wait for budget", func() bool { return srv.BudgetWaiters() == 2 })
 
 	if a := call("hold", holdArgs("third")); a.err != nil || a.status != http.StatusOK || !strings.Contains(a.text, `"isError":true`) || !strings.Contains(a.text, "2 more already wait for it; retry in a few seconds") {
 		t.Fatalf("third hold call while two wait: %d %s %v, want a busy tool error at once", a.status, a.text, a.err)
@@ -249,15 +250,6 @@ func TestBudgetWaitDoesNotStarve(t *testing.T) {
 	for range 3 {
 		if a := <-held; a.err != nil || a.status != http.StatusOK || strings.Contains(a.text, `"isError":true`) || !strings.Contains(a.text, "held") {
 			t.Fatalf("hold call: %d %s %v, want it run once the holder ended", a.status, a.text, a.err)
-		}
-	}
-}
-
-func waitUntil(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(15 * time.Second); !ok(); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
 		}
 	}
 }
@@ -326,17 +318,10 @@ tool "huge" {
 	}
 	// The huge result is being written: its reservation (all 8 MiB) is
 	// still held.
-	var got string
-	for deadline := time.Now().Add(20 * time.Second); ; {
-		got = small()
-		if strings.Contains(got, "output budget (8 MiB, --max-output-budget)") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("small call while a huge result is unread: %s, want a busy tool error", got)
-		}
-		time.Sleep(50 * time.Millisecond) // the huge call may not have reserved yet
-	}
+	// The huge call may not have reserved yet: call again until refused.
+	wait.Until(t, "a small call refused as busy while a huge result is unread", func() bool {
+		return strings.Contains(small(), "output budget (8 MiB, --max-output-budget)")
+	})
 	resp, err := http.ReadResponse(slow.br, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -346,15 +331,10 @@ tool "huge" {
 	if err != nil || n < 16000000 {
 		t.Fatalf("huge answer: %d bytes, %v", n, err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		got = small()
-		if !strings.Contains(got, `"isError":true`) && strings.Contains(got, "small") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("small call after the huge answer was read: %s", got)
-		}
-	}
+	wait.Until(t, "a small call answered once the huge answer was read", func() bool {
+		got := small()
+		return !strings.Contains(got, `"isError":true`) && strings.Contains(got, "small")
+	})
 }
 
 // Tools for TestOutputBudgetBuiltResult: "hold" reserves 1.2 MiB of the
@@ -466,7 +446,7 @@ func TestOutputBudgetBuiltResult(t *testing.T) {
 		_, text := call("hold", map[string]any{"marker": marker, "release": release})
 		held <- text
 	}()
-	eventually(t, "the holder started", func() bool { _, err := os.Stat(marker); return err == nil })
+	wait.Until(t, "the holder started", func() bool { _, err := os.Stat(marker); return err == nil })
 
 	// The adapter tool's refusal, for comparison: its caps do not fit.
 	res, adapterText := call("hold", map[string]any{"marker": filepath.Join(tmp, "m2"), "release": release})

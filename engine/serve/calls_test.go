@@ -23,6 +23,7 @@ import (
 	"github.com/mcpd/mcpd/engine/principal"
 	"github.com/mcpd/mcpd/engine/serve"
 	"github.com/mcpd/mcpd/engine/snapshot"
+	"github.com/mcpd/mcpd/internal/wait"
 )
 
 // callRecord is what a test keeps of an event Options.OnCall hears: the
@@ -119,7 +120,7 @@ func TestOnCall(t *testing.T) {
 			if err := <-done; !errors.Is(err, context.Canceled) {
 				t.Fatalf("cancelled call: %v", err)
 			}
-			eventually(t, "the cancelled call's record", func() bool { return len(log.all()) == 6 })
+			wait.Until(t, "the cancelled call's record", func() bool { return len(log.all()) == 6 })
 
 			want := []callRecord{
 				{Kind: "tool", Name: "zeta_greet", Detail: event.Detail{Client: "console"}, Outcome: "ok"},

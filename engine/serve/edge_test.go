@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpd/mcpd/engine/serve"
+	"github.com/mcpd/mcpd/internal/wait"
 )
 
 // rawRequest sends one HTTP/1.1 request written by hand, so that the test
@@ -251,7 +252,7 @@ func TestReadTimeout(t *testing.T) {
 		done <- err
 	}()
 	waitFor(t, e.fake.started, "slow call")
-	time.Sleep(time.Second)
+	time.Sleep(time.Second) // the call outlasting the timeouts is what is under test
 	e.fake.releaseAll()
 	if err := <-done; err != nil {
 		t.Errorf("a call longer than the timeouts: %v", err)
@@ -335,7 +336,7 @@ func TestSessionCap(t *testing.T) {
 	}
 	c3 := open()
 	// The session is closed in the background, right after the initialize.
-	eventually(t, "the oldest idle session gets 404", func() bool {
+	wait.Until(t, "the oldest idle session gets 404", func() bool {
 		resp, _ := rawRequest(t, strings.TrimPrefix(ts.URL, "http://"), "POST /mcp HTTP/1.1\r\nHost: localhost\r\n"+jsonHeaders+
 			"MCP-Protocol-Version: 2025-11-25\r\nMcp-Session-Id: "+c2.ID()+"\r\n", `{"jsonrpc":"2.0","id":9,"method":"ping"}`)
 		return resp.StatusCode == http.StatusNotFound
@@ -385,7 +386,7 @@ func TestInflightCap(t *testing.T) {
 	cancel()
 	<-done
 	waitFor(t, e.fake.cancelled, "slow call cancelled")
-	eventually(t, "a call succeeds once the slot is free", func() bool {
+	wait.Until(t, "a call succeeds once the slot is free", func() bool {
 		_, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "fast", Arguments: map[string]any{}})
 		return err == nil
 	})
@@ -413,7 +414,7 @@ func TestWriteTimeout(t *testing.T) {
 		t.Fatal("the handler still writes to a client that reads nothing")
 	}
 	// The request's goroutines (its connection, the SDK's session) end.
-	eventually(t, "goroutines back to their number before the request", func() bool {
+	wait.Until(t, "goroutines back to their number before the request", func() bool {
 		return runtime.NumGoroutine() <= before
 	})
 }
@@ -482,7 +483,7 @@ func TestInflightCapCountsOrphanedCalls(t *testing.T) {
 		t.Errorf("a call while an orphaned one runs: err = %v, want -32000 naming --max-inflight", err)
 	}
 	e.fake.releaseAll()
-	eventually(t, "a call succeeds once the orphaned one ends", func() bool {
+	wait.Until(t, "a call succeeds once the orphaned one ends", func() bool {
 		_, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "fast", Arguments: map[string]any{"id": "x"}})
 		return err == nil
 	})
@@ -547,7 +548,7 @@ func TestInflightBytesCap(t *testing.T) {
 	}
 	conn.Close() // cancels the slow call
 	waitFor(t, e.fake.cancelled, "slow call cancelled")
-	eventually(t, "the budget is free again", func() bool {
+	wait.Until(t, "the budget is free again", func() bool {
 		resp, _ := rawRequest(t, addr, modernCallHead+"Mcp-Name: fast\r\n", padded("fast", 1000))
 		return resp.StatusCode == 200
 	})

@@ -16,6 +16,7 @@ import (
 	"github.com/mcpd/mcpd/engine/loader"
 	"github.com/mcpd/mcpd/engine/serve"
 	"github.com/mcpd/mcpd/engine/snapshot"
+	"github.com/mcpd/mcpd/internal/wait"
 )
 
 // logConfig declares a tool that logs from every source: `log` blocks
@@ -178,7 +179,7 @@ func TestToolLoggingSensitive(t *testing.T) {
 	if _, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "secretive", Arguments: map[string]any{"token": "hunter2-secret"}}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "a log record", func() bool {
+	wait.Until(t, "a log record", func() bool {
 		recs.mu.Lock()
 		defer recs.mu.Unlock()
 		return len(recs.got) > 0

@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpd/mcpd/engine/serve"
+	"github.com/mcpd/mcpd/internal/wait"
 )
 
 // logBuffer is a log destination that tests can read while the server
@@ -87,6 +88,7 @@ func TestStuckClientHoldsUpNoOne(t *testing.T) {
 
 	var counts sync.Map // era name → *atomic.Int64 of tools/list_changed
 	updates := map[string]*atomic.Int64{}
+	streams := e.srv.StreamCount()
 	for _, era := range eras {
 		n, u := &atomic.Int64{}, &atomic.Int64{}
 		counts.Store(era.name, n)
@@ -101,7 +103,8 @@ func TestStuckClientHoldsUpNoOne(t *testing.T) {
 			}
 		}
 	}
-	time.Sleep(100 * time.Millisecond) // the modern clients' listen streams open in the background
+	// The HTTP clients' GET and listen streams open in the background.
+	wait.Until(t, "the HTTP clients' streams open", func() bool { return e.srv.StreamCount() >= streams+4 })
 
 	const rounds = 5
 	for i := 1; i <= rounds; i++ {
@@ -119,16 +122,12 @@ func TestStuckClientHoldsUpNoOne(t *testing.T) {
 		for _, era := range eras {
 			v, _ := counts.Load(era.name)
 			n := v.(*atomic.Int64)
-			deadline := time.Now().Add(5 * time.Second)
-			for n.Load() < int64(i) || (era.version == legacy && updates[era.name].Load() < int64(i)) {
-				if time.Now().After(deadline) {
-					t.Fatalf("round %d: %s got %d tools/list_changed and %d resources/updated, want %d", i, era.name, n.Load(), updates[era.name].Load(), i)
-				}
-				time.Sleep(5 * time.Millisecond)
-			}
+			wait.Until(t, fmt.Sprintf("round %d: %s hears of it", i, era.name), func() bool {
+				return n.Load() >= int64(i) && (era.version != legacy || updates[era.name].Load() >= int64(i))
+			})
 		}
 	}
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(300 * time.Millisecond) // a window in which no extra notification may arrive: nothing to wait for
 	for _, era := range eras {
 		v, _ := counts.Load(era.name)
 		if got := v.(*atomic.Int64).Load(); got != rounds {
@@ -177,7 +176,7 @@ func TestOverflowingQueueClosesSession(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("ResourceUpdated blocked on a client that does not read")
 	}
-	eventually(t, "the client to be closed", func() bool { return e.srv.Stats().SlowClients == 1 })
+	wait.Until(t, "the client to be closed", func() bool { return e.srv.Stats().SlowClients == 1 })
 	if !strings.Contains(logs.String(), "notifications waiting") {
 		t.Errorf("closing the client was not logged:\n%s", logs.String())
 	}

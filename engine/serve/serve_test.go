@@ -22,6 +22,7 @@ import (
 	"github.com/mcpd/mcpd/engine/loader"
 	"github.com/mcpd/mcpd/engine/serve"
 	"github.com/mcpd/mcpd/engine/snapshot"
+	"github.com/mcpd/mcpd/internal/wait"
 )
 
 // The tools are declared out of alphabetical order: tools/list must keep
@@ -464,7 +465,7 @@ func TestServeProgress(t *testing.T) {
 			if res.IsError || text(res) != "Progress complete" {
 				t.Errorf("result: %q", text(res))
 			}
-			eventually(t, "three progress notifications", func() bool {
+			wait.Until(t, "three progress notifications", func() bool {
 				mu.Lock()
 				defer mu.Unlock()
 				return len(got) >= 3
@@ -559,18 +560,6 @@ func waitFor(t *testing.T, ch <-chan string, what string) {
 	}
 }
 
-// eventually polls cond: a liveness bound, not a speed assertion.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("never happened: %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 // After Notify, every connected client hears exactly one list_changed per
 // kind that changed: a stdio (in-memory) client of either era, a legacy HTTP
 // session (on its GET stream) and a modern HTTP client (on its
@@ -608,7 +597,8 @@ func TestNotify(t *testing.T) {
 		defer c.mu.Unlock()
 		return [3]int{c.tools, c.prompts, c.resources}
 	}
-	// Connecting must not have produced any notification.
+	// Connecting must not have produced any notification: a window in
+	// which none may arrive, so nothing to wait for.
 	time.Sleep(100 * time.Millisecond)
 	for name, c := range clients {
 		if got := get(c); got != [3]int{} {
@@ -619,7 +609,7 @@ func TestNotify(t *testing.T) {
 	check := func(want [3]int) {
 		t.Helper()
 		for name, c := range clients {
-			eventually(t, name+" to be notified", func() bool {
+			wait.Until(t, name+" to be notified", func() bool {
 				got := get(c)
 				return got[0] >= want[0] && got[1] >= want[1] && got[2] >= want[2]
 			})

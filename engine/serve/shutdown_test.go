@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpd/mcpd/engine/serve"
+	"github.com/mcpd/mcpd/internal/wait"
 )
 
 // Shutdown does the whole sequence a caller used to order by hand: the
@@ -55,13 +56,7 @@ func TestShutdown(t *testing.T) {
 
 	shut := make(chan error, 1)
 	go func() { shut <- e.srv.Shutdown(context.Background()) }()
-	deadline := time.Now().Add(5 * time.Second)
-	for e.srv.Ready() {
-		if time.Now().After(deadline) {
-			t.Fatal("still ready after Shutdown began")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	wait.Until(t, "not ready once Shutdown began", func() bool { return !e.srv.Ready() })
 	if res := <-answer; res == nil || !res.IsError || !strings.Contains(text(res), "shutting down") {
 		t.Errorf("the call past the grace period: %+v", res)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/mcpd/mcpd/engine/auth/authtest"
 	"github.com/mcpd/mcpd/engine/serve"
+	"github.com/mcpd/mcpd/internal/wait"
 )
 
 // streamEnv is a server with stream limits and the test's bearer tokens
@@ -137,13 +139,7 @@ func refusal(t *testing.T, resp *http.Response, status int, flag string) {
 // waitStreams waits until the server counts n streams open.
 func waitStreams(t *testing.T, srv *serve.Server, n int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for srv.StreamCount() != n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d streams open, want %d", srv.StreamCount(), n)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	wait.Until(t, strconv.Itoa(n)+" streams open", func() bool { return srv.StreamCount() == n })
 }
 
 // bobCalls makes a tools/call as bob over a new connection.
