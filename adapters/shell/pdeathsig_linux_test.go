@@ -116,7 +116,7 @@ func survivesThreadExits(t *testing.T, h adapter.Handler, pidFile string) bool {
 			<-release
 		}()
 	}
-	time.Sleep(100 * time.Millisecond)
+	time.Sleep(100 * time.Millisecond) // time for the runtime to start threads: not observable from the test
 	close(release)
 	wg.Wait()
 	time.Sleep(50 * time.Millisecond)

@@ -20,6 +20,7 @@ import (
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/adapter/adaptertest"
 	"github.com/mcpd/mcpd/engine/funcs"
+	"github.com/mcpd/mcpd/internal/wait"
 )
 
 // compile compiles a shell block whose config file lives in dir.
@@ -405,14 +406,12 @@ func pidGone(pid int) bool {
 
 func waitGone(t *testing.T, pid int) {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Second)
-	for !pidGone(pid) {
-		if time.Now().After(deadline) {
+	t.Cleanup(func() {
+		if !pidGone(pid) {
 			syscallKill(pid)
-			t.Fatalf("process %d survived the call", pid)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	})
+	wait.Until(t, fmt.Sprintf("process %d gone after the call", pid), func() bool { return pidGone(pid) })
 }
 
 func syscallKill(pid int) {

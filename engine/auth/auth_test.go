@@ -415,7 +415,7 @@ func TestJWKSRotation(t *testing.T) {
 	if n := is.fetches.Load(); n != 1 {
 		t.Fatalf("JWKS fetched %d times, want 1", n)
 	}
-	time.Sleep(2100 * time.Millisecond)
+	time.Sleep(2100 * time.Millisecond) // JWKSMinRefresh elapsing is what is under test
 	if code, _ := post(t, s.url, "Authorization", "Bearer "+tok); code != http.StatusOK {
 		t.Fatalf("new kid after the refresh interval: %d", code)
 	}
