@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpd/mcpd/internal/wait"
 )
 
 // auditToken is the env() secret of auditConfig; auditPassword the value of
@@ -348,7 +350,11 @@ func TestAuditLogDrain(t *testing.T) {
 			}
 		}()
 	}
-	time.Sleep(400 * time.Millisecond) // both calls are running
+	wait.Until(t, "both calls running", func() bool {
+		_, scrape := httpGet(t, s.base+"/metrics")
+		v, _ := metricValue(scrape, "mcpd_tool_calls_in_flight")
+		return v == "2"
+	})
 	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}

@@ -8,11 +8,11 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpd/mcpd/engine/sharedstate/sharedstatetest"
+	"github.com/mcpd/mcpd/internal/wait"
 )
 
 // cacheE2EConfig is a read-only tool whose every run appends a line to
@@ -99,13 +99,12 @@ func TestCacheE2E(t *testing.T) {
 	if err := os.WriteFile(path, []byte(cacheE2EConfig("v2", "")), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for textOf(forecast()) != "sunny in Oslo (v2)\n" {
-		if time.Now().After(deadline) {
-			t.Fatalf("the edited tool never answered; logs:\n%s", logs.String())
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("logs:\n%s", logs.String())
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	})
+	wait.Until(t, "the edited tool answers", func() bool { return textOf(forecast()) == "sunny in Oslo (v2)\n" })
 	runs := countLines(t, counter)
 	if !hit(forecast()) || countLines(t, counter) != runs {
 		t.Errorf("the edited tool's result is not cached")
@@ -116,20 +115,13 @@ func TestCacheE2E(t *testing.T) {
 	if err := os.WriteFile(path, []byte(cacheE2EConfig("v2", other)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	deadline = time.Now().Add(20 * time.Second)
-	for {
+	wait.Until(t, "the new tool appears", func() bool {
 		list, err := cs.ListTools(ctx, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(list.Tools) == 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the new tool never appeared")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return len(list.Tools) == 2
+	})
 	if res := forecast(); !hit(res) || countLines(t, counter) != runs {
 		t.Errorf("a reload that did not change the tool dropped its entry (hit %v, runs %d, want %d)", hit(res), countLines(t, counter), runs)
 	}
@@ -197,17 +189,10 @@ func TestCacheRedisTwoProcesses(t *testing.T) {
 	// The state is probed when a process starts: until Redis is seen up,
 	// calls run uncached. Wait for the first process's result to be
 	// stored, then ask the second.
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		res := call(sessions[0])
-		if m, _ := res.Meta["mcpd/cache"].(map[string]any); m != nil && m["hit"] == true {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the first process never answered from the cache")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	wait.Until(t, "the first process answers from the cache", func() bool {
+		m, _ := call(sessions[0]).Meta["mcpd/cache"].(map[string]any)
+		return m != nil && m["hit"] == true
+	})
 	runs := countLines(t, counter)
 	res := call(sessions[1])
 	if m, _ := res.Meta["mcpd/cache"].(map[string]any); m == nil || m["hit"] != true {

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpd/mcpd/internal/wait"
 )
 
 const drainAskConfig = `
@@ -73,7 +75,7 @@ func TestStdioDrainReadsAnswers(t *testing.T) {
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	pollUntil(t, "mcpd begins its shutdown", func() bool { return strings.Contains(logs.String(), "shutting down") })
+	wait.Until(t, "mcpd begins its shutdown", func() bool { return strings.Contains(logs.String(), "shutting down") })
 
 	// A new call during the drain is refused at once.
 	if res, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "greet"}); err == nil || !strings.Contains(err.Error(), "shutting down") {
@@ -94,7 +96,7 @@ func TestStdioDrainReadsAnswers(t *testing.T) {
 	}
 	// mcpd exits on its own once the call is answered: Close (which waits
 	// for the process, and would kill it after a while) finds it exited 0.
-	pollUntil(t, "mcpd exits", func() bool { return processGone(cmd.Process.Pid) })
+	wait.Until(t, "mcpd exits", func() bool { return processGone(cmd.Process.Pid) })
 	cs.Close()
 	if cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != 0 {
 		t.Errorf("mcpd exited %v; log:\n%s", cmd.ProcessState, logs.String())

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mcpd/mcpd/internal/wait"
 )
 
 var consoleLogRE = regexp.MustCompile(`msg="serving the console" url=(\S+)`)
@@ -56,7 +58,7 @@ func TestReadmeServeReachesConsole(t *testing.T) {
 	cmd.Dir = dir
 	cmd.Env = append(cmd.Env, "MCPD_HTTP=127.0.0.1:0", "MCPD_DATA_DIR="+filepath.Join(dir, ".mcpd"))
 	endpoint, logs := startHTTPLogs(t, cmd)
-	pollUntil(t, "the next-steps line", func() bool { return strings.Contains(logs.String(), `msg="next: `) })
+	wait.Until(t, "the next-steps line", func() bool { return strings.Contains(logs.String(), `msg="next: `) })
 
 	c := consoleLogRE.FindStringSubmatch(logs.String())
 	if c == nil {
@@ -135,7 +137,7 @@ func TestServeStartupByAddress(t *testing.T) {
 			if code, _ := waitExit(t, cmd, 30*time.Second); code != 0 {
 				t.Errorf("exit %d", code)
 			}
-			pollUntil(t, "the last log line", func() bool { return strings.Contains(logs.String(), "msg=stopped") })
+			wait.Until(t, "the last log line", func() bool { return strings.Contains(logs.String(), "msg=stopped") })
 			text := logs.String()
 			if got := strings.Contains(text, "request_state_key is not set"); got != c.warn {
 				t.Errorf("request_state_key warning: %v, want %v\n%s", got, c.warn, text)

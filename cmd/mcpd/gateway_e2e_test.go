@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpd/mcpd/adapters/mcp/mcptest"
+	"github.com/mcpd/mcpd/internal/wait"
 )
 
 // The gateway tests put real MCP servers that mcpd did not write behind
@@ -348,18 +349,6 @@ func toolNames(t *testing.T, cs *mcp.ClientSession) map[string]bool {
 	return names
 }
 
-// pollUntil polls cond for up to 30 seconds.
-func pollUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // mcpd in front of mcpd, the upstream spoken to in each protocol era:
 // tools exposed in bulk (prefix, exclude), a call through both, and an
 // upstream whose tool list changes. The upstream's list_changed reaches
@@ -422,7 +411,7 @@ tool "local" {
 			// Before the first listing the expose block contributes
 			// nothing; the listing arrives in the background.
 			for _, c := range clients {
-				pollUntil(t, c.name+" sees up_alpha", func() bool { return toolNames(t, c.cs)["up_alpha"] })
+				wait.Until(t, c.name+" sees up_alpha", func() bool { return toolNames(t, c.cs)["up_alpha"] })
 				names := toolNames(t, c.cs)
 				if !names["local"] || !names["up_beta"] || names["up_secret"] || names["secret"] {
 					t.Fatalf("%s: tools %v", c.name, names)
@@ -474,7 +463,7 @@ tool "local" {
 				t.Fatal(err)
 			}
 			for _, c := range clients {
-				pollUntil(t, c.name+" sees up_gamma", func() bool { return toolNames(t, c.cs)["up_gamma"] })
+				wait.Until(t, c.name+" sees up_gamma", func() bool { return toolNames(t, c.cs)["up_gamma"] })
 			}
 			time.Sleep(time.Second) // a second notification would have come by now
 			_, upAt := direct.count()
@@ -568,7 +557,7 @@ tool "echo" {
 		t.Fatalf("echo: %q\n%s", textOf(res), logs.String())
 	}
 	var first []int
-	pollUntil(t, "the upstream's process", func() bool { first = programsOf(cmd.Process.Pid); return len(first) == 1 })
+	wait.Until(t, "the upstream's process", func() bool { first = programsOf(cmd.Process.Pid); return len(first) == 1 })
 	if err := syscallKill(first[0]); err != nil {
 		t.Fatal(err)
 	}
@@ -581,7 +570,7 @@ tool "echo" {
 			t.Logf("mcpd log:\n%s", logs.String())
 		}
 	}()
-	pollUntil(t, "the upstream restarted", func() bool {
+	wait.Until(t, "the upstream restarted", func() bool {
 		kids := programsOf(cmd.Process.Pid)
 		return len(kids) == 1 && kids[0] != first[0] && !echo().IsError
 	})
@@ -592,7 +581,7 @@ tool "echo" {
 	if err := os.WriteFile(filepath.Join(dir, "tools.hcl"), []byte(upstreamTool("alone")), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	pollUntil(t, "the upstream stopped after its block was removed", func() bool { return len(programsOf(cmd.Process.Pid)) == 0 })
+	wait.Until(t, "the upstream stopped after its block was removed", func() bool { return len(programsOf(cmd.Process.Pid)) == 0 })
 }
 
 func syscallKill(pid int) error { return syscall.Kill(pid, syscall.SIGKILL) }
@@ -627,7 +616,7 @@ mcp_server "everything" {
 			t.Logf("mcpd log:\n%s", logs.String())
 		}
 	}()
-	pollUntil(t, "the upstream's tools", func() bool { return toolNames(t, cs)["ev_echo"] })
+	wait.Until(t, "the upstream's tools", func() bool { return toolNames(t, cs)["ev_echo"] })
 	names := toolNames(t, cs)
 	if !names["ev_get-sum"] || names["ev_toggle-simulated-logging"] || names["echo"] {
 		t.Errorf("tools: %v", names)
@@ -706,7 +695,7 @@ mcp_server "up" {
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	pollUntil(t, "the gateway lists alpha", func() bool { return toolNames(t, cs)["alpha"] })
+	wait.Until(t, "the gateway lists alpha", func() bool { return toolNames(t, cs)["alpha"] })
 	if err := cs.Subscribe(bounded(t), &mcp.SubscribeParams{URI: "notes://today"}); err != nil {
 		t.Fatalf("subscribe: %v", err)
 	}
@@ -718,7 +707,7 @@ mcp_server "up" {
 	if err := os.WriteFile(filepath.Join(upDir, "more.hcl"), []byte(upstreamTool("beta")), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	pollUntil(t, "the client is told of beta", func() bool { n, _ := lc.count(); return n > before })
+	wait.Until(t, "the client is told of beta", func() bool { n, _ := lc.count(); return n > before })
 	if !toolNames(t, cs)["beta"] {
 		t.Errorf("tools after the upstream's change: %v", toolNames(t, cs))
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpd/mcpd/adapters/mcp/mcptest"
+	"github.com/mcpd/mcpd/internal/wait"
 )
 
 // Requests of an upstream to its client (elicitation, sampling) are relayed
@@ -243,7 +244,7 @@ mcp_server "up" {
 				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Grace"}}, nil
 			}}
 			cs := connectVersionRoots(t, gwURL, client, &mcp.Root{URI: "file:///work/project", Name: "project"})
-			pollUntil(t, "the upstream's tools", func() bool { return toolNames(t, cs)["up_greet"] })
+			wait.Until(t, "the upstream's tools", func() bool { return toolNames(t, cs)["up_greet"] })
 			res, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "up_greet", Arguments: map[string]any{}})
 			if err != nil || res.IsError {
 				t.Fatalf("up_greet: %v %q", err, textOf(res))

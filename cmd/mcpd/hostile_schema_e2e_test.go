@@ -18,6 +18,8 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpd/mcpd/internal/wait"
 )
 
 // hostileUpstreamEnv names the mode of the test binary run as a stdio MCP
@@ -216,7 +218,7 @@ mcp_server "hostile" {
 	// Polled by calling it: a client of the 2026 protocol may keep a
 	// listing for its ttlMs.
 	var served time.Time
-	pollUntil(t, "up_good serves", func() bool {
+	wait.Until(t, "up_good serves", func() bool {
 		r, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "up_good", Arguments: map[string]any{"x": "hi"}})
 		if err != nil || r.IsError {
 			return false

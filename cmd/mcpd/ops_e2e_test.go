@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpd/mcpd/internal/wait"
 )
 
 // opsConfig has a tool that sleeps as long as it is told (a real process,
@@ -197,12 +199,16 @@ func TestHTTPShutdownDrains(t *testing.T) {
 			results[i] = callOutcome{res, err}
 		}()
 	}
-	time.Sleep(400 * time.Millisecond) // every call is running
+	wait.Until(t, "every call running", func() bool {
+		_, scrape := httpGet(t, s.base+"/metrics")
+		v, _ := metricValue(scrape, "mcpd_tool_calls_in_flight")
+		return v == fmt.Sprint(len(calls))
+	})
 	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	signalled := time.Now()
-	time.Sleep(100 * time.Millisecond)
+	time.Sleep(100 * time.Millisecond) // "at once": /readyz must have turned within this window
 	if code, body := httpGet(t, s.base+"/readyz"); code != 503 || !strings.Contains(body, `"status": "draining"`) {
 		t.Errorf("/readyz during the drain: %d %s", code, body)
 	}
@@ -377,7 +383,7 @@ func TestStdioEOFAnswersInFlight(t *testing.T) {
 	for id := 1; id <= 10; id++ {
 		r.callSleep(t, id, "0.5")
 	}
-	time.Sleep(100 * time.Millisecond)
+	time.Sleep(100 * time.Millisecond) // the calls reach mcpd: a stdio pipe shows no sign of it
 	r.stdin.Close()
 	got := r.answers(t, 10*time.Second)
 	for id := 1; id <= 10; id++ {
@@ -398,7 +404,7 @@ func TestStdioSIGTERMDrains(t *testing.T) {
 	r := startRawStdio(t, dir, "--log-level", "warn", "--shutdown-grace", "1500ms")
 	r.callSleep(t, 1, "1")
 	r.callSleep(t, 2, "30")
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(300 * time.Millisecond) // the calls reach mcpd: a stdio pipe shows no sign of it
 	if err := r.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -421,9 +427,9 @@ func TestSecondSignalExitsAtOnce(t *testing.T) {
 	dir := configDir(t, map[string]string{"tools.hcl": opsConfig})
 	r := startRawStdio(t, dir, "--log-level", "warn", "--shutdown-grace", "30s")
 	r.callSleep(t, 1, "30")
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(300 * time.Millisecond) // the call reaches mcpd: a stdio pipe shows no sign of it
 	r.cmd.Process.Signal(syscall.SIGTERM)
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(300 * time.Millisecond) // the first signal is handled (the drain logs at info, above this test's level)
 	r.cmd.Process.Signal(syscall.SIGTERM)
 	if code, took := waitExit(t, r.cmd, 5*time.Second); code != 128+int(syscall.SIGTERM) || took > 2*time.Second {
 		t.Errorf("exit status %d after %s", code, took)
@@ -684,9 +690,9 @@ func TestStdioEOFAfterClientCancel(t *testing.T) {
 	dir := configDir(t, map[string]string{"tools.hcl": opsConfig})
 	r := startRawStdio(t, dir, "--log-level", "warn", "--shutdown-grace", "20s")
 	r.callSleep(t, 1, "30")
-	time.Sleep(200 * time.Millisecond)
+	time.Sleep(200 * time.Millisecond) // the call reaches mcpd: a stdio pipe shows no sign of it
 	r.send(t, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,"reason":"test"}}`)
-	time.Sleep(200 * time.Millisecond)
+	time.Sleep(200 * time.Millisecond) // the cancellation reaches mcpd, likewise unseen
 	r.stdin.Close()
 	start := time.Now()
 	r.answers(t, 10*time.Second)

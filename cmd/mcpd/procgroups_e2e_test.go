@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpd/mcpd/internal/wait"
 )
 
 // spawnConfig has a tool whose program starts a grandchild and waits for
@@ -48,7 +50,7 @@ func TestExitKillsProcessGroups(t *testing.T) {
 			callSpawn(t, r, pidfile)
 			return func() int {
 				r.cmd.Process.Signal(syscall.SIGTERM)
-				time.Sleep(300 * time.Millisecond)
+				wait.Until(t, "mcpd begins its shutdown", func() bool { return strings.Contains(r.logs.String(), "shutting down") })
 				r.cmd.Process.Signal(syscall.SIGTERM)
 				code, _ := waitExit(t, r.cmd, 10*time.Second)
 				return code
@@ -195,7 +197,7 @@ func TestKillNineLeavesNoProcess(t *testing.T) {
 	dir := configDir(t, map[string]string{"tools.hcl": fmt.Sprintf(killNineConfig, sleep, mcpdBin, upDir)})
 	r := startRawStdio(t, dir)
 	r.send(t, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"spawn","arguments":{}}}`)
-	pollUntil(t, "four processes left behind", func() bool { return len(markedProcs(token)) == 4 })
+	wait.Until(t, "four processes left behind", func() bool { return len(markedProcs(token)) == 4 })
 
 	if err := r.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)

@@ -77,7 +77,7 @@ func TestStdioHotReload(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatalf("%s: no tools/list_changed", what)
 		}
-		time.Sleep(300 * time.Millisecond)
+		time.Sleep(300 * time.Millisecond) // a window in which no second notification may arrive
 		if n := changes.Swap(0); n != 1 {
 			t.Errorf("%s: %d notifications, want exactly 1", what, n)
 		}
@@ -101,7 +101,7 @@ func TestStdioHotReload(t *testing.T) {
 	if err := os.WriteFile(path, []byte(reloadTool2+"tool \"x\" {\n  oops = 1\n}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(500 * time.Millisecond)
+	time.Sleep(500 * time.Millisecond) // a window in which no notification may arrive
 	if n := changes.Load(); n != 0 {
 		t.Errorf("a broken edit sent %d notifications", n)
 	}
@@ -119,7 +119,7 @@ func TestStdioHotReload(t *testing.T) {
 	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(500 * time.Millisecond)
+	time.Sleep(500 * time.Millisecond) // a window in which no notification may arrive
 	if n := changes.Load(); n != 0 {
 		t.Errorf("a SIGHUP reload that changed nothing sent %d notifications", n)
 	}

@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpd/mcpd/engine/sharedstate/sharedstatetest"
+	"github.com/mcpd/mcpd/internal/wait"
 )
 
 // The real binary with a state block: /readyz shows the shared state and
@@ -86,17 +86,11 @@ tool "closed" {
 		t.Fatalf("closed with Redis up: %s", text)
 	}
 	srv.Kill()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	wait.Until(t, "/readyz shows Redis down", func() bool {
 		callText("open")
-		if _, r := ready(); r.State != nil && !r.State.Up {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("/readyz never showed Redis down")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		_, r := ready()
+		return r.State != nil && !r.State.Up
+	})
 	if text, isErr := callText("open"); isErr {
 		t.Errorf("fail-open tool with Redis down: %s", text)
 	}
@@ -115,14 +109,7 @@ tool "closed" {
 		t.Errorf("no log line about the shared state:\n%s", s.logs.String())
 	}
 	srv.Start()
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		if _, r := ready(); r.State.Up {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("Redis back, /readyz still shows it down after 20s")
-		}
-	}
+	wait.Until(t, "Redis back, /readyz shows it up", func() bool { _, r := ready(); return r.State.Up })
 	if text, isErr := callText("closed"); isErr {
 		t.Errorf("closed after recovery: %s", text)
 	}

@@ -324,7 +324,7 @@ func TestStdioToolsetHotReload(t *testing.T) {
 
 	// Only b_one changes: not the toolset's business.
 	write(tool("a_one", "A") + tool("b_one", "B changed") + sets)
-	time.Sleep(1500 * time.Millisecond)
+	time.Sleep(1500 * time.Millisecond) // a window in which no notification may arrive
 	if n := changes.Load(); n != 0 {
 		t.Errorf("an edit outside the toolset sent %d notifications", n)
 	}
@@ -335,7 +335,7 @@ func TestStdioToolsetHotReload(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no tools/list_changed after a tool joined the toolset")
 	}
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(300 * time.Millisecond) // a window in which no second notification may arrive
 	if n := changes.Load(); n != 1 {
 		t.Errorf("%d notifications, want exactly 1", n)
 	}

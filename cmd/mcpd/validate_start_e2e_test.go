@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpd/mcpd/internal/wait"
 )
 
 // `mcpd validate` and `mcpd list` start nothing: a stdio upstream with
@@ -87,7 +89,7 @@ tool "echo" {
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	pollUntil(t, "the served upstream's program started (start = \"load\")", func() bool {
+	wait.Until(t, "the served upstream's program started (start = \"load\")", func() bool {
 		_, err := os.Stat(marker)
 		return err == nil
 	})
