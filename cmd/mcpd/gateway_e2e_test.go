@@ -52,18 +52,18 @@ func startEverythingHTTP(t *testing.T) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("server-everything's output:\n%s", logs.String())
+		}
+	})
+	wait.Until(t, fmt.Sprintf("server-everything listens on %d", port), func() bool {
 		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 		if err == nil {
 			c.Close()
-			break
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("server-everything did not listen on %d: %s", port, logs.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return err == nil
+	})
 	return fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
 }
 
