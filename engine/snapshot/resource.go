@@ -44,7 +44,18 @@ type source struct {
 	limits      *limits
 	// remote reads a resource a backend contributes (contributed.go).
 	remote func(ctx context.Context, uri string) (*mcp.ReadResourceResult, error)
+	// backends are the top-level blocks the adapter looked up at load, as
+	// "TYPE NAME" (see Tool.Backends).
+	backends []string
 }
+
+// Backends are the top-level backend blocks (database, http_backend, …)
+// the resource's adapter uses, as for Tool.Backends.
+func (r *Resource) Backends() []string { return r.src.backends }
+
+// Backends are the top-level backend blocks the template's adapter uses,
+// as for Tool.Backends.
+func (t *Template) Backends() []string { return t.src.backends }
 
 // Resource is one compiled static resource.
 type Resource struct {
@@ -103,7 +114,12 @@ func compileSource(owner, name string, text, blob, file *hcl.Attribute, ab *conf
 		if !ok {
 			panic("unregistered adapter block " + ab.Type)
 		}
-		h, d := a.CompileTool(&adapter.ToolBlock{Tool: name, Type: ab.Type, Body: ab.Body, Range: ab.DeclRange, Scope: scope, Backend: backend.get, BackendNames: backend.names})
+		lookup := func(blockType, name string) (adapter.Backend, bool) {
+			// Adapters look their backends up while they compile.
+			src.backends = append(src.backends, blockType+" "+name)
+			return backend.get(blockType, name)
+		}
+		h, d := a.CompileTool(&adapter.ToolBlock{Tool: name, Type: ab.Type, Body: ab.Body, Range: ab.DeclRange, Scope: scope, Backend: lookup, BackendNames: backend.names})
 		diags = append(diags, d...)
 		src.handler, src.adapterType = h, ab.Type
 		src.limits = &limits{spec: limitSpec{timeout: sl.defaultTimeout}}
