@@ -178,6 +178,11 @@ prompt "greet" {
   }
 }
 
+resource "notes" {
+  uri  = "docs://notes"
+  file = env("NOTES_FILE")
+}
+
 prompt "signed" {
   message {
     text = "signed ${env("SIGNATURE")}"
@@ -191,12 +196,20 @@ prompt "signed" {
 // server block (which every read may depend on).
 func TestReadAndPromptWithoutSecrets(t *testing.T) {
 	clearEnv(t)
-	for _, n := range []string{"SHOP_DSN", "TOKEN_OF_REPORT", "SIGNATURE", "STATE_URL"} {
+	for _, n := range []string{"SHOP_DSN", "TOKEN_OF_REPORT", "SIGNATURE", "STATE_URL", "NOTES_FILE"} {
 		t.Setenv(n, "")
 		os.Unsetenv(n)
 	}
 	dir := configDir(t, map[string]string{"tools.hcl": strings.Replace(unsetSecretsReadConfig, "SERVER", "", 1)})
 	file := filepath.Join(dir, "tools.hcl")
+	// validate and list agree: a file path that reads an unset variable
+	// is not an error (the snapshot was not built, and no error said why).
+	if r := runCLI(t, "validate", "-c", dir); r.code != 0 || strings.Contains(r.stderr, ": error:") {
+		t.Errorf("validate: %+v", r)
+	}
+	if r := runCLI(t, "list", "-c", dir); r.code != 0 || !strings.Contains(r.stdout, "docs://notes") {
+		t.Errorf("list: %+v", r)
+	}
 	cases := []struct {
 		args    []string
 		code    int
@@ -209,7 +222,8 @@ func TestReadAndPromptWithoutSecrets(t *testing.T) {
 		{[]string{"read", "shop://stock"}, 1, "", `resource "stock" needs SHOP_DSN, which is not set (env("SHOP_DSN") at ` + file + `:9:12 in database "shop"); set it to read the resource`},
 		{[]string{"read", "shop://rows/7"}, 1, "", `resource_template "row" needs SHOP_DSN, which is not set (env("SHOP_DSN") at ` + file + `:9:12 in database "shop"); set it to read the resource`},
 		{[]string{"read", "secrets://token"}, 1, "", `resource "token" needs TOKEN_OF_REPORT, which is not set (env("TOKEN_OF_REPORT") at ` + file + `:27:20 in resource "token")`},
-		{[]string{"prompt", "signed"}, 1, "", `prompt "signed" needs SIGNATURE, which is not set (env("SIGNATURE") at ` + file + `:51:22 in prompt "signed"); set it to get the prompt`},
+		{[]string{"prompt", "signed"}, 1, "", `prompt "signed" needs SIGNATURE, which is not set (env("SIGNATURE") at ` + file + `:56:22 in prompt "signed"); set it to get the prompt`},
+		{[]string{"read", "docs://notes"}, 1, "", `resource "notes" needs NOTES_FILE, which is not set (env("NOTES_FILE") at ` + file + `:51:10 in resource "notes")`},
 		// Not found is still not found, and lists what there is.
 		{[]string{"read", "docs://nothing"}, 1, "", `no resource "docs://nothing"; the config declares: docs://readme`},
 		{[]string{"prompt", "nothing"}, 1, "", `no prompt "nothing"; the config declares: greet, signed`},
@@ -220,7 +234,7 @@ func TestReadAndPromptWithoutSecrets(t *testing.T) {
 			t.Errorf("%v: %+v\nwant exit %d, stdout %q, stderr with %q", c.args, r, c.code, c.stdout, c.errText)
 		}
 		// Only the variables what is read needs are named.
-		for _, n := range []string{"SHOP_DSN", "TOKEN_OF_REPORT", "SIGNATURE"} {
+		for _, n := range []string{"SHOP_DSN", "TOKEN_OF_REPORT", "SIGNATURE", "NOTES_FILE"} {
 			if !strings.Contains(c.errText, n) && strings.Contains(r.stderr, n) {
 				t.Errorf("%v names %s, which it does not need: %q", c.args, n, r.stderr)
 			}
@@ -243,6 +257,11 @@ func TestReadAndPromptWithoutSecrets(t *testing.T) {
 	t.Setenv("SHOP_DSN", filepath.Join(dir, "shop.db"))
 	t.Setenv("TOKEN_OF_REPORT", "abc")
 	t.Setenv("SIGNATURE", "ann")
+	notes := filepath.Join(t.TempDir(), "notes.md")
+	if err := os.WriteFile(notes, []byte("# notes\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("NOTES_FILE", notes)
 	dir = configDir(t, map[string]string{"tools.hcl": strings.Replace(unsetSecretsReadConfig, "SERVER", "", 1)})
 	for _, c := range []struct {
 		args []string
@@ -252,6 +271,7 @@ func TestReadAndPromptWithoutSecrets(t *testing.T) {
 		{[]string{"read", "shop://stock"}, `"n":1`},
 		{[]string{"read", "shop://rows/7"}, `"id":"7"`},
 		{[]string{"prompt", "signed"}, "signed ann"},
+		{[]string{"read", "docs://notes"}, "# notes\n"},
 	} {
 		if r := runCLI(t, append(c.args, "-c", dir)...); r.code != 0 || !strings.Contains(r.stdout, c.want) || r.stderr != "" {
 			t.Errorf("%v with its secret: %+v\nwant stdout with %q", c.args, r, c.want)

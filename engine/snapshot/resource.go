@@ -96,7 +96,11 @@ func compileSource(owner, name string, text, blob, file *hcl.Attribute, ab *conf
 		n++
 		v, d := file.Expr.Value(scope.EvalContext())
 		diags = append(diags, d...)
-		if !d.HasErrors() {
+		// Unknown when it reads an unset variable in a load that allows
+		// that (validate, list, read: funcs.Options.UnsetEnvUnknown; the
+		// loader says so once): the path is left empty and a read fails
+		// (such a snapshot is not served, and `mcpd read` refuses it).
+		if !d.HasErrors() && v.IsWhollyKnown() {
 			p, err := adapter.ValueString(v)
 			if err != nil {
 				diags = append(diags, attrDiag(file, err.Error()))
@@ -539,6 +543,9 @@ func (s *source) read(ctx context.Context, uri, mimeType string, args map[string
 				rc.MIMEType = "application/json"
 			}
 		}
+	default:
+		// A file whose path was unknown at load (compileSource).
+		return nil, fmt.Errorf("reading %s: its file's path was not known when the config was loaded", uri)
 	}
 	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{rc}}, nil
 }
