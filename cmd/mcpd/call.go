@@ -53,7 +53,7 @@ func callCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	// The snapshot was built without the unset variables: a tool that
 	// needs one would run with an unknown value in its place.
-	if err := needsUnset(l, reg, tool); err != nil {
+	if err := needsUnset(l, reg, "tool", name, tool.Backends()); err != nil {
 		return err
 	}
 	raw, err := callArgs(*argsJSON, positional[1:], tool.InputSchema)

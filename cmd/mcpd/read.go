@@ -10,6 +10,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/loader"
 	"github.com/mcpd/mcpd/engine/snapshot"
 )
 
@@ -44,12 +46,18 @@ func readCmd(args []string, stdout, stderr io.Writer) error {
 		return exitError(2)
 	}
 	uri := positional[0]
-	l, err := load(c, registry(), stderr)
+	reg := registry()
+	l, err := loadWithoutSecrets("read", c, reg, stderr, false)
 	if err != nil {
 		return err
 	}
 	s := l.Snapshot
 	defer s.Close()
+	// The snapshot was built without the unset variables: a resource that
+	// needs one would be read with an unknown value in its place.
+	if err := resourceNeedsUnset(l, reg, s, uri); err != nil {
+		return err
+	}
 	ctx, cancel := signalContext()
 	defer cancel()
 	res, found, err := s.ReadResource(ctx, &snapshot.ReadRequest{URI: uri})
@@ -106,7 +114,8 @@ func promptCmd(args []string, stdout, stderr io.Writer) error {
 		}
 		pargs[k] = v
 	}
-	l, err := load(c, registry(), stderr)
+	reg := registry()
+	l, err := loadWithoutSecrets("prompt", c, reg, stderr, false)
 	if err != nil {
 		return err
 	}
@@ -124,6 +133,10 @@ func promptCmd(args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("no prompt %q: the config declares no prompts", name)
 		}
 		return fmt.Errorf("no prompt %q; the config declares: %s", name, strings.Join(names, ", "))
+	}
+	// A prompt uses no backend: only its own block and the server's count.
+	if err := needsUnset(l, reg, "prompt", name, nil); err != nil {
+		return err
 	}
 	ctx, cancel := signalContext()
 	defer cancel()
@@ -144,6 +157,23 @@ func promptCmd(args []string, stdout, stderr io.Writer) error {
 		}
 		fmt.Fprintf(stdout, "[%s]\n", m.Role)
 		printResult(stdout, &mcp.CallToolResult{Content: []mcp.Content{m.Content}})
+	}
+	return nil
+}
+
+// resourceNeedsUnset is needsUnset for what ReadResource reads uri from:
+// the static resource of that URI, else the first template it matches (an
+// unknown URI needs nothing; ReadResource says it is not found).
+func resourceNeedsUnset(l *loader.Loaded, reg *adapter.Registry, s *snapshot.Snapshot, uri string) error {
+	for _, r := range s.Resources {
+		if r.Def.URI == uri {
+			return needsUnset(l, reg, "resource", r.Def.Name, r.Backends())
+		}
+	}
+	for _, t := range s.Templates {
+		if _, ok, _ := t.Bind(uri); ok {
+			return needsUnset(l, reg, "resource_template", t.Def.Name, t.Backends())
+		}
 	}
 	return nil
 }

@@ -13,15 +13,15 @@ import (
 	"github.com/mcpd/mcpd/engine/config"
 	"github.com/mcpd/mcpd/engine/funcs"
 	"github.com/mcpd/mcpd/engine/loader"
-	"github.com/mcpd/mcpd/engine/snapshot"
 )
 
-// loadWithoutSecrets loads the config for list and call, which must work
-// without the secrets that only some calls need: an env() variable that is
-// not set is not an error (as in `mcpd validate`), and stderr names the
-// unset variables in one line instead of a diagnostic each (list; call
-// names those the tool needs, see needsUnset). The snapshot is
-// never served: a call must first pass needsUnset. checkOnly dials nothing
+// loadWithoutSecrets loads the config for list, call, read and prompt,
+// which must work without the secrets that only some calls need: an env()
+// variable that is not set is not an error (as in `mcpd validate`), and
+// stderr names the unset variables in one line instead of a diagnostic
+// each (list; call, read and prompt name those what they run needs, see
+// needsUnset). The snapshot is never served: a call, read or prompt must
+// first pass needsUnset. checkOnly dials nothing
 // shared (the state block's Redis), for what does not call.
 func loadWithoutSecrets(cmd string, c *common, reg *adapter.Registry, stderr io.Writer, checkOnly bool) (*loader.Loaded, error) {
 	l := loader.LoadWith(c.paths(), reg, nil, mcpdVersion(), loader.Options{UnsetEnvWarning: true, CheckOnly: checkOnly})
@@ -33,8 +33,8 @@ func loadWithoutSecrets(cmd string, c *common, reg *adapter.Registry, stderr io.
 	if l.Snapshot == nil {
 		return nil, exitError(1)
 	}
-	// list says which are missing; call says so only of the tool's own
-	// (needsUnset).
+	// list says which are missing; the others say so only of those what
+	// they run needs (needsUnset).
 	if names := unsetNames(unset); len(names) > 0 && cmd == "list" {
 		fmt.Fprintf(stderr, "mcpd list: not set: %s (the tools that need them cannot be called until they are)\n", strings.Join(names, ", "))
 	}
@@ -64,12 +64,14 @@ func unsetNames(unset []funcs.UnsetEnvCall) []string {
 	return names
 }
 
-// needsUnset returns the error that stops a call of tool when it needs a
-// variable that is not set: one read in the tool's own block, in a backend
-// block the tool uses, or anywhere outside the blocks of other tools,
-// resources, prompts and other backends (the server block, its state, auth:
-// they may concern every call). nil when the tool needs none.
-func needsUnset(l *loader.Loaded, reg *adapter.Registry, tool *snapshot.Tool) error {
+// needsUnset returns the error that stops `mcpd call`, `read` or `prompt`
+// from running the item of kind ("tool", "resource", "resource_template",
+// "prompt": the block type that declares it) named name when it needs a
+// variable that is not set: one read in the item's own block, in a backend
+// block it uses (backends, as Tool.Backends), or anywhere outside the blocks
+// of other tools, resources, prompts and other backends (the server block,
+// its state, auth: they may concern every call). nil when it needs none.
+func needsUnset(l *loader.Loaded, reg *adapter.Registry, kind, name string, backends []string) error {
 	if l.Config == nil || len(l.Config.UnsetEnv) == 0 {
 		return nil
 	}
@@ -79,9 +81,9 @@ func needsUnset(l *loader.Loaded, reg *adapter.Registry, tool *snapshot.Tool) er
 	for _, c := range l.Config.UnsetEnv {
 		typ, label := enclosingBlock(l.Sources[c.Range.Filename], c.Range)
 		switch {
-		case typ == "tool" && label == tool.Def.Name:
+		case typ == kind && label == name:
 		case slices.Contains(backendTypes, typ):
-			if !slices.Contains(tool.Backends(), typ+" "+label) {
+			if !slices.Contains(backends, typ+" "+label) {
 				continue
 			}
 		case slices.Contains([]string{"tool", "resource", "resource_template", "prompt", "test"}, typ):
@@ -107,8 +109,12 @@ func needsUnset(l *loader.Loaded, reg *adapter.Registry, tool *snapshot.Tool) er
 	if len(need) > 1 {
 		verb, noun = "are", "them"
 	}
-	return fmt.Errorf("tool %q needs %s, which %s not set (%s); set %s to call the tool",
-		tool.Def.Name, strings.Join(need, ", "), verb, strings.Join(where, "; "), noun)
+	use := map[string]string{"tool": "call the tool", "prompt": "get the prompt"}[kind]
+	if use == "" {
+		use = "read the resource"
+	}
+	return fmt.Errorf("%s %q needs %s, which %s not set (%s); set %s to %s",
+		kind, name, strings.Join(need, ", "), verb, strings.Join(where, "; "), noun, use)
 }
 
 // enclosingBlock is the type and first label of the top-level block of src

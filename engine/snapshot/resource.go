@@ -44,7 +44,18 @@ type source struct {
 	limits      *limits
 	// remote reads a resource a backend contributes (contributed.go).
 	remote func(ctx context.Context, uri string) (*mcp.ReadResourceResult, error)
+	// backends are the top-level blocks the adapter looked up at load, as
+	// "TYPE NAME" (see Tool.Backends).
+	backends []string
 }
+
+// Backends are the top-level backend blocks (database, http_backend, …)
+// the resource's adapter uses, as for Tool.Backends.
+func (r *Resource) Backends() []string { return r.src.backends }
+
+// Backends are the top-level backend blocks the template's adapter uses,
+// as for Tool.Backends.
+func (t *Template) Backends() []string { return t.src.backends }
 
 // Resource is one compiled static resource.
 type Resource struct {
@@ -85,7 +96,11 @@ func compileSource(owner, name string, text, blob, file *hcl.Attribute, ab *conf
 		n++
 		v, d := file.Expr.Value(scope.EvalContext())
 		diags = append(diags, d...)
-		if !d.HasErrors() {
+		// Unknown when it reads an unset variable in a load that allows
+		// that (validate, list, read: funcs.Options.UnsetEnvUnknown; the
+		// loader says so once): the path is left empty and a read fails
+		// (such a snapshot is not served, and `mcpd read` refuses it).
+		if !d.HasErrors() && v.IsWhollyKnown() {
 			p, err := adapter.ValueString(v)
 			if err != nil {
 				diags = append(diags, attrDiag(file, err.Error()))
@@ -103,7 +118,12 @@ func compileSource(owner, name string, text, blob, file *hcl.Attribute, ab *conf
 		if !ok {
 			panic("unregistered adapter block " + ab.Type)
 		}
-		h, d := a.CompileTool(&adapter.ToolBlock{Tool: name, Type: ab.Type, Body: ab.Body, Range: ab.DeclRange, Scope: scope, Backend: backend.get, BackendNames: backend.names})
+		lookup := func(blockType, name string) (adapter.Backend, bool) {
+			// Adapters look their backends up while they compile.
+			src.backends = append(src.backends, blockType+" "+name)
+			return backend.get(blockType, name)
+		}
+		h, d := a.CompileTool(&adapter.ToolBlock{Tool: name, Type: ab.Type, Body: ab.Body, Range: ab.DeclRange, Scope: scope, Backend: lookup, BackendNames: backend.names})
 		diags = append(diags, d...)
 		src.handler, src.adapterType = h, ab.Type
 		src.limits = &limits{spec: limitSpec{timeout: sl.defaultTimeout}}
@@ -523,6 +543,9 @@ func (s *source) read(ctx context.Context, uri, mimeType string, args map[string
 				rc.MIMEType = "application/json"
 			}
 		}
+	default:
+		// A file whose path was unknown at load (compileSource).
+		return nil, fmt.Errorf("reading %s: its file's path was not known when the config was loaded", uri)
 	}
 	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{rc}}, nil
 }
