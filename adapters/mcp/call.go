@@ -215,7 +215,7 @@ func (u *upstream) roundTrip(ctx context.Context, x *exchange) (mcp.Result, *ada
 		// upstream can have several and the client can answer.
 		var s *pooledSession
 		if u.pooled(cs, x.rounds.Caps, x.log != nil) {
-			if s, err = u.takeSession(ctx); err != nil {
+			if s, err = u.pool.take(ctx); err != nil {
 				return nil, nil, err
 			}
 		}
@@ -240,11 +240,11 @@ func (u *upstream) roundTrip(ctx context.Context, x *exchange) (mcp.Result, *ada
 	if !modernSession(cs) && u.pooled(cs, capabilitiesOf(x.client), x.log != nil) {
 		// The upstream's requests and log records are this request's
 		// when they come on a session it has to itself (pool.go).
-		s, err := u.takeSession(ctx)
+		s, err := u.pool.take(ctx)
 		if err != nil {
 			return nil, nil, err
 		}
-		res, cs, err := u.callPooled(ctx, s, params, func(ctx context.Context, cs *mcp.ClientSession) (context.Context, func()) {
+		res, cs, err := u.pool.call(ctx, s, params, func(ctx context.Context, cs *mcp.ClientSession) (context.Context, func()) {
 			return u.withRelay(ctx, &relayCall{owner: owner, client: x.client, session: cs, own: true, log: x.log})
 		})
 		if err != nil {
@@ -259,12 +259,12 @@ func (u *upstream) roundTrip(ctx context.Context, x *exchange) (mcp.Result, *ada
 	own := false
 	var sendErr error // the last request's
 	if modernSession(cs) && u.pooled(cs, nil, x.log != nil) {
-		s, err := u.takeSession(ctx)
+		s, err := u.pool.take(ctx)
 		if err != nil {
 			return nil, nil, err
 		}
 		cs, own = s.cs, true
-		defer func() { u.giveBack(ctx, s, cleanEnd(ctx, sendErr)) }()
+		defer func() { u.pool.giveBack(ctx, s, cleanEnd(ctx, sendErr)) }()
 	}
 	rctx, forget := u.withRelay(ctx, &relayCall{owner: owner, client: x.client, session: cs, own: own, log: x.log})
 	defer forget()

@@ -150,7 +150,7 @@ func (u *upstream) startHeld(owner string, cs *mcp.ClientSession, s *pooledSessi
 		var res mcp.Result
 		var err error
 		if s != nil {
-			res, cs, err = u.callPooled(ctx, s, params, func(ctx context.Context, cs *mcp.ClientSession) (context.Context, func()) {
+			res, cs, err = u.pool.call(ctx, s, params, func(ctx context.Context, cs *mcp.ClientSession) (context.Context, func()) {
 				return u.withRelay(ctx, &relayCall{owner: owner, held: h, session: cs, own: true})
 			})
 		} else {

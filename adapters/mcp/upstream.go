@@ -74,7 +74,10 @@ type upstream struct {
 	relays      relays
 	holds       holds       // calls held for their clients' answers (held.go)
 	pool        sessionPool // sessions of calls whose client can be asked (pool.go)
-	failures    atomic.Int64
+	// poolHTTP carries the pool's sessions (dialPooled).
+	poolHTTPOnce sync.Once
+	poolHTTP     *http.Client
+	failures     atomic.Int64
 	// unattributed counts what the upstream sent that no live call of
 	// its caller could be told to own, and was dropped (relay.go).
 	unattributed unattributed
@@ -101,6 +104,7 @@ func (c *serverConfig) Open() (adapter.Backend, error) {
 		watchers: map[int]func(){},
 	}
 	u.unattributed.log.Interval = dropLogInterval
+	u.pool = sessionPool{maxIdle: c.maxIdle, idleTimeout: c.idleTimeout, dial: u.dialPooled, log: u.log, redact: u.redact}
 	u.output = newOutputLog(u.log, u.redact)
 	u.client = mcp.NewClient(&mcp.Implementation{Name: "mcpd", Version: buildinfo.Read("", "").Version}, &mcp.ClientOptions{
 		ProgressNotificationHandler: u.onProgress,
@@ -273,6 +277,36 @@ func (u *upstream) connect() (cs *mcp.ClientSession, stop func(), err error) {
 	return cs, func() { _ = cs.Close(); stopProcess() }, nil
 }
 
+// dialPooled connects a session for the pool (pool.go), whose HTTP
+// connections its sessions share.
+func (u *upstream) dialPooled(ctx context.Context) (*mcp.ClientSession, error) {
+	u.poolHTTPOnce.Do(func() {
+		u.poolHTTP = u.httpClient()
+	})
+	// The session outlives the request, and must not inherit what the
+	// SDK's server put in the request's context (its protocol version
+	// would go to the upstream): it is made under the upstream's context,
+	// ended by the request's.
+	began := time.Now()
+	cctx, cancel := context.WithTimeout(withHTTPAnswer(u.ctx), u.cfg.connectTimeout)
+	defer cancel()
+	defer context.AfterFunc(ctx, cancel)()
+	cs, err := u.client.Connect(cctx, u.streamable(u.poolHTTP), u.sessionOptions())
+	if err != nil {
+		u.failures.Add(1)
+		why := "the handshake (" + u.handshake() + ") failed: " + u.transportFailure(cctx, err)
+		if cctx.Err() != nil {
+			why = fmt.Sprintf("the handshake (%s) did not complete within %s (connect_timeout %s)",
+				u.handshake(), time.Since(began).Round(time.Millisecond), u.cfg.connectTimeout)
+		}
+		// Reported as it is, even when the call's timeout ended the wait
+		// (adapter.UnavailableError).
+		return nil, &adapter.UnavailableError{Err: fmt.Errorf("upstream %s: connecting a session for the call: %s", u.cfg.name, why)}
+	}
+	u.setUpstreamLogLevel(cctx, cs)
+	return cs, nil
+}
+
 // streamable is a transport to the HTTP upstream through client.
 func (u *upstream) streamable(client *http.Client) *mcp.StreamableClientTransport {
 	return &mcp.StreamableClientTransport{
@@ -361,7 +395,7 @@ func (u *upstream) Close() error {
 	u.mu.Unlock()
 	u.cancel()
 	u.closeHeld()
-	u.closePool()
+	u.pool.close()
 	u.ensureStarted() // never started: done is closed by it
 	if cs != nil {
 		_ = cs.Close()
@@ -400,7 +434,7 @@ func (u *upstream) Ping(ctx context.Context) error {
 // ServiceStatus reports the upstream's state, for metrics
 // (adapter.ServiceReporter).
 func (u *upstream) ServiceStatus() adapter.ServiceStatus {
-	idle, busy, connects := u.poolState()
+	idle, busy, connects := u.pool.state()
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	st := adapter.ServiceStatus{Name: u.cfg.name, Transport: u.cfg.transport(), State: u.state, Restarts: u.restarts,
