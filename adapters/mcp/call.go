@@ -233,7 +233,7 @@ func (u *upstream) roundTrip(ctx context.Context, x *exchange) (mcp.Result, *ada
 		params.SetMeta(meta)
 	}
 	if x.progress != nil {
-		token, forget := u.progressToken(x.progress)
+		token, forget := u.relay.progressToken(x.progress)
 		defer forget()
 		params.SetProgressToken(token)
 	}
@@ -245,7 +245,7 @@ func (u *upstream) roundTrip(ctx context.Context, x *exchange) (mcp.Result, *ada
 			return nil, nil, err
 		}
 		res, cs, err := u.pool.call(ctx, s, params, func(ctx context.Context, cs *mcp.ClientSession) (context.Context, func()) {
-			return u.withRelay(ctx, &relayCall{owner: owner, client: x.client, session: cs, own: true, log: x.log})
+			return u.relay.withRelay(ctx, &relayCall{owner: owner, client: x.client, session: cs, own: true, log: x.log})
 		})
 		if err != nil {
 			u.failures.Add(1)
@@ -266,7 +266,7 @@ func (u *upstream) roundTrip(ctx context.Context, x *exchange) (mcp.Result, *ada
 		cs, own = s.cs, true
 		defer func() { u.pool.giveBack(ctx, s, cleanEnd(ctx, sendErr)) }()
 	}
-	rctx, forget := u.withRelay(ctx, &relayCall{owner: owner, client: x.client, session: cs, own: own, log: x.log})
+	rctx, forget := u.relay.withRelay(ctx, &relayCall{owner: owner, client: x.client, session: cs, own: own, log: x.log})
 	defer forget()
 	for ; ; round++ {
 		res, err := send(rctx, cs, params)
@@ -293,7 +293,7 @@ func (u *upstream) roundTrip(ctx context.Context, x *exchange) (mcp.Result, *ada
 			}
 			return nil, ask, err
 		}
-		responses, err := u.answerInputs(rctx, questions)
+		responses, err := u.relay.answerInputs(rctx, questions)
 		if err != nil {
 			u.failures.Add(1)
 			return nil, nil, err

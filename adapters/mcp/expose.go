@@ -283,7 +283,7 @@ func (u *upstream) readResource(ctx context.Context, uri string) (*mcp.ReadResou
 	if err != nil {
 		return nil, err
 	}
-	u.sharedBy(ctx, cs)
+	u.relay.sharedBy(ctx, cs)
 	res, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
 	if err != nil {
 		return nil, u.callError(ctx, cs, uri, err)

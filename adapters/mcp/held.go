@@ -143,7 +143,7 @@ func (u *upstream) startHeld(owner string, cs *mcp.ClientSession, s *pooledSessi
 	ctx, cancel := context.WithCancel(withHTTPAnswer(u.ctx))
 	h := &heldCall{id: heldID(), kind: x.kind, name: x.name, ctx: ctx, cancel: cancel, done: make(chan struct{}), questions: make(chan *question)}
 	h.serving(x)
-	token, forgetProgress := u.progressToken(h.progress)
+	token, forgetProgress := u.relay.progressToken(h.progress)
 	params.SetProgressToken(token)
 	go func() {
 		defer cancel()
@@ -151,10 +151,10 @@ func (u *upstream) startHeld(owner string, cs *mcp.ClientSession, s *pooledSessi
 		var err error
 		if s != nil {
 			res, cs, err = u.pool.call(ctx, s, params, func(ctx context.Context, cs *mcp.ClientSession) (context.Context, func()) {
-				return u.withRelay(ctx, &relayCall{owner: owner, held: h, session: cs, own: true})
+				return u.relay.withRelay(ctx, &relayCall{owner: owner, held: h, session: cs, own: true})
 			})
 		} else {
-			rctx, forgetRelay := u.withRelay(ctx, &relayCall{owner: owner, held: h, session: cs})
+			rctx, forgetRelay := u.relay.withRelay(ctx, &relayCall{owner: owner, held: h, session: cs})
 			res, err = send(rctx, cs, params)
 			forgetRelay()
 		}
