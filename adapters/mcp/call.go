@@ -167,7 +167,7 @@ func (u *upstream) callTool(ctx context.Context, name string, args map[string]an
 		return nil, ask, err
 	}
 	r := res.(*mcp.CallToolResult)
-	u.admitToolResult(name, r) // its links' names and URIs reach screens (admit.go)
+	u.gate.admitToolResult(name, r) // its links' names and URIs reach screens (admit.go)
 	return r, nil, nil
 }
 

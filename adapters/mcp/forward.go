@@ -81,7 +81,7 @@ func (u *upstream) complete(ctx context.Context, params *mcp.CompleteParams) (*m
 	if err != nil {
 		return nil, u.callError(ctx, cs, "completion of "+params.Ref.Name+params.Ref.URI, err)
 	}
-	u.admitCompletion(&res.Completion)
+	u.gate.admitCompletion(&res.Completion)
 	return &res.Completion, nil
 }
 

@@ -27,7 +27,8 @@ func (f *fakeClient) Ask(_ context.Context, req mcp.InputRequest) (mcp.InputResp
 // testUpstream is an upstream to try the relay on, not connected.
 func testUpstream(name string) *upstream {
 	u := &upstream{cfg: &serverConfig{name: name}, log: slog.New(slog.DiscardHandler)}
-	u.relay = newRelays(name, u.log, u.redact, u.checkForm)
+	u.gate = &admitter{name: name, log: u.log}
+	u.relay = newRelays(name, u.log, u.redact, u.gate.checkForm)
 	return u
 }
 

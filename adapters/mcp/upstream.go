@@ -61,11 +61,6 @@ type upstream struct {
 	watchers map[int]func()
 	nextW    int
 
-	// listingDrops is why the latest check of each kind dropped entries
-	// (admit.go), so that the same reasons are not logged at every
-	// listing (they are counted in drops).
-	listingDrops map[string][]string
-
 	calls atomic.Int64
 	relay *relays     // the calls in flight, and what the upstream sends that is theirs (relay.go)
 	holds holds       // calls held for their clients' answers (held.go)
@@ -77,8 +72,7 @@ type upstream struct {
 	output       *outputLog // its stderr and stray stdout lines, bounded (output.go)
 
 	subs subscriptions // resource subscriptions of mcpd's clients (forward.go)
-
-	drops dropCounts // definitions left out of its listings, by reason (drop.go)
+	gate *admitter     // what it sends, checked; what is left out, counted (admit.go, drop.go)
 }
 
 // Open builds the live upstream. It does not connect: the first call (or
@@ -96,7 +90,8 @@ func (c *serverConfig) Open() (adapter.Backend, error) {
 		state:    "idle",
 		watchers: map[int]func(){},
 	}
-	u.relay = newRelays(c.name, u.log, u.redact, u.checkForm)
+	u.gate = &admitter{name: c.name, log: u.log}
+	u.relay = newRelays(c.name, u.log, u.redact, u.gate.checkForm)
 	u.pool = sessionPool{maxIdle: c.maxIdle, idleTimeout: c.idleTimeout, dial: u.dialPooled, log: u.log, redact: u.redact}
 	u.output = newOutputLog(u.log, u.redact)
 	u.client = mcp.NewClient(&mcp.Implementation{Name: "mcpd", Version: buildinfo.Read("", "").Version}, &mcp.ClientOptions{
@@ -254,7 +249,7 @@ func (u *upstream) connect() (cs *mcp.ClientSession, stop func(), err error) {
 		// lines, refuses them whole. Then lines that are not messages are
 		// skipped before the progress scanner counts what the SDK will
 		// read (progress.go).
-		mended := &deepLines{r: p.stdout, report: u.droppedDeep, max: maxUpstreamMessage}
+		mended := &deepLines{r: p.stdout, report: u.gate.droppedDeep, max: maxUpstreamMessage}
 		stdout := &progressScanner{r: newMessageLines(mended, maxUpstreamMessage, u.output.strayLine), pending: &u.relay.pending}
 		t, stop = &mcp.IOTransport{Reader: stdout, Writer: p.stdin, MaxLineLength: maxUpstreamMessage}, p.stop
 	}
@@ -431,7 +426,7 @@ func (u *upstream) ServiceStatus() adapter.ServiceStatus {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	st := adapter.ServiceStatus{Name: u.cfg.name, Transport: u.cfg.transport(), State: u.state, Restarts: u.restarts,
-		Calls: u.calls.Load(), Failures: u.failures.Load(), Tools: len(u.listing.tools), Dropped: u.drops.snapshot(),
+		Calls: u.calls.Load(), Failures: u.failures.Load(), Tools: len(u.listing.tools), Dropped: u.gate.drops.snapshot(),
 		IdleSessions: idle, BusySessions: busy, SessionConnects: connects,
 		UnattributedRequests: u.relay.unattributed.requests.Load(), UnattributedRecords: u.relay.unattributed.records.Load(),
 		UnattributedProgress: u.relay.unattributed.progress.Load()}
@@ -470,7 +465,7 @@ func (u *upstream) httpTransport() http.RoundTripper {
 func (u *upstream) httpClient() *http.Client {
 	origin, _ := url.Parse(u.cfg.url) // checked at load
 	return outbound.Client(fmt.Sprintf("upstream %q", u.cfg.name),
-		&headerTransport{headers: u.cfg.headers, origin: origin, base: u.httpTransport(), max: maxUpstreamMessage, pending: &u.relay.pending, deep: u.droppedDeep})
+		&headerTransport{headers: u.cfg.headers, origin: origin, base: u.httpTransport(), max: maxUpstreamMessage, pending: &u.relay.pending, deep: u.gate.droppedDeep})
 }
 
 // headerTransport adds the block's headers to every request to the
