@@ -90,6 +90,7 @@ func (c *serverConfig) Open() (adapter.Backend, error) {
 		state:    "idle",
 		watchers: map[int]func(){},
 	}
+	u.holds = holds{name: c.name, answerTimeout: c.answerTimeout}
 	u.gate = &admitter{name: c.name, log: u.log}
 	u.relay = newRelays(c.name, u.log, u.redact, u.gate.checkForm)
 	u.pool = sessionPool{maxIdle: c.maxIdle, idleTimeout: c.idleTimeout, dial: u.dialPooled, log: u.log, redact: u.redact}
@@ -382,7 +383,7 @@ func (u *upstream) Close() error {
 	u.state = "closed"
 	u.mu.Unlock()
 	u.cancel()
-	u.closeHeld()
+	u.holds.close()
 	u.pool.close()
 	u.ensureStarted() // never started: done is closed by it
 	if cs != nil {
