@@ -2,8 +2,10 @@ package mcpadapter
 
 import (
 	"fmt"
+	"log/slog"
 	"slices"
 	"strconv"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -23,9 +25,25 @@ import (
 // previous one dropped logs nothing again (it is still counted).
 const maxDropLogs = 8
 
+// admitter checks what an upstream sends against what mcpd serves
+// (identifiers here, schemas and depth in drop.go), and counts what it
+// leaves out, by reason.
+type admitter struct {
+	name string // the upstream's, for errors
+	log  *slog.Logger
+
+	drops dropCounts // definitions left out of its listings, by reason (drop.go)
+
+	mu sync.Mutex
+	// listingDrops is why the latest check of each kind dropped entries,
+	// so that the same reasons are not logged at every listing (they are
+	// counted in drops).
+	listingDrops map[string][]string
+}
+
 // admission is the check of one listing of one kind, or of one answer.
 type admission struct {
-	u    *upstream
+	g    *admitter
 	kind string // what is checked, for the log: "tool", "resource"...
 	// memo is the key under which the reasons are remembered, one of a
 	// few fixed ones (kind may name a URI a client chose): a listing's
@@ -81,12 +99,12 @@ func (a *admission) done() {
 	listing := a.memo == a.kind
 	if len(a.reasons) == 0 {
 		if listing { // an answer's check takes no lock when all is well
-			a.u.setDropped(a.memo, nil)
+			a.g.setDropped(a.memo, nil)
 		}
 		return
 	}
-	a.u.drops.addN("identifier", int64(len(a.reasons)))
-	if !a.u.setDropped(a.memo, a.reasons) {
+	a.g.drops.addN("identifier", int64(len(a.reasons)))
+	if !a.g.setDropped(a.memo, a.reasons) {
 		return
 	}
 	msg := "upstream listing entry dropped"
@@ -95,23 +113,23 @@ func (a *admission) done() {
 	}
 	for i, r := range a.reasons {
 		if i == maxDropLogs {
-			a.u.log.Warn(msg, "kind", a.kind, "more", len(a.reasons)-maxDropLogs)
+			a.g.log.Warn(msg, "kind", a.kind, "more", len(a.reasons)-maxDropLogs)
 			break
 		}
-		a.u.log.Warn(msg, "reason", r)
+		a.g.log.Warn(msg, "reason", r)
 	}
 }
 
 // setDropped remembers why the latest check under memo dropped entries
 // and reports whether that differs from the check before.
-func (u *upstream) setDropped(memo string, reasons []string) bool {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	if u.listingDrops == nil {
-		u.listingDrops = map[string][]string{}
+func (g *admitter) setDropped(memo string, reasons []string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.listingDrops == nil {
+		g.listingDrops = map[string][]string{}
 	}
-	changed := !slices.Equal(u.listingDrops[memo], reasons)
-	u.listingDrops[memo] = reasons
+	changed := !slices.Equal(g.listingDrops[memo], reasons)
+	g.listingDrops[memo] = reasons
 	return changed
 }
 
@@ -125,8 +143,8 @@ func quoted(s string) string {
 }
 
 // admitTools keeps the tools whose identifiers pass, descriptions cleaned.
-func (u *upstream) admitTools(tools []*mcp.Tool) []*mcp.Tool {
-	a := &admission{u: u, kind: "tool", memo: "tool"}
+func (g *admitter) admitTools(tools []*mcp.Tool) []*mcp.Tool {
+	a := &admission{g: g, kind: "tool", memo: "tool"}
 	out := tools[:0]
 	for _, t := range tools {
 		ok := a.name(t.Name) && a.field(t.Name, "title", t.Title, false) && a.icons(t.Name, t.Icons)
@@ -144,8 +162,8 @@ func (u *upstream) admitTools(tools []*mcp.Tool) []*mcp.Tool {
 }
 
 // admitResources keeps the resources whose identifiers pass.
-func (u *upstream) admitResources(rs []*mcp.Resource) []*mcp.Resource {
-	a := &admission{u: u, kind: "resource", memo: "resource"}
+func (g *admitter) admitResources(rs []*mcp.Resource) []*mcp.Resource {
+	a := &admission{g: g, kind: "resource", memo: "resource"}
 	out := rs[:0]
 	for _, r := range rs {
 		if !(a.field(r.URI, "uri", r.URI, true) && a.field(r.URI, "name", r.Name, true) &&
@@ -161,8 +179,8 @@ func (u *upstream) admitResources(rs []*mcp.Resource) []*mcp.Resource {
 }
 
 // admitTemplates keeps the resource templates whose identifiers pass.
-func (u *upstream) admitTemplates(ts []*mcp.ResourceTemplate) []*mcp.ResourceTemplate {
-	a := &admission{u: u, kind: "resource template", memo: "resource template"}
+func (g *admitter) admitTemplates(ts []*mcp.ResourceTemplate) []*mcp.ResourceTemplate {
+	a := &admission{g: g, kind: "resource template", memo: "resource template"}
 	out := ts[:0]
 	for _, t := range ts {
 		id := t.URITemplate
@@ -180,8 +198,8 @@ func (u *upstream) admitTemplates(ts []*mcp.ResourceTemplate) []*mcp.ResourceTem
 
 // admitPrompts keeps the prompts whose identifiers, arguments' included,
 // pass.
-func (u *upstream) admitPrompts(ps []*mcp.Prompt) []*mcp.Prompt {
-	a := &admission{u: u, kind: "prompt", memo: "prompt"}
+func (g *admitter) admitPrompts(ps []*mcp.Prompt) []*mcp.Prompt {
+	a := &admission{g: g, kind: "prompt", memo: "prompt"}
 	out := ps[:0]
 next:
 	for _, p := range ps {
@@ -219,8 +237,8 @@ func (a *admission) annotations(id string, an *mcp.Annotations) bool {
 
 // admitContent keeps the content blocks whose identifiers pass; what is
 // the answer they are part of, for the log.
-func (u *upstream) admitContent(what string, content []mcp.Content) []mcp.Content {
-	a := &admission{u: u, kind: "content of " + what, memo: "result"}
+func (g *admitter) admitContent(what string, content []mcp.Content) []mcp.Content {
+	a := &admission{g: g, kind: "content of " + what, memo: "result"}
 	var out []mcp.Content
 	for i, c := range content {
 		if !a.block(c) {
@@ -269,11 +287,11 @@ func (a *admission) contents(rc *mcp.ResourceContents) bool {
 
 // admitToolResult checks a tool's result in place. It is on every
 // call's path: a result without blocks that name anything costs a loop.
-func (u *upstream) admitToolResult(name string, res *mcp.CallToolResult) {
+func (g *admitter) admitToolResult(name string, res *mcp.CallToolResult) {
 	if res == nil || !slices.ContainsFunc(res.Content, names) {
 		return
 	}
-	res.Content = u.admitContent("tool "+quoted(name)+"'s result", res.Content)
+	res.Content = g.admitContent("tool "+quoted(name)+"'s result", res.Content)
 }
 
 // names reports whether a content block holds identifiers to check.
@@ -287,11 +305,11 @@ func names(c mcp.Content) bool {
 
 // admitPromptResult checks a prompt's messages in place: a message whose
 // content fails is dropped.
-func (u *upstream) admitPromptResult(name string, res *mcp.GetPromptResult) {
+func (g *admitter) admitPromptResult(name string, res *mcp.GetPromptResult) {
 	if res == nil {
 		return
 	}
-	a := &admission{u: u, kind: "message of prompt " + quoted(name), memo: "result"}
+	a := &admission{g: g, kind: "message of prompt " + quoted(name), memo: "result"}
 	out := res.Messages[:0]
 	for _, m := range res.Messages {
 		if m != nil && m.Content != nil && !a.block(m.Content) {
@@ -305,11 +323,11 @@ func (u *upstream) admitPromptResult(name string, res *mcp.GetPromptResult) {
 }
 
 // admitRead checks a resource read's contents in place.
-func (u *upstream) admitRead(uri string, res *mcp.ReadResourceResult) {
+func (g *admitter) admitRead(uri string, res *mcp.ReadResourceResult) {
 	if res == nil {
 		return
 	}
-	a := &admission{u: u, kind: "contents of resource " + quoted(uri), memo: "read"}
+	a := &admission{g: g, kind: "contents of resource " + quoted(uri), memo: "read"}
 	out := res.Contents[:0]
 	for _, c := range res.Contents {
 		if c != nil && !a.contents(c) {
@@ -322,11 +340,11 @@ func (u *upstream) admitRead(uri string, res *mcp.ReadResourceResult) {
 }
 
 // admitCompletion keeps the completion values that pass.
-func (u *upstream) admitCompletion(c *mcp.CompletionResultDetails) {
+func (g *admitter) admitCompletion(c *mcp.CompletionResultDetails) {
 	if c == nil {
 		return
 	}
-	a := &admission{u: u, kind: "completion value", memo: "completion"}
+	a := &admission{g: g, kind: "completion value", memo: "completion"}
 	out := c.Values[:0]
 	for _, v := range c.Values {
 		if a.field(v, "value", v, false) {

@@ -167,7 +167,7 @@ func (u *upstream) callTool(ctx context.Context, name string, args map[string]an
 		return nil, ask, err
 	}
 	r := res.(*mcp.CallToolResult)
-	u.admitToolResult(name, r) // its links' names and URIs reach screens (admit.go)
+	u.gate.admitToolResult(name, r) // its links' names and URIs reach screens (admit.go)
 	return r, nil, nil
 }
 
@@ -215,7 +215,7 @@ func (u *upstream) roundTrip(ctx context.Context, x *exchange) (mcp.Result, *ada
 		// upstream can have several and the client can answer.
 		var s *pooledSession
 		if u.pooled(cs, x.rounds.Caps, x.log != nil) {
-			if s, err = u.takeSession(ctx); err != nil {
+			if s, err = u.pool.take(ctx); err != nil {
 				return nil, nil, err
 			}
 		}
@@ -233,19 +233,19 @@ func (u *upstream) roundTrip(ctx context.Context, x *exchange) (mcp.Result, *ada
 		params.SetMeta(meta)
 	}
 	if x.progress != nil {
-		token, forget := u.progressToken(x.progress)
+		token, forget := u.relay.progressToken(x.progress)
 		defer forget()
 		params.SetProgressToken(token)
 	}
 	if !modernSession(cs) && u.pooled(cs, capabilitiesOf(x.client), x.log != nil) {
 		// The upstream's requests and log records are this request's
 		// when they come on a session it has to itself (pool.go).
-		s, err := u.takeSession(ctx)
+		s, err := u.pool.take(ctx)
 		if err != nil {
 			return nil, nil, err
 		}
-		res, cs, err := u.callPooled(ctx, s, params, func(ctx context.Context, cs *mcp.ClientSession) (context.Context, func()) {
-			return u.withRelay(ctx, &relayCall{owner: owner, client: x.client, session: cs, own: true, log: x.log})
+		res, cs, err := u.pool.call(ctx, s, params, func(ctx context.Context, cs *mcp.ClientSession) (context.Context, func()) {
+			return u.relay.withRelay(ctx, &relayCall{owner: owner, client: x.client, session: cs, own: true, log: x.log})
 		})
 		if err != nil {
 			u.failures.Add(1)
@@ -259,14 +259,14 @@ func (u *upstream) roundTrip(ctx context.Context, x *exchange) (mcp.Result, *ada
 	own := false
 	var sendErr error // the last request's
 	if modernSession(cs) && u.pooled(cs, nil, x.log != nil) {
-		s, err := u.takeSession(ctx)
+		s, err := u.pool.take(ctx)
 		if err != nil {
 			return nil, nil, err
 		}
 		cs, own = s.cs, true
-		defer func() { u.giveBack(ctx, s, cleanEnd(ctx, sendErr)) }()
+		defer func() { u.pool.giveBack(ctx, s, cleanEnd(ctx, sendErr)) }()
 	}
-	rctx, forget := u.withRelay(ctx, &relayCall{owner: owner, client: x.client, session: cs, own: own, log: x.log})
+	rctx, forget := u.relay.withRelay(ctx, &relayCall{owner: owner, client: x.client, session: cs, own: own, log: x.log})
 	defer forget()
 	for ; ; round++ {
 		res, err := send(rctx, cs, params)
@@ -293,7 +293,7 @@ func (u *upstream) roundTrip(ctx context.Context, x *exchange) (mcp.Result, *ada
 			}
 			return nil, ask, err
 		}
-		responses, err := u.answerInputs(rctx, questions)
+		responses, err := u.relay.answerInputs(rctx, questions)
 		if err != nil {
 			u.failures.Add(1)
 			return nil, nil, err

@@ -41,21 +41,21 @@ func (d *dropCounts) snapshot() map[string]int64 {
 // droppedDeep reports a definition (or message) left out of what the
 // upstream sent because it is nested deeper than the SDK decodes
 // (deep.go).
-func (u *upstream) droppedDeep(kind, name string) {
-	u.drops.add("depth")
-	u.log.Warn("upstream "+kind+" dropped: nested deeper than mcpd decodes", "name", name, "limit", sdkMaxDepth)
+func (g *admitter) droppedDeep(kind, name string) {
+	g.drops.add("depth")
+	g.log.Warn("upstream "+kind+" dropped: nested deeper than mcpd decodes", "name", name, "limit", sdkMaxDepth)
 }
 
 // checkTools leaves out of a tools/list the tools whose input or output
 // schema schema.CheckBounds refuses: validating against it could recurse
 // without end (a $ref cycle) or cost without bound.
-func (u *upstream) checkTools(tools []*mcp.Tool, expose *exposeConfig) []*mcp.Tool {
+func (g *admitter) checkTools(tools []*mcp.Tool, expose *exposeConfig) []*mcp.Tool {
 	out := tools[:0:0]
 	for _, t := range tools {
 		if expose.matches(t.Name) {
 			if err := checkToolSchemas(t); err != nil {
-				u.drops.add("schema")
-				u.log.Warn("upstream tool dropped: its schema is refused", "tool", t.Name, "err", err)
+				g.drops.add("schema")
+				g.log.Warn("upstream tool dropped: its schema is refused", "tool", t.Name, "err", err)
 				continue
 			}
 		}
@@ -82,7 +82,7 @@ func checkToolSchemas(t *mcp.Tool) error {
 // checkForm refuses an elicitation whose form (requestedSchema)
 // schema.CheckForm refuses: the SDK checks the client's answer against it, and a cyclic
 // form would overflow the stack there as a tool's schema would.
-func (u *upstream) checkForm(req mcp.InputRequest) error {
+func (g *admitter) checkForm(req mcp.InputRequest) error {
 	p, ok := req.(*mcp.ElicitParams)
 	if !ok || p.RequestedSchema == nil {
 		return nil
@@ -94,9 +94,9 @@ func (u *upstream) checkForm(req mcp.InputRequest) error {
 	// Every refusal counts here, references mcpd cannot follow too: the
 	// SDK may resolve what mcpd cannot, and then validate against it.
 	if err := schema.CheckForm(m); err != nil {
-		u.drops.add("schema")
-		u.log.Warn("upstream elicitation refused: its form's schema is refused", "err", err)
-		return fmt.Errorf("upstream %s asked with a form mcpd refuses: %v", u.cfg.name, err)
+		g.drops.add("schema")
+		g.log.Warn("upstream elicitation refused: its form's schema is refused", "err", err)
+		return fmt.Errorf("upstream %s asked with a form mcpd refuses: %v", g.name, err)
 	}
 	return nil
 }

@@ -14,7 +14,7 @@ import (
 // question never reached the client. The gateway passes the question on as
 // it is (onElicit) and leaves checking it to the client that answers it; a
 // 2026-07-28 upstream's questions take that path already (answerInputs).
-func (u *upstream) relayElicit(next mcp.MethodHandler) mcp.MethodHandler {
+func (r *relays) relayElicit(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if method != "elicitation/create" {
 			return next(ctx, method, req)
@@ -25,6 +25,6 @@ func (u *upstream) relayElicit(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		// The request keeps its session: it tells which call it belongs
 		// to when calls have sessions of their own (held.go).
-		return u.onElicit(ctx, er)
+		return r.onElicit(ctx, er)
 	}
 }

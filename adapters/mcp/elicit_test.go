@@ -19,11 +19,11 @@ func TestRelayElicitPassesSchemaThrough(t *testing.T) {
 	}
 	u := testUpstream("up")
 	c := &fakeClient{caps: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{}}}
-	ctx, forget := u.withRelay(context.Background(), &relayCall{client: c})
+	ctx, forget := u.relay.withRelay(context.Background(), &relayCall{client: c})
 	defer forget()
 
 	nextCalled := ""
-	h := u.relayElicit(func(_ context.Context, method string, _ mcp.Request) (mcp.Result, error) {
+	h := u.relay.relayElicit(func(_ context.Context, method string, _ mcp.Request) (mcp.Result, error) {
 		nextCalled = method
 		return nil, nil
 	})

@@ -283,12 +283,12 @@ func (u *upstream) readResource(ctx context.Context, uri string) (*mcp.ReadResou
 	if err != nil {
 		return nil, err
 	}
-	u.sharedBy(ctx, cs)
+	u.relay.sharedBy(ctx, cs)
 	res, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
 	if err != nil {
 		return nil, u.callError(ctx, cs, uri, err)
 	}
-	u.admitRead(uri, res)
+	u.gate.admitRead(uri, res)
 	return res, nil
 }
 
@@ -305,7 +305,7 @@ func (u *upstream) getPrompt(ctx context.Context, name string, req *adapter.Prom
 		return &adapter.PromptOutput{InputRequired: ask}, nil
 	}
 	r := res.(*mcp.GetPromptResult)
-	u.admitPromptResult(name, r)
+	u.gate.admitPromptResult(name, r)
 	return &adapter.PromptOutput{Result: r}, nil
 }
 
@@ -440,21 +440,21 @@ func (u *upstream) list(kinds int) {
 	// bound (drop.go); the others are kept.
 	if kinds&listTools != 0 && caps.Tools != nil {
 		if next.tools, err = collect(cs.Tools(ctx, nil)); err == nil {
-			next.tools = u.checkTools(u.admitTools(next.tools), e)
+			next.tools = u.gate.checkTools(u.gate.admitTools(next.tools), e)
 		}
 		sort.Slice(next.tools, func(i, j int) bool { return next.tools[i].Name < next.tools[j].Name })
 	}
 	if err == nil && e.resources && kinds&listResources != 0 && caps.Resources != nil {
 		if next.resources, err = collect(cs.Resources(ctx, nil)); err == nil {
-			next.resources = u.admitResources(next.resources)
+			next.resources = u.gate.admitResources(next.resources)
 			if next.templates, err = collect(cs.ResourceTemplates(ctx, nil)); err == nil {
-				next.templates = u.admitTemplates(next.templates)
+				next.templates = u.gate.admitTemplates(next.templates)
 			}
 		}
 	}
 	if err == nil && e.prompts && kinds&listPrompts != 0 && caps.Prompts != nil {
 		if next.prompts, err = collect(cs.Prompts(ctx, nil)); err == nil {
-			next.prompts = u.admitPrompts(next.prompts)
+			next.prompts = u.gate.admitPrompts(next.prompts)
 		}
 	}
 	if err != nil {

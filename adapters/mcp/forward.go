@@ -76,12 +76,12 @@ func (u *upstream) complete(ctx context.Context, params *mcp.CompleteParams) (*m
 	if caps := capabilities(cs); caps.Completions == nil {
 		return nil, nil
 	}
-	u.sharedBy(ctx, cs)
+	u.relay.sharedBy(ctx, cs)
 	res, err := cs.Complete(ctx, params)
 	if err != nil {
 		return nil, u.callError(ctx, cs, "completion of "+params.Ref.Name+params.Ref.URI, err)
 	}
-	u.admitCompletion(&res.Completion)
+	u.gate.admitCompletion(&res.Completion)
 	return &res.Completion, nil
 }
 
@@ -168,7 +168,7 @@ func (u *upstream) subscribe(ctx context.Context, uri string, relay func()) (fun
 		u.log.Info("the upstream does not declare resources.subscribe; subscribers of its resource will hear of no change", "uri", uri)
 		return nil, adapter.ErrNotSubscribable
 	}
-	u.sharedBy(ctx, cs)
+	u.relay.sharedBy(ctx, cs)
 	if err := u.syncSubscriptions(ctx, cs, uri); err != nil {
 		u.forget(uri, id)
 		return nil, err

@@ -84,6 +84,9 @@ type heldCall struct {
 
 // holds are the calls of an upstream held for their clients' answers.
 type holds struct {
+	name          string        // the upstream's, for errors
+	answerTimeout time.Duration // how long a call is held (answer_timeout)
+
 	mu    sync.Mutex
 	calls map[string]*heldCall
 }
@@ -143,18 +146,18 @@ func (u *upstream) startHeld(owner string, cs *mcp.ClientSession, s *pooledSessi
 	ctx, cancel := context.WithCancel(withHTTPAnswer(u.ctx))
 	h := &heldCall{id: heldID(), kind: x.kind, name: x.name, ctx: ctx, cancel: cancel, done: make(chan struct{}), questions: make(chan *question)}
 	h.serving(x)
-	token, forgetProgress := u.progressToken(h.progress)
+	token, forgetProgress := u.relay.progressToken(h.progress)
 	params.SetProgressToken(token)
 	go func() {
 		defer cancel()
 		var res mcp.Result
 		var err error
 		if s != nil {
-			res, cs, err = u.callPooled(ctx, s, params, func(ctx context.Context, cs *mcp.ClientSession) (context.Context, func()) {
-				return u.withRelay(ctx, &relayCall{owner: owner, held: h, session: cs, own: true})
+			res, cs, err = u.pool.call(ctx, s, params, func(ctx context.Context, cs *mcp.ClientSession) (context.Context, func()) {
+				return u.relay.withRelay(ctx, &relayCall{owner: owner, held: h, session: cs, own: true})
 			})
 		} else {
-			rctx, forgetRelay := u.withRelay(ctx, &relayCall{owner: owner, held: h, session: cs})
+			rctx, forgetRelay := u.relay.withRelay(ctx, &relayCall{owner: owner, held: h, session: cs})
 			res, err = send(rctx, cs, params)
 			forgetRelay()
 		}
@@ -230,30 +233,39 @@ func (u *upstream) hold(h *heldCall, q *question) (*adapter.InputRequired, error
 	if err != nil {
 		return nil, err
 	}
-	u.holds.mu.Lock()
-	defer u.holds.mu.Unlock()
-	if len(u.holds.calls) >= maxHeld {
-		return nil, fmt.Errorf("mcpd cannot relay %s from upstream %s: %d of its calls wait for their clients' answers already", n.method, u.cfg.name, len(u.holds.calls))
+	if err := u.holds.put(h, q, n.method); err != nil {
+		return nil, err
 	}
-	if u.holds.calls == nil {
-		u.holds.calls = map[string]*heldCall{}
+	return &adapter.InputRequired{Requests: mcp.InputRequestMap{heldKey: q.req}, State: state}, nil
+}
+
+// put holds h, waiting on q (a request of method), for answer_timeout,
+// unless maxHeld calls are held already.
+func (hs *holds) put(h *heldCall, q *question, method string) error {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	if len(hs.calls) >= maxHeld {
+		return fmt.Errorf("mcpd cannot relay %s from upstream %s: %d of its calls wait for their clients' answers already", method, hs.name, len(hs.calls))
+	}
+	if hs.calls == nil {
+		hs.calls = map[string]*heldCall{}
 	}
 	h.rounds++
 	h.mu.Lock()
 	h.waiting, h.report = q, nil
-	h.timer = time.AfterFunc(u.cfg.answerTimeout, func() { u.expire(h.id) })
+	h.timer = time.AfterFunc(hs.answerTimeout, func() { hs.expire(h.id) })
 	h.mu.Unlock()
-	u.holds.calls[h.id] = h
-	return &adapter.InputRequired{Requests: mcp.InputRequestMap{heldKey: q.req}, State: state}, nil
+	hs.calls[h.id] = h
+	return nil
 }
 
 // take removes the held call id and returns it with the question it
 // waits on; nil when no call of that id is held here.
-func (u *upstream) take(id string) (*heldCall, *question) {
-	u.holds.mu.Lock()
-	h := u.holds.calls[id]
-	delete(u.holds.calls, id)
-	u.holds.mu.Unlock()
+func (hs *holds) take(id string) (*heldCall, *question) {
+	hs.mu.Lock()
+	h := hs.calls[id]
+	delete(hs.calls, id)
+	hs.mu.Unlock()
 	if h == nil {
 		return nil, nil
 	}
@@ -273,18 +285,18 @@ const expireGrace = 5 * time.Second
 // expire ends a held call whose client did not come back in time: its
 // upstream request gets an error, and the call ends (cancelled if the
 // upstream does not end it).
-func (u *upstream) expire(id string) {
-	h, q := u.take(id)
+func (hs *holds) expire(id string) {
+	h, q := hs.take(id)
 	if h == nil {
 		return // a retry took it first
 	}
-	q.answer <- answer{err: fmt.Errorf("the client did not answer within answer_timeout %s", u.cfg.answerTimeout)}
+	q.answer <- answer{err: fmt.Errorf("the client did not answer within answer_timeout %s", hs.answerTimeout)}
 	time.AfterFunc(expireGrace, h.cancel)
 }
 
 // resume continues the held call a client's retry names, with its answer.
 func (u *upstream) resume(ctx context.Context, x *exchange, st roundState) (mcp.Result, *adapter.InputRequired, error) {
-	h, q := u.take(st.Held)
+	h, q := u.holds.take(st.Held)
 	if h == nil {
 		u.failures.Add(1)
 		return nil, nil, fmt.Errorf("upstream %s's %s %s is no longer waiting for this answer: mcpd holds such a call in the instance that asked, for answer_timeout (%s), and this retry came later or reached another instance; %s again", u.cfg.name, x.kind, x.name, u.cfg.answerTimeout, x.again())
@@ -305,16 +317,16 @@ func (u *upstream) resume(ctx context.Context, x *exchange, st roundState) (mcp.
 	return u.await(ctx, h)
 }
 
-// closeHeld ends every held call (the upstream is closed).
-func (u *upstream) closeHeld() {
-	u.holds.mu.Lock()
-	ids := make([]string, 0, len(u.holds.calls))
-	for id := range u.holds.calls {
+// close ends every held call (the upstream is closed).
+func (hs *holds) close() {
+	hs.mu.Lock()
+	ids := make([]string, 0, len(hs.calls))
+	for id := range hs.calls {
 		ids = append(ids, id)
 	}
-	u.holds.mu.Unlock()
+	hs.mu.Unlock()
 	for _, id := range ids {
-		u.expire(id)
+		hs.expire(id)
 	}
 }
 

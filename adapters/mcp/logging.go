@@ -34,8 +34,8 @@ const upstreamLogLevel mcp.LoggingLevel = "debug"
 const logPendingKey = "\x00notifications/message"
 
 // onLog relays one log record of the upstream.
-func (u *upstream) onLog(ctx context.Context, req *mcp.LoggingMessageRequest) {
-	defer u.pending.done(logPendingKey)
+func (r *relays) onLog(ctx context.Context, req *mcp.LoggingMessageRequest) {
+	defer r.pending.done(logPendingKey)
 	if req == nil || req.Params == nil || !slices.Contains(adapter.LogLevels, string(req.Params.Level)) {
 		return
 	}
@@ -45,7 +45,7 @@ func (u *upstream) onLog(ctx context.Context, req *mcp.LoggingMessageRequest) {
 	// be attributed is dropped and counted. A call whose client will not
 	// receive records still counts, so that its records never reach
 	// another call's client.
-	c, err := u.target(ctx, "notifications/message", req.Session)
+	c, err := r.target(ctx, "notifications/message", req.Session)
 	if err != nil || c.log == nil {
 		return
 	}
@@ -58,7 +58,7 @@ func (u *upstream) onLog(ctx context.Context, req *mcp.LoggingMessageRequest) {
 		}
 		msg = string(b)
 	}
-	log(string(req.Params.Level), u.redact(msg))
+	log(string(req.Params.Level), r.redact(msg))
 }
 
 // modernSession reports whether the session speaks 2026-07-28 (or later).

@@ -26,29 +26,29 @@ func TestOnLog(t *testing.T) {
 	toA := func(l, m string) { a = append(a, logged{l, m}) }
 	toP := func(l, m string) { p = append(p, logged{l, m}) }
 	ctx := context.Background()
-	u.onLog(ctx, rec("info", "before any call", nil))
+	u.relay.onLog(ctx, rec("info", "before any call", nil))
 
-	_, endA := u.withRelay(ctx, &relayCall{log: toA})
-	u.onLog(ctx, rec("info", "started with s3cret", nil))
-	u.onLog(ctx, rec("warning", map[string]any{"n": 1}, nil))
-	u.onLog(ctx, rec("verbose", "not a level", nil))
+	_, endA := u.relay.withRelay(ctx, &relayCall{log: toA})
+	u.relay.onLog(ctx, rec("info", "started with s3cret", nil))
+	u.relay.onLog(ctx, rec("warning", map[string]any{"n": 1}, nil))
+	u.relay.onLog(ctx, rec("verbose", "not a level", nil))
 
 	// A pooled call: its session's records are its own, and it is not
 	// among the calls a record of the shared session may belong to.
 	pooled := &mcp.ClientSession{}
-	_, endP := u.withRelay(ctx, &relayCall{session: pooled, own: true, log: toP})
-	u.onLog(ctx, rec("info", "pooled's", pooled))
-	u.onLog(ctx, rec("info", "A's, with a pooled call in flight", nil))
+	_, endP := u.relay.withRelay(ctx, &relayCall{session: pooled, own: true, log: toP})
+	u.relay.onLog(ctx, rec("info", "pooled's", pooled))
+	u.relay.onLog(ctx, rec("info", "A's, with a pooled call in flight", nil))
 	endP()
-	u.onLog(ctx, rec("info", "on a session no call has", pooled))
+	u.relay.onLog(ctx, rec("info", "on a session no call has", pooled))
 
 	// A second call on the shared session, whose client set no level.
-	_, endB := u.withRelay(ctx, &relayCall{})
-	u.onLog(ctx, rec("info", "whose?", nil))
+	_, endB := u.relay.withRelay(ctx, &relayCall{})
+	u.relay.onLog(ctx, rec("info", "whose?", nil))
 	endB()
-	u.onLog(ctx, rec("error", "A's again", nil))
+	u.relay.onLog(ctx, rec("error", "A's again", nil))
 	endA()
-	u.onLog(ctx, rec("info", "after", nil))
+	u.relay.onLog(ctx, rec("info", "after", nil))
 
 	// Before any call, on the pooled session between calls, with two
 	// calls in flight, after the last: each dropped, and counted.

@@ -3,8 +3,7 @@ package mcpadapter
 import (
 	"context"
 	"errors"
-	"fmt"
-	"net/http"
+	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/principal"
 )
 
@@ -59,16 +57,21 @@ const (
 	defaultIdleTimeout = time.Minute
 )
 
-// sessionPool is an HTTP upstream's idle sessions.
+// sessionPool is an HTTP upstream's idle sessions. It connects none
+// itself: dial makes one (the connection's handshake, connect.go).
 type sessionPool struct {
+	maxIdle     int           // max_idle_sessions
+	idleTimeout time.Duration // idle_session_timeout
+	dial        func(context.Context) (*mcp.ClientSession, error)
+	log         *slog.Logger
+	redact      func(string) string
+
 	mu     sync.Mutex
 	idle   []*pooledSession // the latest given back last, and taken first
 	busy   int              // sessions in use by calls
 	closed bool
 
 	connects atomic.Int64 // sessions connected for the pool (handshakes)
-	once     sync.Once
-	http     *http.Client // the connections of the pool's sessions
 }
 
 // pooledSession is one session of the pool, in use or idle.
@@ -99,10 +102,9 @@ func canBeAsked(c *mcp.ClientCapabilities) bool {
 	return c != nil && (c.Elicitation != nil || c.Sampling != nil || c.RootsV2 != nil || c.Roots.ListChanged)
 }
 
-// takeSession gives a call the exclusive use of a session of the HTTP
+// take gives a call the exclusive use of a session of the HTTP
 // upstream: the pool's latest idle one, or a new one.
-func (u *upstream) takeSession(ctx context.Context) (*pooledSession, error) {
-	p := &u.pool
+func (p *sessionPool) take(ctx context.Context) (*pooledSession, error) {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -122,7 +124,7 @@ func (u *upstream) takeSession(ctx context.Context) (*pooledSession, error) {
 		return s, nil
 	}
 	p.mu.Unlock()
-	s, err := u.connectPooledBusy(ctx)
+	s, err := p.connectBusy(ctx)
 	if err == nil {
 		s.owner = owner
 	}
@@ -139,34 +141,13 @@ func ownerOf(ctx context.Context) string {
 	return p.Method + ":" + p.Name
 }
 
-// connectPooled connects a new session for the pool.
-func (u *upstream) connectPooled(ctx context.Context) (*pooledSession, error) {
-	p := &u.pool
-	p.once.Do(func() {
-		p.http = u.httpClient()
-	})
-	// The session outlives the request, and must not inherit what the
-	// SDK's server put in the request's context (its protocol version
-	// would go to the upstream): it is made under the upstream's context,
-	// ended by the request's.
-	began := time.Now()
-	cctx, cancel := context.WithTimeout(withHTTPAnswer(u.ctx), u.cfg.connectTimeout)
-	defer cancel()
-	defer context.AfterFunc(ctx, cancel)()
-	cs, err := u.client.Connect(cctx, u.streamable(p.http), u.sessionOptions())
+// connect connects a new session for the pool.
+func (p *sessionPool) connect(ctx context.Context) (*pooledSession, error) {
+	cs, err := p.dial(ctx)
 	if err != nil {
-		u.failures.Add(1)
-		why := "the handshake (" + u.handshake() + ") failed: " + u.transportFailure(cctx, err)
-		if cctx.Err() != nil {
-			why = fmt.Sprintf("the handshake (%s) did not complete within %s (connect_timeout %s)",
-				u.handshake(), time.Since(began).Round(time.Millisecond), u.cfg.connectTimeout)
-		}
-		// Reported as it is, even when the call's timeout ended the wait
-		// (adapter.UnavailableError).
-		return nil, &adapter.UnavailableError{Err: fmt.Errorf("upstream %s: connecting a session for the call: %s", u.cfg.name, why)}
+		return nil, err
 	}
 	p.connects.Add(1)
-	u.setUpstreamLogLevel(cctx, cs)
 	s := &pooledSession{cs: cs}
 	go func() {
 		_ = cs.Wait()
@@ -192,13 +173,12 @@ func (u *upstream) connectPooled(ctx context.Context) (*pooledSession, error) {
 // giveBack ends a call's use of s: with clean, it goes back to the pool
 // if there is room; otherwise it is closed (after cancelGrace when ctx,
 // the call's, was cancelled, so that notifications/cancelled gets out).
-func (u *upstream) giveBack(ctx context.Context, s *pooledSession, clean bool) {
-	p := &u.pool
+func (p *sessionPool) giveBack(ctx context.Context, s *pooledSession, clean bool) {
 	p.mu.Lock()
 	p.busy--
-	keep := clean && !p.closed && !s.ended && u.cfg.maxIdle > 0
+	keep := clean && !p.closed && !s.ended && p.maxIdle > 0
 	var evicted *pooledSession
-	if keep && len(p.idle) >= u.cfg.maxIdle {
+	if keep && len(p.idle) >= p.maxIdle {
 		// The session idle longest makes room: the latest is the likelier
 		// to serve its caller's next call.
 		evicted = p.idle[0]
@@ -210,7 +190,7 @@ func (u *upstream) giveBack(ctx context.Context, s *pooledSession, clean bool) {
 		s.idle, s.reused = true, true
 		s.gen++
 		gen := s.gen
-		s.timer = time.AfterFunc(u.cfg.idleTimeout, func() { u.expireIdle(s, gen) })
+		s.timer = time.AfterFunc(p.idleTimeout, func() { p.expireIdle(s, gen) })
 		p.idle = append(p.idle, s)
 	}
 	p.mu.Unlock()
@@ -223,8 +203,7 @@ func (u *upstream) giveBack(ctx context.Context, s *pooledSession, clean bool) {
 }
 
 // expireIdle closes s if it is still idle since its gen-th return.
-func (u *upstream) expireIdle(s *pooledSession, gen int) {
-	p := &u.pool
+func (p *sessionPool) expireIdle(s *pooledSession, gen int) {
 	p.mu.Lock()
 	if !s.idle || s.gen != gen {
 		p.mu.Unlock()
@@ -236,10 +215,9 @@ func (u *upstream) expireIdle(s *pooledSession, gen int) {
 	_ = s.cs.Close()
 }
 
-// closePool closes the idle sessions, and makes the busy ones close when
+// close closes the idle sessions, and makes the busy ones close when
 // their calls end (the upstream is closed).
-func (u *upstream) closePool() {
-	p := &u.pool
+func (p *sessionPool) close() {
 	p.mu.Lock()
 	p.closed = true
 	idle := p.idle
@@ -262,34 +240,33 @@ func (u *upstream) closePool() {
 	wg.Wait()
 }
 
-// poolState is the pool's idle and busy sessions, and the sessions it
+// state is the pool's idle and busy sessions, and the sessions it
 // connected so far.
-func (u *upstream) poolState() (idle, busy int, connects int64) {
-	p := &u.pool
+func (p *sessionPool) state() (idle, busy int, connects int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return len(p.idle), p.busy, p.connects.Load()
 }
 
-// callPooled makes one call on the pooled session s, which relay
+// call makes one call on the pooled session s, which relay
 // registers for the upstream's requests (by its session), and ends the
 // call's use of it. A session taken from the pool that the upstream has
 // forgotten saw nothing of the call (HTTP 404 to the call's POST): the
 // call is made once more, on a new session. The session returned is the
 // one the call ran on.
-func (u *upstream) callPooled(ctx context.Context, s *pooledSession, params mcp.RequestParams, relay func(context.Context, *mcp.ClientSession) (context.Context, func())) (mcp.Result, *mcp.ClientSession, error) {
+func (p *sessionPool) call(ctx context.Context, s *pooledSession, params mcp.RequestParams, relay func(context.Context, *mcp.ClientSession) (context.Context, func())) (mcp.Result, *mcp.ClientSession, error) {
 	for retried := false; ; retried = true {
 		rctx, forget := relay(ctx, s.cs)
 		res, err := send(rctx, s.cs, params)
 		asking := relayOf(rctx).asking.Load()
 		forget()
-		u.pool.mu.Lock()
+		p.mu.Lock()
 		reused := s.reused
-		u.pool.mu.Unlock()
+		p.mu.Unlock()
 		if err != nil && !retried && reused && errors.Is(err, mcp.ErrSessionMissing) && ctx.Err() == nil {
-			u.giveBack(ctx, s, false)
-			u.log.Info("upstream forgot a pooled session; connecting another", "err", u.redact(err.Error()))
-			next, cerr := u.connectPooledBusy(ctx)
+			p.giveBack(ctx, s, false)
+			p.log.Info("upstream forgot a pooled session; connecting another", "err", p.redact(err.Error()))
+			next, cerr := p.connectBusy(ctx)
 			if cerr != nil {
 				return nil, s.cs, cerr
 			}
@@ -297,18 +274,17 @@ func (u *upstream) callPooled(ctx context.Context, s *pooledSession, params mcp.
 			s = next
 			continue
 		}
-		u.giveBack(ctx, s, cleanEnd(ctx, err) && asking == 0)
+		p.giveBack(ctx, s, cleanEnd(ctx, err) && asking == 0)
 		return res, s.cs, err
 	}
 }
 
-// connectPooledBusy connects a new session for the pool, counted in use.
-func (u *upstream) connectPooledBusy(ctx context.Context) (*pooledSession, error) {
-	p := &u.pool
+// connectBusy connects a new session for the pool, counted in use.
+func (p *sessionPool) connectBusy(ctx context.Context) (*pooledSession, error) {
 	p.mu.Lock()
 	p.busy++
 	p.mu.Unlock()
-	s, err := u.connectPooled(ctx)
+	s, err := p.connect(ctx)
 	if err != nil {
 		p.mu.Lock()
 		p.busy--

@@ -2,11 +2,15 @@ package mcpadapter
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"sync"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // The SDK retires a call's response as soon as it reads it, but hands the
@@ -156,4 +160,30 @@ func (s *progressScanner) scan(line []byte) {
 		return
 	}
 	s.pending.seen(fmt.Sprint(msg.Params.ProgressToken))
+}
+
+// onProgress relays an upstream's progress notification to the call that
+// asked for it, by the token mcpd put in the call (and in no other). One
+// whose token names no call in flight (it came after its call ended) is
+// dropped and counted.
+func (r *relays) onProgress(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+	key := fmt.Sprint(req.Params.ProgressToken)
+	if f, ok := r.progress.Load(key); ok {
+		f.(func(float64, float64, string))(req.Params.Progress, req.Params.Total, req.Params.Message)
+	} else {
+		r.dropped("notifications/progress", "its progress token names none of its tool calls or prompt gets in flight")
+	}
+	r.pending.done(key)
+}
+
+// progressToken registers report for the progress of one call and returns
+// the token to send and the function that forgets it.
+func (r *relays) progressToken(report func(float64, float64, string)) (string, func()) {
+	key := "mcpd-" + strconv.FormatInt(r.progressSeq.Add(1), 10)
+	r.progress.Store(key, report)
+	return key, func() {
+		// Progress read before the result is relayed before it (progress.go).
+		r.pending.drain(key, progressDrainWait)
+		r.progress.Delete(key)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -76,13 +77,34 @@ type relayCall struct {
 
 type relayCtxKey struct{}
 
-// relays are the upstream's calls in flight.
+// relays are the upstream's calls in flight, and what the upstream sends
+// that is theirs: requests (this file, held.go), progress (progress.go)
+// and log records (logging.go), each relayed to the call it belongs to,
+// or dropped and counted.
 type relays struct {
+	name      string // the upstream's, for errors
+	log       *slog.Logger
+	redact    func(string) string              // the upstream's secrets out of what is relayed
+	checkForm func(req mcp.InputRequest) error // refuses a form mcpd does not relay (drop.go)
+
 	mu    sync.Mutex
 	calls map[*relayCall]struct{}
 	// shared is who made the requests that ran on the latest shared
 	// session.
 	shared sharedOwners
+
+	progressSeq atomic.Int64
+	progress    sync.Map        // progress token (string) -> func(progress, total float64, msg string)
+	pending     pendingProgress // progress (and log) notifications read but not yet relayed (progress.go)
+	// unattributed counts what the upstream sent that no live call of
+	// its caller could be told to own, and was dropped.
+	unattributed unattributed
+}
+
+func newRelays(name string, log *slog.Logger, redact func(string) string, checkForm func(mcp.InputRequest) error) *relays {
+	r := &relays{name: name, log: log, redact: redact, checkForm: checkForm}
+	r.unattributed.log.Interval = dropLogInterval
+	return r
 }
 
 // sharedOwners records the callers whose requests ran on one shared
@@ -116,26 +138,26 @@ func (o *sharedOwners) oneCaller(session *mcp.ClientSession) bool {
 // withRelay registers c, a call in flight, and returns its context (which
 // carries it) and the function that forgets it. c.log, when not nil,
 // receives the upstream's log records of the call (logging.go).
-func (u *upstream) withRelay(ctx context.Context, c *relayCall) (context.Context, func()) {
+func (r *relays) withRelay(ctx context.Context, c *relayCall) (context.Context, func()) {
 	c.ctx = ctx
-	u.relays.mu.Lock()
-	if u.relays.calls == nil {
-		u.relays.calls = map[*relayCall]struct{}{}
+	r.mu.Lock()
+	if r.calls == nil {
+		r.calls = map[*relayCall]struct{}{}
 	}
-	u.relays.calls[c] = struct{}{}
+	r.calls[c] = struct{}{}
 	if !c.own {
-		u.relays.shared.add(c.session, c.owner)
+		r.shared.add(c.session, c.owner)
 	}
-	u.relays.mu.Unlock()
+	r.mu.Unlock()
 	return context.WithValue(ctx, relayCtxKey{}, c), func() {
 		if c.log != nil {
 			// Records a stdio upstream wrote before its result are
 			// relayed before the call returns.
-			u.pending.drain(logPendingKey, progressDrainWait)
+			r.pending.drain(logPendingKey, progressDrainWait)
 		}
-		u.relays.mu.Lock()
-		delete(u.relays.calls, c)
-		u.relays.mu.Unlock()
+		r.mu.Lock()
+		delete(r.calls, c)
+		r.mu.Unlock()
 	}
 }
 
@@ -143,10 +165,10 @@ func (u *upstream) withRelay(ctx context.Context, c *relayCall) (context.Context
 // nothing back (a resource read, a completion, a subscription) runs on
 // the shared session cs: what the upstream sends later may be that
 // request's, and so the caller's.
-func (u *upstream) sharedBy(ctx context.Context, cs *mcp.ClientSession) {
-	u.relays.mu.Lock()
-	defer u.relays.mu.Unlock()
-	u.relays.shared.add(cs, ownerOf(ctx))
+func (r *relays) sharedBy(ctx context.Context, cs *mcp.ClientSession) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.shared.add(cs, ownerOf(ctx))
 }
 
 // relayOf is the call ctx carries (withRelay), or nil.
@@ -158,26 +180,26 @@ func relayOf(ctx context.Context) *relayCall {
 // target is the call a request (or log record: method) from the upstream,
 // which came on session, belongs to. What cannot be attributed is counted
 // as dropped.
-func (u *upstream) target(ctx context.Context, method string, session *mcp.ClientSession) (*relayCall, error) {
+func (r *relays) target(ctx context.Context, method string, session *mcp.ClientSession) (*relayCall, error) {
 	if c := relayOf(ctx); c != nil {
 		return c, nil
 	}
-	c, why := u.attribute(session)
+	c, why := r.attribute(session)
 	if c != nil {
 		return c, nil
 	}
-	u.dropped(method, why)
-	return nil, fmt.Errorf("mcpd cannot relay %s from upstream %s: %s", method, u.cfg.name, why)
+	r.dropped(method, why)
+	return nil, fmt.Errorf("mcpd cannot relay %s from upstream %s: %s", method, r.name, why)
 }
 
 // attribute finds the call in flight that what came on session belongs
 // to, or says why there is none.
-func (u *upstream) attribute(session *mcp.ClientSession) (*relayCall, string) {
-	u.relays.mu.Lock()
-	defer u.relays.mu.Unlock()
+func (r *relays) attribute(session *mcp.ClientSession) (*relayCall, string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	var found *relayCall
 	n := 0
-	for c := range u.relays.calls {
+	for c := range r.calls {
 		if c.session != session {
 			continue
 		}
@@ -192,7 +214,7 @@ func (u *upstream) attribute(session *mcp.ClientSession) (*relayCall, string) {
 		// shared session with none of its calls in flight, or of the
 		// shared session of before a reconnection.
 		return nil, "none of its tool calls or prompt gets is in flight on the session it came on"
-	case !u.relays.shared.oneCaller(session):
+	case !r.shared.oneCaller(session):
 		return nil, "the session it came on has served the calls of more than one caller, and it does not say which call it belongs to"
 	case n > 1:
 		return nil, fmt.Sprintf("%d of its tool calls and prompt gets are in flight and it does not say which one it belongs to", n)
@@ -213,21 +235,21 @@ type unattributed struct {
 
 // dropped counts one message (method) that could not be attributed, and
 // logs it at a bounded rate.
-func (u *upstream) dropped(method, why string) {
+func (r *relays) dropped(method, why string) {
 	var n *atomic.Int64
 	switch method {
 	case "notifications/message":
-		n = &u.unattributed.records
+		n = &r.unattributed.records
 	case "notifications/progress":
-		n = &u.unattributed.progress
+		n = &r.unattributed.progress
 	default:
-		n = &u.unattributed.requests
+		n = &r.unattributed.requests
 	}
 	n.Add(1)
-	u.unattributed.log.Do(func() {
-		u.log.Warn("dropped a message of the upstream that cannot be attributed to a call of its caller (logged at most every "+dropLogInterval.String()+")",
+	r.unattributed.log.Do(func() {
+		r.log.Warn("dropped a message of the upstream that cannot be attributed to a call of its caller (logged at most every "+dropLogInterval.String()+")",
 			"method", method, "reason", why,
-			"requests", u.unattributed.requests.Load(), "records", u.unattributed.records.Load(), "progress", u.unattributed.progress.Load())
+			"requests", r.unattributed.requests.Load(), "records", r.unattributed.records.Load(), "progress", r.unattributed.progress.Load())
 	})
 }
 
@@ -272,14 +294,14 @@ func needOf(req mcp.InputRequest) (need, bool) {
 }
 
 // check refuses a request the client did not declare the capability for.
-func (u *upstream) check(req mcp.InputRequest, caps *mcp.ClientCapabilities) error {
+func (r *relays) check(req mcp.InputRequest, caps *mcp.ClientCapabilities) error {
 	n, ok := needOf(req)
 	if !ok {
-		return fmt.Errorf("mcpd cannot relay %T from upstream %s", req, u.cfg.name)
+		return fmt.Errorf("mcpd cannot relay %T from upstream %s", req, r.name)
 	}
 	if !n.has(caps) {
 		return &adapter.MissingCapabilityError{
-			Message:      fmt.Sprintf("mcpd cannot relay %s from upstream %s: the calling client did not declare the %s capability", n.method, u.cfg.name, n.capName),
+			Message:      fmt.Sprintf("mcpd cannot relay %s from upstream %s: the calling client did not declare the %s capability", n.method, r.name, n.capName),
 			Asks:         []string{n.method},
 			Capabilities: []string{strings.SplitN(n.capName, ".", 2)[0]},
 		}
@@ -313,31 +335,31 @@ func capsMeta(c *mcp.ClientCapabilities) map[string]any {
 // relay puts one request of the upstream to the client of the call it
 // belongs to. The question lasts as long as both the upstream's request
 // and the call.
-func (u *upstream) relay(ctx context.Context, session *mcp.ClientSession, req mcp.InputRequest) (mcp.InputResponse, error) {
+func (r *relays) relay(ctx context.Context, session *mcp.ClientSession, req mcp.InputRequest) (mcp.InputResponse, error) {
 	n, _ := needOf(req)
-	if err := u.checkForm(req); err != nil {
+	if err := r.checkForm(req); err != nil {
 		return nil, err
 	}
-	c, err := u.target(ctx, n.method, session)
+	c, err := r.target(ctx, n.method, session)
 	if err != nil {
 		return nil, err
 	}
 	c.asking.Add(1)
 	defer c.asking.Add(-1)
 	if c.held != nil {
-		if err := u.check(req, c.held.capabilities()); err != nil {
+		if err := r.check(req, c.held.capabilities()); err != nil {
 			return nil, err
 		}
 		resp, err := c.held.ask(ctx, req)
 		if err != nil {
-			return nil, fmt.Errorf("relaying %s from upstream %s: %w", n.method, u.cfg.name, err)
+			return nil, fmt.Errorf("relaying %s from upstream %s: %w", n.method, r.name, err)
 		}
 		return resp, nil
 	}
 	if c.client == nil {
-		return nil, fmt.Errorf("mcpd cannot relay %s from upstream %s: the calling client cannot be asked while a tool or prompt runs; see docs/gateway.md", n.method, u.cfg.name)
+		return nil, fmt.Errorf("mcpd cannot relay %s from upstream %s: the calling client cannot be asked while a tool or prompt runs; see docs/gateway.md", n.method, r.name)
 	}
-	if err := u.check(req, c.client.Capabilities()); err != nil {
+	if err := r.check(req, c.client.Capabilities()); err != nil {
 		return nil, err
 	}
 	// The question is put under the call's context, which carries the
@@ -351,96 +373,96 @@ func (u *upstream) relay(ctx context.Context, session *mcp.ClientSession, req mc
 	defer stop()
 	resp, err := c.client.Ask(actx, req)
 	if err != nil {
-		return nil, fmt.Errorf("relaying %s from upstream %s: %w", n.method, u.cfg.name, err)
+		return nil, fmt.Errorf("relaying %s from upstream %s: %w", n.method, r.name, err)
 	}
 	return resp, nil
 }
 
 // onElicit relays an upstream's elicitation/create.
-func (u *upstream) onElicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-	resp, err := u.relay(ctx, req.Session, req.Params)
+func (r *relays) onElicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+	resp, err := r.relay(ctx, req.Session, req.Params)
 	if err != nil {
 		return nil, err
 	}
-	r, ok := resp.(*mcp.ElicitResult)
+	res, ok := resp.(*mcp.ElicitResult)
 	if !ok {
-		return nil, fmt.Errorf("relaying elicitation/create from upstream %s: the client answered with %T", u.cfg.name, resp)
+		return nil, fmt.Errorf("relaying elicitation/create from upstream %s: the client answered with %T", r.name, resp)
 	}
-	return r, nil
+	return res, nil
 }
 
 // onSample relays an upstream's sampling/createMessage.
-func (u *upstream) onSample(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-	resp, err := u.relay(ctx, req.Session, req.Params)
+func (r *relays) onSample(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	resp, err := r.relay(ctx, req.Session, req.Params)
 	if err != nil {
 		return nil, err
 	}
-	switch r := resp.(type) {
+	switch res := resp.(type) {
 	case *mcp.CreateMessageResult:
-		return r, nil
+		return res, nil
 	case *mcp.CreateMessageWithToolsResult:
 		// A 2026-07-28 client's answer in inputResponses decodes as the
 		// form with a list of content blocks; the request (without
 		// tools) takes one.
-		if len(r.Content) == 1 {
-			return &mcp.CreateMessageResult{Meta: r.Meta, Content: r.Content[0], Model: r.Model, Role: r.Role, StopReason: r.StopReason}, nil
+		if len(res.Content) == 1 {
+			return &mcp.CreateMessageResult{Meta: res.Meta, Content: res.Content[0], Model: res.Model, Role: res.Role, StopReason: res.StopReason}, nil
 		}
-		return nil, fmt.Errorf("relaying sampling/createMessage from upstream %s: the client answered with %d content blocks, where the request takes one", u.cfg.name, len(r.Content))
+		return nil, fmt.Errorf("relaying sampling/createMessage from upstream %s: the client answered with %d content blocks, where the request takes one", r.name, len(res.Content))
 	}
-	return nil, fmt.Errorf("relaying sampling/createMessage from upstream %s: the client answered with %T", u.cfg.name, resp)
+	return nil, fmt.Errorf("relaying sampling/createMessage from upstream %s: the client answered with %T", r.name, resp)
 }
 
 // relayRoots answers an upstream's roots/list with the calling client's
 // roots: the SDK's client answers roots/list itself from a fixed list,
 // so the request is taken before it gets there.
-func (u *upstream) relayRoots(next mcp.MethodHandler) mcp.MethodHandler {
+func (r *relays) relayRoots(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if method != "roots/list" {
 			return next(ctx, method, req)
 		}
 		params, _ := req.GetParams().(*mcp.ListRootsParams)
 		session, _ := req.GetSession().(*mcp.ClientSession)
-		return u.onRoots(ctx, session, params)
+		return r.onRoots(ctx, session, params)
 	}
 }
 
 // onRoots relays an upstream's roots/list.
-func (u *upstream) onRoots(ctx context.Context, session *mcp.ClientSession, params *mcp.ListRootsParams) (*mcp.ListRootsResult, error) {
+func (r *relays) onRoots(ctx context.Context, session *mcp.ClientSession, params *mcp.ListRootsParams) (*mcp.ListRootsResult, error) {
 	if params == nil {
 		params = &mcp.ListRootsParams{}
 	}
-	resp, err := u.relay(ctx, session, params)
+	resp, err := r.relay(ctx, session, params)
 	if err != nil {
 		return nil, err
 	}
-	r, ok := resp.(*mcp.ListRootsResult)
+	res, ok := resp.(*mcp.ListRootsResult)
 	if !ok {
-		return nil, fmt.Errorf("relaying roots/list from upstream %s: the client answered with %T", u.cfg.name, resp)
+		return nil, fmt.Errorf("relaying roots/list from upstream %s: the client answered with %T", r.name, resp)
 	}
-	return r, nil
+	return res, nil
 }
 
 // answerInputs answers the questions of one input_required round of a
 // 2026-07-28 upstream, each relayed as the request it stands for.
-func (u *upstream) answerInputs(ctx context.Context, reqs mcp.InputRequestMap) (mcp.InputResponseMap, error) {
+func (r *relays) answerInputs(ctx context.Context, reqs mcp.InputRequestMap) (mcp.InputResponseMap, error) {
 	out := make(mcp.InputResponseMap, len(reqs))
 	for id, ir := range reqs {
 		var resp mcp.InputResponse
 		var err error
 		switch p := ir.(type) {
 		case *mcp.ElicitParams:
-			resp, err = u.onElicit(ctx, &mcp.ElicitRequest{Params: p})
+			resp, err = r.onElicit(ctx, &mcp.ElicitRequest{Params: p})
 		case *mcp.CreateMessageParams:
-			resp, err = u.onSample(ctx, &mcp.CreateMessageRequest{Params: p})
+			resp, err = r.onSample(ctx, &mcp.CreateMessageRequest{Params: p})
 		case *mcp.CreateMessageWithToolsParams: // how the SDK decodes every sampling input request
 			var base *mcp.CreateMessageParams
-			if base, err = samplingParams(p, u.cfg.name); err == nil {
-				resp, err = u.onSample(ctx, &mcp.CreateMessageRequest{Params: base})
+			if base, err = samplingParams(p, r.name); err == nil {
+				resp, err = r.onSample(ctx, &mcp.CreateMessageRequest{Params: base})
 			}
 		case *mcp.ListRootsParams:
-			resp, err = u.onRoots(ctx, nil, p)
+			resp, err = r.onRoots(ctx, nil, p)
 		default:
-			err = fmt.Errorf("mcpd cannot relay %T from upstream %s", ir, u.cfg.name)
+			err = fmt.Errorf("mcpd cannot relay %T from upstream %s", ir, r.name)
 		}
 		if err != nil {
 			return nil, err

@@ -26,7 +26,10 @@ func (f *fakeClient) Ask(_ context.Context, req mcp.InputRequest) (mcp.InputResp
 
 // testUpstream is an upstream to try the relay on, not connected.
 func testUpstream(name string) *upstream {
-	return &upstream{cfg: &serverConfig{name: name}, log: slog.New(slog.DiscardHandler)}
+	u := &upstream{cfg: &serverConfig{name: name}, log: slog.New(slog.DiscardHandler)}
+	u.gate = &admitter{name: name, log: u.log}
+	u.relay = newRelays(name, u.log, u.redact, u.gate.checkForm)
+	return u
 }
 
 func TestRelayTarget(t *testing.T) {
@@ -72,7 +75,7 @@ func TestRelayTarget(t *testing.T) {
 					if c.client != nil {
 						rc.client = c.client
 					}
-					ctx, forget := u.withRelay(context.Background(), rc)
+					ctx, forget := u.relay.withRelay(context.Background(), rc)
 					if ended {
 						forget()
 					} else {
@@ -91,7 +94,7 @@ func TestRelayTarget(t *testing.T) {
 			if strings.Contains(tc.name, "url") {
 				params = &mcp.ElicitParams{Mode: "url", Message: "open", URL: "https://example.com/x", ElicitationID: "1"}
 			}
-			res, err := u.onElicit(ctx, &mcp.ElicitRequest{Params: params})
+			res, err := u.relay.onElicit(ctx, &mcp.ElicitRequest{Params: params})
 			if got := u.ServiceStatus().UnattributedRequests; got != tc.dropped {
 				t.Errorf("dropped %d, want %d", got, tc.dropped)
 			}
@@ -125,9 +128,9 @@ func TestRelayTarget(t *testing.T) {
 func TestRelayForget(t *testing.T) {
 	u := testUpstream("up")
 	c := &fakeClient{caps: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{}}}
-	_, forget := u.withRelay(context.Background(), &relayCall{client: c})
+	_, forget := u.relay.withRelay(context.Background(), &relayCall{client: c})
 	forget()
-	if _, err := u.onElicit(context.Background(), &mcp.ElicitRequest{Params: &mcp.ElicitParams{Message: "late"}}); err == nil || len(c.asked) != 0 {
+	if _, err := u.relay.onElicit(context.Background(), &mcp.ElicitRequest{Params: &mcp.ElicitParams{Message: "late"}}); err == nil || len(c.asked) != 0 {
 		t.Fatalf("a request after the call: %v, asked %v", err, c.asked)
 	}
 }
@@ -140,23 +143,23 @@ func TestRelayOwnSession(t *testing.T) {
 	elicit := &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{}}
 	own := &mcp.ClientSession{}
 	held := &heldCall{caps: elicit}
-	_, forget := u.withRelay(context.Background(), &relayCall{held: held, session: own, own: true})
+	_, forget := u.relay.withRelay(context.Background(), &relayCall{held: held, session: own, own: true})
 	defer forget()
 	shared := &fakeClient{caps: elicit}
-	_, forget = u.withRelay(context.Background(), &relayCall{client: shared})
+	_, forget = u.relay.withRelay(context.Background(), &relayCall{client: shared})
 	defer forget()
 
-	c, err := u.target(context.Background(), "elicitation/create", own)
+	c, err := u.relay.target(context.Background(), "elicitation/create", own)
 	if err != nil || c.held != held {
 		t.Errorf("a request on the call's own session went to %+v (%v)", c, err)
 	}
-	c, err = u.target(context.Background(), "elicitation/create", nil)
+	c, err = u.relay.target(context.Background(), "elicitation/create", nil)
 	if err != nil || c.client != shared {
 		t.Errorf("a request on the shared session went to %+v (%v)", c, err)
 	}
 	// A pooled session between calls belongs to no call, not even the
 	// one call on the shared session.
-	c, err = u.target(context.Background(), "elicitation/create", &mcp.ClientSession{})
+	c, err = u.relay.target(context.Background(), "elicitation/create", &mcp.ClientSession{})
 	if err == nil || !strings.Contains(err.Error(), "none of its tool calls or prompt gets is in flight on the session") {
 		t.Errorf("a request on an idle session went to %+v (%v)", c, err)
 	}

@@ -93,7 +93,7 @@ func (x *exchange) again() string {
 // otherwise, naming what is missing, as when it is relayed within a call).
 func (u *upstream) askByRounds(x *exchange, round int, questions mcp.InputRequestMap, upState string) (*adapter.InputRequired, error) {
 	for _, ir := range questions {
-		if err := u.check(ir, x.rounds.Caps); err != nil {
+		if err := u.relay.check(ir, x.rounds.Caps); err != nil {
 			return nil, fmt.Errorf("%s %s: %w", x.kind, x.name, err)
 		}
 	}

@@ -36,14 +36,14 @@ func TestAnswerInputsSampling(t *testing.T) {
 	}
 	u := testUpstream("up")
 	c := &samplingClient{}
-	ctx, forget := u.withRelay(context.Background(), &relayCall{client: c})
+	ctx, forget := u.relay.withRelay(context.Background(), &relayCall{client: c})
 	defer forget()
 
 	reqs := decode(t, `{"llm":{"method":"sampling/createMessage","params":{"maxTokens":100,"messages":[{"role":"user","content":{"type":"text","text":"Say hello."}}]}}}`)
 	if _, ok := reqs["llm"].(*mcp.CreateMessageWithToolsParams); !ok {
 		t.Fatalf("the SDK decoded %T; the test's premise changed", reqs["llm"])
 	}
-	out, err := u.answerInputs(ctx, reqs)
+	out, err := u.relay.answerInputs(ctx, reqs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestAnswerInputsSampling(t *testing.T) {
 	}
 
 	withTools := decode(t, `{"llm":{"method":"sampling/createMessage","params":{"maxTokens":10,"messages":[],"tools":[{"name":"x","inputSchema":{"type":"object"}}]}}}`)
-	if _, err := u.answerInputs(ctx, withTools); err == nil || !strings.Contains(err.Error(), "with tools") {
+	if _, err := u.relay.answerInputs(ctx, withTools); err == nil || !strings.Contains(err.Error(), "with tools") {
 		t.Fatalf("sampling with tools: %v", err)
 	}
 	if len(c.asked) != 1 {

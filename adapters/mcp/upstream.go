@@ -9,7 +9,6 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -62,27 +61,18 @@ type upstream struct {
 	watchers map[int]func()
 	nextW    int
 
-	// listingDrops is why the latest check of each kind dropped entries
-	// (admit.go), so that the same reasons are not logged at every
-	// listing (they are counted in drops).
-	listingDrops map[string][]string
-
-	progressSeq atomic.Int64
-	progress    sync.Map        // progress token (string) -> func(progress, total float64, msg string)
-	pending     pendingProgress // progress (and log) notifications read but not yet relayed (progress.go)
-	calls       atomic.Int64
-	relays      relays
-	holds       holds       // calls held for their clients' answers (held.go)
-	pool        sessionPool // sessions of calls whose client can be asked (pool.go)
-	failures    atomic.Int64
-	// unattributed counts what the upstream sent that no live call of
-	// its caller could be told to own, and was dropped (relay.go).
-	unattributed unattributed
+	calls atomic.Int64
+	relay *relays     // the calls in flight, and what the upstream sends that is theirs (relay.go)
+	holds holds       // calls held for their clients' answers (held.go)
+	pool  sessionPool // sessions of calls whose client can be asked (pool.go)
+	// poolHTTP carries the pool's sessions (dialPooled).
+	poolHTTPOnce sync.Once
+	poolHTTP     *http.Client
+	failures     atomic.Int64
 	output       *outputLog // its stderr and stray stdout lines, bounded (output.go)
 
 	subs subscriptions // resource subscriptions of mcpd's clients (forward.go)
-
-	drops dropCounts // definitions left out of its listings, by reason (drop.go)
+	gate *admitter     // what it sends, checked; what is left out, counted (admit.go, drop.go)
 }
 
 // Open builds the live upstream. It does not connect: the first call (or
@@ -100,27 +90,30 @@ func (c *serverConfig) Open() (adapter.Backend, error) {
 		state:    "idle",
 		watchers: map[int]func(){},
 	}
-	u.unattributed.log.Interval = dropLogInterval
+	u.holds = holds{name: c.name, answerTimeout: c.answerTimeout}
+	u.gate = &admitter{name: c.name, log: u.log}
+	u.relay = newRelays(c.name, u.log, u.redact, u.gate.checkForm)
+	u.pool = sessionPool{maxIdle: c.maxIdle, idleTimeout: c.idleTimeout, dial: u.dialPooled, log: u.log, redact: u.redact}
 	u.output = newOutputLog(u.log, u.redact)
 	u.client = mcp.NewClient(&mcp.Implementation{Name: "mcpd", Version: buildinfo.Read("", "").Version}, &mcp.ClientOptions{
-		ProgressNotificationHandler: u.onProgress,
+		ProgressNotificationHandler: u.relay.onProgress,
 		ToolListChangedHandler:      func(context.Context, *mcp.ToolListChangedRequest) { u.relist(listTools) },
 		PromptListChangedHandler:    func(context.Context, *mcp.PromptListChangedRequest) { u.relist(listPrompts) },
 		ResourceListChangedHandler:  func(context.Context, *mcp.ResourceListChangedRequest) { u.relist(listResources) },
-		LoggingMessageHandler:       u.onLog,
+		LoggingMessageHandler:       u.relay.onLog,
 		ResourceUpdatedHandler:      u.onResourceUpdated,
 		// Elicitation, sampling and roots are relayed to the client of
 		// the call (relay.go); the SDK declares elicitation (form) and
 		// sampling for their handlers, roots from RootsV2.
-		ElicitationHandler:   u.onElicit,
-		CreateMessageHandler: u.onSample,
+		ElicitationHandler:   u.relay.onElicit,
+		CreateMessageHandler: u.relay.onSample,
 		Capabilities:         &mcp.ClientCapabilities{RootsV2: &mcp.RootCapabilities{}},
 		// A 2026-07-28 upstream's input_required rounds are answered by
 		// callTool, through the same relay: the SDK's own loop would
 		// answer roots/list from the client's fixed list.
 		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
 	})
-	u.client.AddReceivingMiddleware(u.relayRoots, u.relayElicit)
+	u.client.AddReceivingMiddleware(u.relay.relayRoots, u.relay.relayElicit)
 	// start = "load" is honoured by Watch, not here: every build opens
 	// its backends, a check-only one too (validate, list, the editor's
 	// diagnostics), and only a served config is watched.
@@ -257,8 +250,8 @@ func (u *upstream) connect() (cs *mcp.ClientSession, stop func(), err error) {
 		// lines, refuses them whole. Then lines that are not messages are
 		// skipped before the progress scanner counts what the SDK will
 		// read (progress.go).
-		mended := &deepLines{r: p.stdout, report: u.droppedDeep, max: maxUpstreamMessage}
-		stdout := &progressScanner{r: newMessageLines(mended, maxUpstreamMessage, u.output.strayLine), pending: &u.pending}
+		mended := &deepLines{r: p.stdout, report: u.gate.droppedDeep, max: maxUpstreamMessage}
+		stdout := &progressScanner{r: newMessageLines(mended, maxUpstreamMessage, u.output.strayLine), pending: &u.relay.pending}
 		t, stop = &mcp.IOTransport{Reader: stdout, Writer: p.stdin, MaxLineLength: maxUpstreamMessage}, p.stop
 	}
 	cs, err = u.client.Connect(ctx, t, u.sessionOptions())
@@ -271,6 +264,36 @@ func (u *upstream) connect() (cs *mcp.ClientSession, stop func(), err error) {
 	}
 	stopProcess := stop
 	return cs, func() { _ = cs.Close(); stopProcess() }, nil
+}
+
+// dialPooled connects a session for the pool (pool.go), whose HTTP
+// connections its sessions share.
+func (u *upstream) dialPooled(ctx context.Context) (*mcp.ClientSession, error) {
+	u.poolHTTPOnce.Do(func() {
+		u.poolHTTP = u.httpClient()
+	})
+	// The session outlives the request, and must not inherit what the
+	// SDK's server put in the request's context (its protocol version
+	// would go to the upstream): it is made under the upstream's context,
+	// ended by the request's.
+	began := time.Now()
+	cctx, cancel := context.WithTimeout(withHTTPAnswer(u.ctx), u.cfg.connectTimeout)
+	defer cancel()
+	defer context.AfterFunc(ctx, cancel)()
+	cs, err := u.client.Connect(cctx, u.streamable(u.poolHTTP), u.sessionOptions())
+	if err != nil {
+		u.failures.Add(1)
+		why := "the handshake (" + u.handshake() + ") failed: " + u.transportFailure(cctx, err)
+		if cctx.Err() != nil {
+			why = fmt.Sprintf("the handshake (%s) did not complete within %s (connect_timeout %s)",
+				u.handshake(), time.Since(began).Round(time.Millisecond), u.cfg.connectTimeout)
+		}
+		// Reported as it is, even when the call's timeout ended the wait
+		// (adapter.UnavailableError).
+		return nil, &adapter.UnavailableError{Err: fmt.Errorf("upstream %s: connecting a session for the call: %s", u.cfg.name, why)}
+	}
+	u.setUpstreamLogLevel(cctx, cs)
+	return cs, nil
 }
 
 // streamable is a transport to the HTTP upstream through client.
@@ -360,8 +383,8 @@ func (u *upstream) Close() error {
 	u.state = "closed"
 	u.mu.Unlock()
 	u.cancel()
-	u.closeHeld()
-	u.closePool()
+	u.holds.close()
+	u.pool.close()
 	u.ensureStarted() // never started: done is closed by it
 	if cs != nil {
 		_ = cs.Close()
@@ -400,14 +423,14 @@ func (u *upstream) Ping(ctx context.Context) error {
 // ServiceStatus reports the upstream's state, for metrics
 // (adapter.ServiceReporter).
 func (u *upstream) ServiceStatus() adapter.ServiceStatus {
-	idle, busy, connects := u.poolState()
+	idle, busy, connects := u.pool.state()
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	st := adapter.ServiceStatus{Name: u.cfg.name, Transport: u.cfg.transport(), State: u.state, Restarts: u.restarts,
-		Calls: u.calls.Load(), Failures: u.failures.Load(), Tools: len(u.listing.tools), Dropped: u.drops.snapshot(),
+		Calls: u.calls.Load(), Failures: u.failures.Load(), Tools: len(u.listing.tools), Dropped: u.gate.drops.snapshot(),
 		IdleSessions: idle, BusySessions: busy, SessionConnects: connects,
-		UnattributedRequests: u.unattributed.requests.Load(), UnattributedRecords: u.unattributed.records.Load(),
-		UnattributedProgress: u.unattributed.progress.Load()}
+		UnattributedRequests: u.relay.unattributed.requests.Load(), UnattributedRecords: u.relay.unattributed.records.Load(),
+		UnattributedProgress: u.relay.unattributed.progress.Load()}
 	if u.output != nil {
 		st.StderrDropped, st.StrayLines = u.output.stderrDropped.Load(), u.output.strayLines.Load()
 	}
@@ -422,32 +445,6 @@ func (u *upstream) redact(s string) string {
 		}
 	}
 	return s
-}
-
-// onProgress relays an upstream's progress notification to the call that
-// asked for it, by the token mcpd put in the call (and in no other). One
-// whose token names no call in flight (it came after its call ended) is
-// dropped and counted.
-func (u *upstream) onProgress(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
-	key := fmt.Sprint(req.Params.ProgressToken)
-	if f, ok := u.progress.Load(key); ok {
-		f.(func(float64, float64, string))(req.Params.Progress, req.Params.Total, req.Params.Message)
-	} else {
-		u.dropped("notifications/progress", "its progress token names none of its tool calls or prompt gets in flight")
-	}
-	u.pending.done(key)
-}
-
-// progressToken registers report for the progress of one call and returns
-// the token to send and the function that forgets it.
-func (u *upstream) progressToken(report func(float64, float64, string)) (string, func()) {
-	key := "mcpd-" + strconv.FormatInt(u.progressSeq.Add(1), 10)
-	u.progress.Store(key, report)
-	return key, func() {
-		// Progress read before the result is relayed before it (progress.go).
-		u.pending.drain(key, progressDrainWait)
-		u.progress.Delete(key)
-	}
 }
 
 // httpTransport is the upstream's connection pool: one per upstream, with
@@ -469,7 +466,7 @@ func (u *upstream) httpTransport() http.RoundTripper {
 func (u *upstream) httpClient() *http.Client {
 	origin, _ := url.Parse(u.cfg.url) // checked at load
 	return outbound.Client(fmt.Sprintf("upstream %q", u.cfg.name),
-		&headerTransport{headers: u.cfg.headers, origin: origin, base: u.httpTransport(), max: maxUpstreamMessage, pending: &u.pending, deep: u.droppedDeep})
+		&headerTransport{headers: u.cfg.headers, origin: origin, base: u.httpTransport(), max: maxUpstreamMessage, pending: &u.relay.pending, deep: u.gate.droppedDeep})
 }
 
 // headerTransport adds the block's headers to every request to the
