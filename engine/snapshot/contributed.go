@@ -192,9 +192,10 @@ func compileContributed(ct adapter.ContributedTool, sl serverLimits) *Tool {
 		sensitive:   sensitiveArgs(in),
 		limits:      lim,
 		handler:     ct.Handler,
+		traits:      ct.Handler.Traits(),
 		adapterType: "contributed",
 	}
-	if er, ok := ct.Handler.(adapter.EvalReporter); !ok || er.ReadsEval() {
+	if t.traits.ReadsEval {
 		t.needsEval = true
 	}
 	t.Def = &mcp.Tool{Name: ct.Name, Title: ct.Title, Description: ct.Description, InputSchema: rawJSON(in), Annotations: ct.Annotations}
