@@ -101,13 +101,17 @@ type handler struct {
 // Vars are the variables result expressions see.
 func (h *handler) Vars() []string { return []string{"status", "headers", "body", "truncated"} }
 
-// MaxOutputBytes is the response body cap (adapter.OutputBounder).
-func (h *handler) MaxOutputBytes() int64 { return h.maxBytes }
-
-// ActsAsCaller reports whether calls present the caller's own identity
-// (token exchange or passthrough) rather than the config's or mcpd's
-// (adapter.CallerScoped).
-func (h *handler) ActsAsCaller() bool { return h.identity != nil && h.identity.cfg.needsCaller() }
+// Traits: a call evaluates the block's expressions; its response body is
+// capped; it acts as the caller when it presents the caller's own
+// identity (token exchange or passthrough) rather than the config's or
+// mcpd's.
+func (h *handler) Traits() adapter.Traits {
+	return adapter.Traits{
+		ReadsEval:      true,
+		ActsAsCaller:   h.identity != nil && h.identity.cfg.needsCaller(),
+		MaxOutputBytes: h.maxBytes,
+	}
+}
 
 // CompileTool decodes and checks a tool's http block.
 func (a *Adapter) CompileTool(b *adapter.ToolBlock) (adapter.Handler, hcl.Diagnostics) {

@@ -140,15 +140,6 @@ func (t *pathTemplate) skeleton() string {
 	return b.String()
 }
 
-func (t *pathTemplate) dynamic() bool {
-	for _, p := range t.parts {
-		if p.expr != nil {
-			return true
-		}
-	}
-	return false
-}
-
 // checkLiteralPath checks the literal text of a path: no query string, no
 // fragment, no "." or ".." segments, and a valid URL path.
 func checkLiteralPath(d *decoder, attr *hcl.Attribute, skel string) bool {

@@ -72,7 +72,7 @@ func (a *admission) field(id, name, value string, required bool) bool {
 // name checks a tool's or prompt's name: the spec's rule for tool names,
 // which mcpd applies to prompts too (they are prefixed and named alike).
 func (a *admission) name(value string) bool {
-	if validName(value) {
+	if ident.ToolName(value) {
 		return true
 	}
 	a.reasons = append(a.reasons, fmt.Sprintf("%s %s: name is not 1 to 128 of A-Z, a-z, 0-9, _, . and -", a.kind, quoted(value)))

@@ -41,15 +41,12 @@ type fixedArg struct {
 // Vars are the variables a result block sees: the upstream's result.
 func (h *handler) Vars() []string { return []string{"content", "structured", "is_error", "text"} }
 
-// ReadsEval: only arguments computed per call need the evaluation context.
-func (h *handler) ReadsEval() bool { return len(h.fixed) > 0 }
-
-// RelaysClientRequests: the upstream's elicitation, sampling and roots
-// requests go to the call's client (relay.go).
-func (h *handler) RelaysClientRequests() bool { return true }
-
-// MaxOutputBytes is the cap on one upstream result (adapter.OutputBounder).
-func (h *handler) MaxOutputBytes() int64 { return h.maxBytes }
+// Traits: only arguments computed per call need the evaluation context;
+// the upstream's elicitation, sampling and roots requests go to the
+// call's client (relay.go); one upstream result is capped.
+func (h *handler) Traits() adapter.Traits {
+	return adapter.Traits{ReadsEval: len(h.fixed) > 0, RelaysClientRequests: true, MaxOutputBytes: h.maxBytes}
+}
 
 // CompileTool decodes a tool's mcp block.
 func (a *Adapter) CompileTool(b *adapter.ToolBlock) (adapter.Handler, hcl.Diagnostics) {

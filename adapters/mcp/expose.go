@@ -15,6 +15,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/ident"
 )
 
 // Bulk exposure: an mcp_server's expose block serves the upstream's tools
@@ -105,7 +106,7 @@ func decodeExpose(d *adapter.Decoder, b *hcl.Block) *exposeConfig {
 	if a := attrs["rename"]; a != nil {
 		e.rename, _ = stringMap(d, a, "rename")
 		for up, name := range e.rename {
-			if !validName(name) {
+			if !ident.ToolName(name) {
 				d.Errorf(a.Expr.Range(), "Invalid tool name", "rename %q = %q: a tool name is 1 to 128 of A-Z, a-z, 0-9, _, . and -.", up, name)
 			}
 		}
@@ -131,18 +132,6 @@ func decodeExpose(d *adapter.Decoder, b *hcl.Block) *exposeConfig {
 		}
 	}
 	return e
-}
-
-func validName(name string) bool {
-	if len(name) == 0 || len(name) > 128 {
-		return false
-	}
-	for _, r := range name {
-		if !(r == '_' || r == '.' || r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
-			return false
-		}
-	}
-	return true
 }
 
 // matches reports whether the block exposes the upstream tool name.

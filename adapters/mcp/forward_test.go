@@ -81,7 +81,6 @@ func serveWatchedWith(t testing.TB, config string, verify auth.TokenVerifier, op
 		ts.Close()
 		cancel()
 		<-done
-		r.StopWatching()
 		cur.Load().Close()
 	})
 	return &watched{url: ts.URL, dir: dir, cur: cur, rewrite: func(t *testing.T, config string) {

@@ -324,9 +324,11 @@ func (h *handler) Vars() []string { return append([]string(nil), h.vars...) }
 // it would start instead of starting it (adapter.DryRunner).
 func (h *handler) DryRuns() bool { return true }
 
-// MaxOutputBytes is the cap of stdout plus that of stderr
-// (adapter.OutputBounder).
-func (h *handler) MaxOutputBytes() int64 { return 2 * int64(h.maxOutput) }
+// Traits: a call evaluates the block's expressions, and holds at most
+// the cap of stdout plus that of stderr.
+func (h *handler) Traits() adapter.Traits {
+	return adapter.Traits{ReadsEval: true, MaxOutputBytes: 2 * int64(h.maxOutput)}
+}
 
 // compiler is the toolkit's Decoder, with the decoding of what only a
 // shell block has.

@@ -56,28 +56,27 @@ var vars = []string{"rows", "columns", "row_count", "truncated", "rows_affected"
 
 func (h *handler) Vars() []string { return slices.Clone(vars) }
 
-// ReadsEval reports whether a call evaluates the block's params
-// expressions (adapter.EvalReporter): the other values come from the
-// arguments as they are.
-func (h *handler) ReadsEval() bool {
+// Traits: a call evaluates only the block's params expressions (the
+// other values come from the arguments as they are); it runs in a
+// read-only transaction or connection as read_only says (true by
+// default); it runs as the caller when an identity sets its session from
+// the caller's claims; its result is capped at max_bytes.
+func (h *handler) Traits() adapter.Traits {
+	readsEval := false
 	for _, b := range h.binds {
 		if b.expr != nil {
-			return true
+			readsEval = true
+			break
 		}
 	}
-	return false
+	readOnly := h.readOnly
+	return adapter.Traits{
+		ReadsEval:      readsEval,
+		ReadOnly:       &readOnly,
+		ActsAsCaller:   h.identity != nil,
+		MaxOutputBytes: int64(h.maxBytes),
+	}
 }
-
-// ReadOnly reports whether the tool runs in a read-only transaction or
-// connection (adapter.ReadOnlyReporter): read_only, true by default.
-func (h *handler) ReadOnly() bool { return h.readOnly }
-
-// ActsAsCaller reports whether calls run as the caller, in a session set
-// from the caller's claims (adapter.CallerScoped).
-func (h *handler) ActsAsCaller() bool { return h.identity != nil }
-
-// MaxOutputBytes is the result's byte cap (adapter.OutputBounder).
-func (h *handler) MaxOutputBytes() int64 { return int64(h.maxBytes) }
 
 // querier is what runs a statement: a connection or a transaction on it.
 type querier interface {

@@ -464,7 +464,7 @@ func TestReadsEval(t *testing.T) {
 		{sqlBlock("SELECT :id AS id, :next AS next", "params = { next = args.id + 1 }"), true},
 	} {
 		h := db.mustCompile(t, tt.block, params)
-		if got := h.(adapter.EvalReporter).ReadsEval(); got != tt.want {
+		if got := h.Traits().ReadsEval; got != tt.want {
 			t.Errorf("ReadsEval() = %v, want %v:\n%s", got, tt.want, tt.block)
 		}
 	}

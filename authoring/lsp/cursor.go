@@ -36,16 +36,6 @@ func (c cursor) blocks() ([]string, bool) {
 	return out, true
 }
 
-// label is the first label of the outermost frame of type typ.
-func (c cursor) label(typ string) string {
-	for _, f := range c.frames {
-		if f.block && f.typ == typ && len(f.labels) > 0 {
-			return f.labels[0]
-		}
-	}
-	return ""
-}
-
 func cursorAt(src []byte, off int) cursor {
 	toks, _ := hclsyntax.LexConfig(src, "", hcl.InitialPos)
 	var c cursor

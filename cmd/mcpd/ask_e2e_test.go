@@ -414,7 +414,7 @@ func TestAskRequestState(t *testing.T) {
 	}
 	accept := mcp.InputResponseMap{"confirm": &mcp.ElicitResult{Action: "accept"}}
 	expired, err := requeststate.NewSealer([]byte(askStateKey), time.Minute).WithClock(func() time.Time { return time.Now().Add(-time.Hour) }).
-		Seal(requeststate.State{Round: 1, Bind: requeststate.Bind("tool", "add", map[string]any{"copies": 2.0})})
+		Seal(requeststate.State{Round: 1, Bind: requeststate.BindCaller("tool", "add", map[string]any{"copies": 2.0}, "", nil)})
 	if err != nil {
 		t.Fatal(err)
 	}

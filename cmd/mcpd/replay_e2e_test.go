@@ -8,6 +8,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpd/mcpd/engine/buildinfo"
 	"github.com/mcpd/mcpd/engine/serve"
 	"github.com/mcpd/mcpd/engine/sharedstate/sharedstatetest"
 	"github.com/mcpd/mcpd/engine/telemetry"
@@ -80,7 +81,7 @@ func (e *askEnv) modernClient(t *testing.T) *mcp.ClientSession {
 // through the metrics mcpd serve registers.
 func (e *askEnv) replaysRefused(t *testing.T) string {
 	t.Helper()
-	m := telemetry.NewMetrics("test")
+	m := telemetry.NewMetricsFor(buildinfo.Read("test", ""))
 	watchReplays(m, e.cur)
 	ts := httptest.NewServer(m.Handler())
 	defer ts.Close()

@@ -83,25 +83,56 @@ type Handler interface {
 	// Vars names the variables this handler's Output.Vars provides, so that
 	// result expressions can be checked at load time.
 	Vars() []string
+	// Traits are what the engine needs to know of the compiled handler
+	// (see Traits); it reads them once, at load time.
+	Traits() Traits
 }
 
-// An EvalReporter is a Handler that can tell whether its Call evaluates
-// expressions with Request.Eval. Building that context (every argument as
-// an HCL value) costs each call of a tool whose handler reads it; for a
-// handler that reports it does not, Request.Eval may be nil. A Handler
-// that does not implement EvalReporter is taken to read it.
-type EvalReporter interface {
-	ReadsEval() bool
+// Traits are what a compiled Handler reports of itself. The engine reads
+// them once, when it compiles the tool, and keeps them beside the handler:
+// they are values of the compiled block, not behaviours, so that the
+// engine asks for them in one place rather than by one optional interface
+// each.
+type Traits struct {
+	// ReadsEval reports that Call evaluates expressions with Request.Eval.
+	// Building that context (every argument as an HCL value) costs each
+	// call of a tool whose handler reads it; for a handler that reports it
+	// does not, Request.Eval may be nil.
+	ReadsEval bool
+	// RelaysClientRequests reports that the handler may put requests to
+	// the client of a call while it runs: the engine then sets
+	// Request.Client for it, or, for a client that is asked by
+	// input_required rounds, Request.Rounds, and honours
+	// Output.InputRequired. Others get neither.
+	RelaysClientRequests bool
+	// ReadOnly reports whether the handler's calls can change anything (a
+	// sql block's read_only, enforced by the database); nil when the
+	// handler cannot tell. The engine caches only the results of tools
+	// that only read: for a nil ReadOnly, the tool's annotations must say
+	// read_only.
+	ReadOnly *bool
+	// ActsAsCaller reports that the handler's calls reach the backend as
+	// the caller (a token exchanged or passed through, a database role or
+	// session settings from the caller's claims): the backend then answers
+	// each caller after its own permissions, so one caller's result must
+	// never be served to another. The result cache refuses `shared` for
+	// such a tool.
+	ActsAsCaller bool
+	// MaxOutputBytes is the most output one call can hold in memory: the
+	// handler's output caps (a program's two streams, a response body, a
+	// result's bytes); 0 when it does not say. The engine counts the calls
+	// in flight against a server-wide budget with it, so that raising one
+	// tool's cap cannot make concurrent calls hold more than the server
+	// can afford.
+	MaxOutputBytes int64
 }
 
-// An OutputBounder is a Handler that knows the most output one call can
-// hold in memory: its output caps (a program's two streams, a response
-// body, a result's bytes). The engine counts the calls in flight against a
-// server-wide budget with it, so that raising one tool's cap cannot make
-// concurrent calls hold more than the server can afford. A Handler that
-// does not implement it counts as nothing.
-type OutputBounder interface {
-	MaxOutputBytes() int64
+// TraitsOf is h's Traits, or none for a nil h (a declarative tool).
+func TraitsOf(h Handler) Traits {
+	if h == nil {
+		return Traits{}
+	}
+	return h.Traits()
 }
 
 // ToolBlock is the adapter block of one tool, handed to CompileTool.
@@ -146,7 +177,7 @@ type Request struct {
 	Args map[string]any
 	// Eval is the evaluation context for the block's expressions: the
 	// functions of the file the tool is declared in and the variable `args`.
-	// Nil when the handler reports that it does not read it (EvalReporter).
+	// Nil when the handler reports that it does not read it (Traits.ReadsEval).
 	Eval *hcl.EvalContext
 	// Progress reports progress to the client when it asked for it (the
 	// request carried a progress token); otherwise it does nothing. Never nil.
@@ -167,7 +198,8 @@ type Request struct {
 	// client cannot be asked within a call: a 2026-07-28 client (it is
 	// asked by input_required rounds: see Rounds), resource reads.
 	Client ClientAsker
-	// Rounds, when not nil, is how a ClientRelayer asks a client that
+	// Rounds, when not nil, is how a handler that relays client requests
+	// (Traits.RelaysClientRequests) asks a client that
 	// cannot be asked while a call runs (a 2026-07-28 client): the
 	// handler ends the call with Output.InputRequired, the engine answers
 	// the client with input_required, and the client's retry brings the
@@ -229,14 +261,6 @@ type InputRequired struct {
 	// (Rounds.State) or the retry is refused. It is signed, not
 	// encrypted: the client can read it.
 	State string
-}
-
-// A ClientRelayer is a Handler that may put requests to the client of a
-// call while it runs: the engine then sets Request.Client for it, or,
-// for a client that is asked by input_required rounds, Request.Rounds,
-// and honours Output.InputRequired. Others get neither.
-type ClientRelayer interface {
-	RelaysClientRequests() bool
 }
 
 // A ClientAsker puts one request to the client of a call while the call

@@ -11,8 +11,8 @@ import (
 
 // Capabilities. The engine and cmd/mcpd never ask an adapter for its name
 // ("http", "sql"): when they need something only some adapters can give,
-// they ask for one of these optional interfaces, as they do for
-// EvalReporter and OutputBounder. A new adapter gets each of these
+// they ask for one of these optional interfaces (what a handler only
+// reports, it reports in its Traits). A new adapter gets each of these
 // features by implementing the interface, with no edit outside its package.
 
 // A Pinger is a Backend that can check that its service answers, for the
@@ -20,24 +20,6 @@ import (
 // contain secrets.
 type Pinger interface {
 	Ping(ctx context.Context) error
-}
-
-// A ReadOnlyReporter is a Handler that knows whether its calls can change
-// anything (a sql block's read_only, enforced by the database). The
-// engine caches only the results of tools that only read: for a Handler
-// that does not implement it, the tool's annotations must say read_only.
-type ReadOnlyReporter interface {
-	ReadOnly() bool
-}
-
-// A CallerScoped is a Handler that can tell whether its calls reach the
-// backend as the caller (a token exchanged or passed through, a database
-// role or session settings from the caller's claims): the backend then
-// answers each caller after its own permissions, so one caller's result
-// must never be served to another. The result cache refuses `shared` for
-// such a tool.
-type CallerScoped interface {
-	ActsAsCaller() bool
 }
 
 // A PoolReporter is a Backend that holds connection pools, whose
@@ -227,7 +209,8 @@ type PromptContributor interface {
 type ContributedPrompt struct {
 	Def    *mcp.Prompt
 	Scopes []string
-	// Get gets the prompt. Like a ClientRelayer's call, it may ask the
+	// Get gets the prompt. Like the call of a handler that relays client
+	// requests (Traits.RelaysClientRequests), it may ask the
 	// request's client: through req.Client while it waits, or, for a client
 	// asked by input_required rounds (req.Rounds), by answering with
 	// PromptOutput.InputRequired, whose state the engine seals and binds

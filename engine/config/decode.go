@@ -13,43 +13,34 @@ import (
 	"github.com/mcpd/mcpd/engine/hclbody"
 )
 
-// decodeBody decodes body into the struct dst points to, as
-// gohcl.DecodeBody does, with the same struct tags, schemas and diagnostics.
-// The difference is that the schema and the field tags of each struct type
-// are worked out once (see planFor) instead of for every block: gohcl
+// decodeChecked decodes body into the struct dst points to, with the struct
+// tags of gohcl.DecodeBody. The schema and the field tags of each struct
+// type are worked out once (see planFor) instead of for every block: gohcl
 // recomputes both with reflection and fresh maps per block, which was half
 // the time of loading a 1,000-tool config. Attribute values are still
 // converted by gohcl.DecodeExpression.
 //
-// Its diagnostics are gohcl's too, which is what its tests compare. The
-// loader decodes with decodeChecked instead.
-func decodeBody(body hcl.Body, ectx *hcl.EvalContext, dst any) hcl.Diagnostics {
-	return (&decoder{ectx: ectx}).start(body, dst)
-}
-
-// decodeChecked is decodeBody with mcpd's diagnostics about the shape of
-// each body (unknown, misspelt and missing arguments and blocks): they are
-// hclbody's, built where the problem is found, instead of HCL's. A struct
-// with a remain field leaves part of its body to another decoder (a tool's
-// adapter block, the top level's backend blocks); rest gives, for each such
-// struct type, the schema of that part, so that nothing else is left
-// unreported and a misspelling is matched against every name valid in the
-// body.
+// Its diagnostics about the shape of each body (unknown, misspelt and
+// missing arguments and blocks) are hclbody's, built where the problem is
+// found, instead of HCL's. A struct with a remain field leaves part of its
+// body to another decoder (a tool's adapter block, the top level's backend
+// blocks); rest gives, for each such struct type, the schema of that part,
+// so that nothing else is left unreported and a misspelling is matched
+// against every name valid in the body.
 func decodeChecked(body hcl.Body, ectx *hcl.EvalContext, dst any, rest map[reflect.Type]*hcl.BodySchema) hcl.Diagnostics {
-	return (&decoder{ectx: ectx, checked: true, rest: rest}).start(body, dst)
+	return (&decoder{ectx: ectx, rest: rest}).start(body, dst)
 }
 
-// decoder is the context of one decodeBody or decodeChecked call.
+// decoder is the context of one decodeChecked call.
 type decoder struct {
-	ectx    *hcl.EvalContext
-	checked bool
-	rest    map[reflect.Type]*hcl.BodySchema
+	ectx *hcl.EvalContext
+	rest map[reflect.Type]*hcl.BodySchema
 }
 
 func (d *decoder) start(body hcl.Body, dst any) hcl.Diagnostics {
 	v := reflect.ValueOf(dst)
 	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
-		panic(fmt.Sprintf("decodeBody: target must be a pointer to a struct, not %T", dst))
+		panic(fmt.Sprintf("decodeChecked: target must be a pointer to a struct, not %T", dst))
 	}
 	return d.decode(planFor(v.Elem().Type()), body, v.Elem())
 }
@@ -157,7 +148,7 @@ func planFor(t reflect.Type) *plan {
 			p.labels = append(p.labels, labelField{name: name, index: i, rangeIndex: -1})
 		case "remain":
 			if !bodyType.AssignableTo(f.Type) {
-				panic(fmt.Sprintf("decodeBody: remain field %s.%s must be an hcl.Body", t, f.Name))
+				panic(fmt.Sprintf("decodeChecked: remain field %s.%s must be an hcl.Body", t, f.Name))
 			}
 			p.remain = i
 		case "def_range":
@@ -169,7 +160,7 @@ func planFor(t reflect.Type) *plan {
 		case "attr_range", "attr_name_range", "attr_value_range":
 			p.attrRanges = append(p.attrRanges, attrRangeField{attr: name, index: i, which: kind})
 		default:
-			panic(fmt.Sprintf("decodeBody: unsupported hcl tag kind %q on %s.%s", kind, t, f.Name))
+			panic(fmt.Sprintf("decodeChecked: unsupported hcl tag kind %q on %s.%s", kind, t, f.Name))
 		}
 	}
 	for i := 0; i < t.NumField(); i++ {
@@ -179,7 +170,7 @@ func planFor(t reflect.Type) *plan {
 			continue
 		}
 		if f.Type != rangeType {
-			panic(fmt.Sprintf("decodeBody: label_range field %s.%s must be an hcl.Range", t, f.Name))
+			panic(fmt.Sprintf("decodeChecked: label_range field %s.%s must be an hcl.Range", t, f.Name))
 		}
 		for j := range p.labels {
 			if p.labels[j].name == name {
@@ -196,10 +187,6 @@ func (d *decoder) decode(p *plan, body hcl.Body, val reflect.Value) hcl.Diagnost
 	var leftovers hcl.Body
 	var diags hcl.Diagnostics
 	switch {
-	case !d.checked && p.partial:
-		content, leftovers, diags = body.PartialContent(p.schema)
-	case !d.checked:
-		content, diags = body.Content(p.schema)
 	case p.partial:
 		rest, ok := d.rest[p.typ]
 		if !ok {

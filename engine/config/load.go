@@ -15,6 +15,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/mcpd/mcpd/engine/funcs"
+	"github.com/mcpd/mcpd/engine/ident"
 	"github.com/mcpd/mcpd/engine/principal"
 	"github.com/mcpd/mcpd/engine/suggest"
 )
@@ -28,34 +29,15 @@ type Blocks struct {
 	Backends []string
 }
 
-// validToolName is the spec's rule for tool names: 1 to 128 of
-// [A-Za-z0-9_.-]. (Written out rather than as a regular expression, whose
-// bounded repetition compiled into thousands of states at every start.)
-func validToolName(s string) bool {
-	if len(s) < 1 || len(s) > 128 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if !nameByte(s[i]) {
-			return false
-		}
-	}
-	return true
-}
-
 // validIdent is the rule for every other name mcpd declares (params,
 // prompts, backends), ^[A-Za-z_][A-Za-z0-9_.-]{0,127}$: they appear in
 // expressions and URIs, so keep them simple.
 func validIdent(s string) bool {
-	if !validToolName(s) {
+	if !ident.ToolName(s) {
 		return false
 	}
 	c := s[0]
 	return c == '_' || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z')
-}
-
-func nameByte(c byte) bool {
-	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-'
 }
 
 // fileContent is the top level of one config file.
@@ -179,7 +161,7 @@ func decodeFile(cfg *Config, body hcl.Body, dir string, blocks Blocks) hcl.Diagn
 	})
 
 	if fc.Remain != nil {
-		// decodeBody checked that nothing else is left: the diagnostics
+		// decodeChecked checked that nothing else is left: the diagnostics
 		// here are only about the backend blocks' labels.
 		content, _, d := fc.Remain.PartialContent(backendSchema)
 		diags = append(diags, d...)
@@ -213,7 +195,7 @@ func decodeFile(cfg *Config, body hcl.Body, dir string, blocks Blocks) hcl.Diagn
 	diags = append(diags, mergeAuth(cfg, fc.Auths, dir)...)
 	for _, t := range fc.Tools {
 		t.Dir = dir
-		if !validToolName(t.Name) {
+		if !ident.ToolName(t.Name) {
 			diags = append(diags, &hcl.Diagnostic{
 				Severity: hcl.DiagError,
 				Summary:  "Invalid tool name",
@@ -267,7 +249,7 @@ func decodeFile(cfg *Config, body hcl.Body, dir string, blocks Blocks) hcl.Diagn
 }
 
 // adapterBlock takes the adapter block out of the rest of a tool's (a
-// resource's) body. Anything else in the body was reported by decodeBody,
+// resource's) body. Anything else in the body was reported by decodeChecked,
 // which knew the adapter blocks as the rest of the body's schema.
 func adapterBlock(remain hcl.Body, schema *hcl.BodySchema, owner string) (*AdapterBlock, hcl.Diagnostics) {
 	if remain == nil {

@@ -114,8 +114,8 @@ tool "c" {
 			}
 			ectx := &hcl.EvalContext{Functions: funcs.Table(".")}
 			var want, got fileContent
-			wd := decodeBody(whole, ectx, &want)
-			gd := decodeBody(pieces, ectx, &got)
+			wd := decodeChecked(whole, ectx, &want, testRest)
+			gd := decodeChecked(pieces, ectx, &got, testRest)
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("decoded configs differ")
 			}

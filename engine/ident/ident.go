@@ -31,6 +31,24 @@ import (
 	"unicode/utf8"
 )
 
+// ToolName reports whether s is a tool name as MCP requires: 1 to 128 of
+// [A-Za-z0-9_.-]. It is the one copy of that rule: the config's tools, the
+// tools and prompts an upstream contributes and the importers' names all
+// pass it. (Written out rather than as a regular expression, whose bounded
+// repetition compiled into thousands of states at every start.)
+func ToolName(s string) bool {
+	if len(s) < 1 || len(s) > 128 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
 // MaxLen is the most bytes an identifier may hold.
 const MaxLen = 4096
 

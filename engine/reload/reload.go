@@ -168,16 +168,6 @@ func (r *Reloader) backendChanged() {
 	}
 }
 
-// StopWatching stops watching the served snapshot's backends (at shutdown).
-func (r *Reloader) StopWatching() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for b, stop := range r.watching {
-		stop()
-		delete(r.watching, b)
-	}
-}
-
 // statusChanged tells OnStatus. The caller holds r.mu.
 func (r *Reloader) statusChanged() {
 	if r.OnStatus != nil {

@@ -57,8 +57,9 @@ func (c *counterConfig) Open() (adapter.Backend, error) {
 	c.a.opened.Add(1)
 	return &counterBackend{c.a}, nil
 }
-func (b *counterBackend) Close() error { b.a.closed.Add(1); return nil }
-func (counterHandler) Vars() []string  { return nil }
+func (b *counterBackend) Close() error        { b.a.closed.Add(1); return nil }
+func (counterHandler) Vars() []string         { return nil }
+func (counterHandler) Traits() adapter.Traits { return adapter.Traits{ReadsEval: true} }
 func (counterHandler) Call(ctx context.Context, req *adapter.Request) (*adapter.Output, error) {
 	return &adapter.Output{Text: "counted"}, nil
 }

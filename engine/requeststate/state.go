@@ -79,13 +79,6 @@ func (s *Sealer) WithClock(now func() time.Time) *Sealer {
 	return &cp
 }
 
-// Bind identifies one call of the local user (no verified caller): what it
-// calls and with which arguments, so that a state minted for one call is
-// refused by every other.
-func Bind(kind, name string, args map[string]any) string {
-	return BindCaller(kind, name, args, "", nil)
-}
-
 // BindCaller identifies one call of caller (the verified principal, as
 // "method:name"; "" for the local user) with the values bound from it
 // (caller-bound params): a state minted for one caller, carrying its

@@ -120,3 +120,8 @@ func TestUsed(t *testing.T) {
 		t.Errorf("a forgotten state: first %v, %d held", first, u.Len())
 	}
 }
+
+// Bind identifies one call of the local user (no verified caller).
+func Bind(kind, name string, args map[string]any) string {
+	return BindCaller(kind, name, args, "", nil)
+}

@@ -59,13 +59,15 @@ func (f *fake) CompileTool(b *adapter.ToolBlock) (adapter.Handler, hcl.Diagnosti
 }
 
 // cappedHandler is mode "capped": it answers "capped" and declares output
-// caps of fakeCaps bytes (adapter.OutputBounder), which it reserves
+// caps of fakeCaps bytes (Traits.MaxOutputBytes), which it reserves
 // against the output budget.
 type cappedHandler struct{ *fakeHandler }
 
 const fakeCaps = 1 << 20 / 6
 
-func (cappedHandler) MaxOutputBytes() int64 { return fakeCaps }
+func (cappedHandler) Traits() adapter.Traits {
+	return adapter.Traits{ReadsEval: true, MaxOutputBytes: fakeCaps}
+}
 
 func (cappedHandler) Call(context.Context, *adapter.Request) (*adapter.Output, error) {
 	return &adapter.Output{Text: "capped"}, nil
@@ -79,7 +81,8 @@ type fakeHandler struct {
 	tool, mode string
 }
 
-func (h *fakeHandler) Vars() []string { return nil }
+func (h *fakeHandler) Vars() []string         { return nil }
+func (h *fakeHandler) Traits() adapter.Traits { return adapter.Traits{ReadsEval: true} }
 
 func (h *fakeHandler) Call(ctx context.Context, req *adapter.Request) (*adapter.Output, error) {
 	switch h.mode {

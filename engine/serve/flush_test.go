@@ -6,6 +6,12 @@ import (
 	"testing"
 )
 
+// deferResponseFlush is the response writer of a POST without a write
+// deadline.
+func deferResponseFlush(w http.ResponseWriter) http.ResponseWriter {
+	return &respWriter{ResponseWriter: w, rc: *http.NewResponseController(w), filter: true}
+}
+
 // A POST's response event waits for the end of the stream; anything else
 // is flushed at once.
 func TestDeferResponseFlush(t *testing.T) {

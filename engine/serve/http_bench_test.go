@@ -16,6 +16,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpd/mcpd/engine/buildinfo"
 	"github.com/mcpd/mcpd/engine/loader"
 	"github.com/mcpd/mcpd/engine/serve"
 	"github.com/mcpd/mcpd/engine/snapshot"
@@ -69,7 +70,7 @@ func BenchmarkHTTPCall(b *testing.B) {
 	}
 	mcpdWith := func(opts serve.HTTPOptions) func() http.Handler {
 		return func() http.Handler {
-			m := telemetry.NewMetrics("bench")
+			m := telemetry.NewMetricsFor(buildinfo.Read("bench", ""))
 			srv := serve.New(cur, serve.Options{Logger: quiet, Metrics: m, MaxInflight: 64, OutputBudget: 256 << 20})
 			mux := http.NewServeMux()
 			mux.Handle("/mcp", srv.HTTPHandler(opts))

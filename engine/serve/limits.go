@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"net"
@@ -99,7 +100,7 @@ func (l *requestLimits) reserveBody(w http.ResponseWriter, r *http.Request) (int
 
 // wrap puts the read deadline on r's body and returns w with the write
 // deadline and, for a POST, the deferred flush of its response event (see
-// flush.go): one allocation for all three.
+// respWriter): one allocation for all three.
 func (l *requestLimits) wrap(w http.ResponseWriter, r *http.Request, post bool) *respWriter {
 	x := &exchange{rw: respWriter{ResponseWriter: w, rc: *http.NewResponseController(w), filter: post}}
 	rw := &x.rw
@@ -160,7 +161,17 @@ func (b *deadlineBody) Read(p []byte) (int, error) {
 // the result it holds are freed. To keep the cost of a plain request to
 // one deadline update, the deadline is moved only when less than half of
 // WriteTimeout is left, so a write gets between half of it and all of it.
-// With filter, it defers the flush of a POST's response event (flush.go).
+//
+// With filter (a POST), it defers the flush of a response event. The SDK
+// streams the answer to a POST as server-sent events and flushes after each
+// event, so a plain call would cost two writes to the socket: its response
+// event, then the end of the stream when the handler returns. The flush
+// after an event that carries a JSON-RPC response is skipped: the stream of
+// a POST ends as soon as its last response is written, and net/http then
+// sends the held event and the end of the stream in one write. Everything
+// else (events carrying a request or a notification, such as progress;
+// comments; a flush with nothing written) is flushed at once, so streaming
+// is unchanged. See docs/performance.md for the measurements.
 type respWriter struct {
 	http.ResponseWriter
 	rc       http.ResponseController // of ResponseWriter
@@ -218,6 +229,13 @@ func (w *respWriter) FlushError() error {
 }
 
 func (w *respWriter) Flush() { w.FlushError() }
+
+// isResponseEvent reports whether b is one server-sent event carrying a
+// JSON-RPC response (an id, and no method). The SDK writes each event with
+// one Write.
+func isResponseEvent(b []byte) bool {
+	return bytes.Contains(b, []byte("data: {")) && bytes.Contains(b, []byte(`"id":`)) && !bytes.Contains(b, []byte(`"method":`))
+}
 
 // Unwrap lets http.ResponseController reach the writer's other methods
 // (deadlines, full duplex).

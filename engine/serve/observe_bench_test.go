@@ -11,6 +11,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/mcpd/mcpd/engine/audit"
+	"github.com/mcpd/mcpd/engine/buildinfo"
 	"github.com/mcpd/mcpd/engine/event"
 	"github.com/mcpd/mcpd/engine/loader"
 	"github.com/mcpd/mcpd/engine/serve"
@@ -45,14 +46,14 @@ func BenchmarkObserveCost(b *testing.B) {
 		opts serve.Options
 	}{
 		{"bare", serve.Bare(serve.Options{Logger: quiet})},
-		{"metrics", serve.Options{Logger: quiet, Metrics: telemetry.NewMetrics("bench")}},
-		{"tracing", serve.Options{Logger: quiet, Metrics: telemetry.NewMetrics("bench"), Tracer: tp.Tracer("bench")}},
+		{"metrics", serve.Options{Logger: quiet, Metrics: telemetry.NewMetricsFor(buildinfo.Read("bench", ""))}},
+		{"tracing", serve.Options{Logger: quiet, Metrics: telemetry.NewMetricsFor(buildinfo.Read("bench", "")), Tracer: tp.Tracer("bench")}},
 		// The audit log's cost in the call's goroutine: building, redacting
 		// and encoding the line; the writing is another goroutine's.
-		{"audit", serve.Options{Logger: quiet, Metrics: telemetry.NewMetrics("bench"), Audit: audit.New(io.Discard, audit.Options{Logger: quiet})}},
+		{"audit", serve.Options{Logger: quiet, Metrics: telemetry.NewMetricsFor(buildinfo.Read("bench", "")), Audit: audit.New(io.Discard, audit.Options{Logger: quiet})}},
 		// mcpd serve --ui: the call record built for the console (whose
 		// own share is BenchmarkRecord in authoring/console).
-		{"oncall", serve.Options{Logger: quiet, Metrics: telemetry.NewMetrics("bench"), OnCall: func(*event.Call) {}}},
+		{"oncall", serve.Options{Logger: quiet, Metrics: telemetry.NewMetricsFor(buildinfo.Read("bench", "")), OnCall: func(*event.Call) {}}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			srv := serve.New(cur, bc.opts)
@@ -102,8 +103,8 @@ func BenchmarkObserveMiddleware(b *testing.B) {
 	}{
 		{"bare", serve.Options{Logger: quiet}},
 		{"drain-only", serve.Options{Logger: quiet}},
-		{"metrics", serve.Options{Logger: quiet, Metrics: telemetry.NewMetrics("bench")}},
-		{"metrics+tracing", serve.Options{Logger: quiet, Metrics: telemetry.NewMetrics("bench"), Tracer: tp.Tracer("bench")}},
+		{"metrics", serve.Options{Logger: quiet, Metrics: telemetry.NewMetricsFor(buildinfo.Read("bench", ""))}},
+		{"metrics+tracing", serve.Options{Logger: quiet, Metrics: telemetry.NewMetricsFor(buildinfo.Read("bench", "")), Tracer: tp.Tracer("bench")}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			h := mcp.MethodHandler(noop)

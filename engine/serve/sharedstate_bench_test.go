@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpd/mcpd/engine/buildinfo"
 	"github.com/mcpd/mcpd/engine/loader"
 	"github.com/mcpd/mcpd/engine/serve"
 	"github.com/mcpd/mcpd/engine/sharedstate/sharedstatetest"
@@ -57,7 +58,7 @@ func BenchmarkRateLimitedCall(b *testing.B) {
 				SessionTimeout: 10 * time.Minute, MaxSessions: 1000, MaxInflight: 64, MaxBody: 4 << 20,
 				MaxInflightBytes: 64 << 20, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second,
 			}
-			m := telemetry.NewMetrics("bench")
+			m := telemetry.NewMetricsFor(buildinfo.Read("bench", ""))
 			srv := serve.New(cur, serve.Options{Logger: quiet, Metrics: m, MaxInflight: 64, OutputBudget: 256 << 20})
 			mux := http.NewServeMux()
 			mux.Handle("/mcp", srv.HTTPHandler(opts))

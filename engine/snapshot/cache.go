@@ -193,7 +193,7 @@ func compileCache(tc *config.Tool, h adapter.Handler, sc serverCache) (*toolCach
 		diags = append(diags, dd...)
 		out.maxEntry = n
 	}
-	if cs, ok := h.(adapter.CallerScoped); ok && out.shared && cs.ActsAsCaller() {
+	if out.shared && adapter.TraitsOf(h).ActsAsCaller {
 		rng := c.DeclRange
 		if c.Shared != nil {
 			rng = c.Shared.Range
@@ -217,7 +217,7 @@ func compileCache(tc *config.Tool, h adapter.Handler, sc serverCache) (*toolCach
 }
 
 // notReadOnly says why a tool may change something, or "" when it only
-// reads: its adapter says so (adapter.ReadOnlyReporter, such as a sql
+// reads: its adapter says so (Traits.ReadOnly, such as a sql
 // block's read_only), or, for an adapter that cannot tell, the tool's
 // annotations declare read_only = true.
 func notReadOnly(tc *config.Tool, h adapter.Handler) string {
@@ -225,8 +225,8 @@ func notReadOnly(tc *config.Tool, h adapter.Handler) string {
 	if ann != nil && ann.ReadOnly != nil && !*ann.ReadOnly {
 		return "is annotated read_only = false"
 	}
-	if r, ok := h.(adapter.ReadOnlyReporter); ok {
-		if !r.ReadOnly() {
+	if ro := adapter.TraitsOf(h).ReadOnly; ro != nil {
+		if !*ro {
 			return fmt.Sprintf("may write: its %s block sets read_only = false", tc.Adapter.Type)
 		}
 		return ""

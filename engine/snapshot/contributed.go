@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/config"
+	"github.com/mcpd/mcpd/engine/ident"
 	"github.com/mcpd/mcpd/engine/schema"
 )
 
@@ -86,7 +87,7 @@ func (s *Snapshot) addContributed(prev *Snapshot, sl serverLimits) {
 		}
 		if pc, ok := c.conf.(adapter.PromptContributor); ok {
 			for _, cp := range pc.ContributedPrompts(lb.backend) {
-				if _, dup := s.prompts[cp.Def.Name]; dup || cp.Get == nil || !validToolName(cp.Def.Name) {
+				if _, dup := s.prompts[cp.Def.Name]; dup || cp.Get == nil || !ident.ToolName(cp.Def.Name) {
 					continue
 				}
 				get := cp.Get
@@ -160,7 +161,7 @@ func (s *Snapshot) contributedTools() []adapter.ContributedTool {
 // (The MCP adapter drops such tools when it lists them, and counts them;
 // this is the rule for every contributor.)
 func compileContributed(ct adapter.ContributedTool, sl serverLimits) *Tool {
-	if ct.Handler == nil || !validToolName(ct.Name) {
+	if ct.Handler == nil || !ident.ToolName(ct.Name) {
 		slog.Warn("contributed tool skipped: invalid name or no handler", "tool", ct.Name)
 		return nil
 	}
@@ -191,9 +192,10 @@ func compileContributed(ct adapter.ContributedTool, sl serverLimits) *Tool {
 		sensitive:   sensitiveArgs(in),
 		limits:      lim,
 		handler:     ct.Handler,
+		traits:      ct.Handler.Traits(),
 		adapterType: "contributed",
 	}
-	if er, ok := ct.Handler.(adapter.EvalReporter); !ok || er.ReadsEval() {
+	if t.traits.ReadsEval {
 		t.needsEval = true
 	}
 	t.Def = &mcp.Tool{Name: ct.Name, Title: ct.Title, Description: ct.Description, InputSchema: rawJSON(in), Annotations: ct.Annotations}
@@ -204,17 +206,4 @@ func compileContributed(ct adapter.ContributedTool, sl serverLimits) *Tool {
 		}
 	}
 	return t
-}
-
-// validToolName: 1–128 of [A-Za-z0-9_.-], as MCP requires.
-func validToolName(name string) bool {
-	if len(name) == 0 || len(name) > 128 {
-		return false
-	}
-	for _, r := range name {
-		if !(r == '_' || r == '.' || r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
-			return false
-		}
-	}
-	return true
 }

@@ -46,7 +46,8 @@ func (b *contribBackend) Close() error { return nil }
 
 type argsHandler struct{}
 
-func (argsHandler) Vars() []string { return nil }
+func (argsHandler) Vars() []string         { return nil }
+func (argsHandler) Traits() adapter.Traits { return adapter.Traits{ReadsEval: true} }
 func (argsHandler) Call(_ context.Context, req *adapter.Request) (*adapter.Output, error) {
 	return &adapter.Output{Structured: req.Args}, nil
 }

@@ -132,7 +132,8 @@ type fakeHandler struct {
 	say     hcl.Expression
 }
 
-func (h *fakeHandler) Vars() []string { return []string{"body"} }
+func (h *fakeHandler) Vars() []string         { return []string{"body"} }
+func (h *fakeHandler) Traits() adapter.Traits { return adapter.Traits{ReadsEval: true} }
 
 func (h *fakeHandler) Call(ctx context.Context, req *adapter.Request) (*adapter.Output, error) {
 	if h.backend != nil {
@@ -186,8 +187,10 @@ func (h *fakeHandler) Call(ctx context.Context, req *adapter.Request) (*adapter.
 // under key "q" with the state "asked", then greets with the answer.
 type fakeRelay struct{}
 
-func (fakeRelay) Vars() []string             { return nil }
-func (fakeRelay) RelaysClientRequests() bool { return true }
+func (fakeRelay) Vars() []string { return nil }
+func (fakeRelay) Traits() adapter.Traits {
+	return adapter.Traits{ReadsEval: true, RelaysClientRequests: true}
+}
 
 func (fakeRelay) Call(_ context.Context, req *adapter.Request) (*adapter.Output, error) {
 	if req.Rounds == nil {

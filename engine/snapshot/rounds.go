@@ -12,7 +12,7 @@ import (
 )
 
 // The input_required rounds of a tool's adapter. An adapter that relays
-// its backend's questions (adapter.ClientRelayer: an MCP upstream's
+// its backend's questions (Traits.RelaysClientRequests: an MCP upstream's
 // elicitation, sampling, roots) asks a 2026-07-28 client the way the ask
 // blocks do: the call ends with input_required, and the client retries
 // with its answers and the requestState. Those rounds come after every
@@ -47,8 +47,7 @@ type handlerRounds struct {
 // asksByRounds reports whether the tool's adapter may ask this request's
 // client by input_required rounds.
 func (t *Tool) asksByRounds(in *Answers) bool {
-	r, ok := t.handler.(adapter.ClientRelayer)
-	return ok && r.RelaysClientRequests() && in.byRounds()
+	return t.traits.RelaysClientRequests && in.byRounds()
 }
 
 // newHandlerRounds builds the adapter's rounds of a call whose requestState

@@ -37,6 +37,7 @@ type Tool struct {
 	output    *schema.Bounded // nil: no output schema
 	scope     *adapter.Scope
 	handler   adapter.Handler // nil: a declarative tool
+	traits    adapter.Traits  // the handler's, read once when compiled
 	result    *result
 	progress  *progressSpec
 	logs      []*logSpec
@@ -200,7 +201,8 @@ func compileTool(tc *config.Tool, reg *adapter.Registry, backend *backendSet, ft
 		t.handler, t.adapterType = h, tc.Adapter.Type
 		if h != nil {
 			vars = h.Vars()
-			if er, ok := h.(adapter.EvalReporter); !ok || er.ReadsEval() {
+			t.traits = h.Traits()
+			if t.traits.ReadsEval {
 				t.needsEval = true
 			}
 		}
@@ -397,10 +399,7 @@ func attrDiag(a *hcl.Attribute, detail string) *hcl.Diagnostic {
 // its adapter's caps; 0 when the adapter does not say (a declarative tool
 // builds its result from the config).
 func (t *Tool) MaxOutputBytes() int64 {
-	if b, ok := t.handler.(adapter.OutputBounder); ok {
-		return b.MaxOutputBytes()
-	}
-	return 0
+	return t.traits.MaxOutputBytes
 }
 
 // BuildsResult reports whether the tool's result block builds the result
@@ -439,13 +438,9 @@ const AsksMetaKey = "mcpd/asks"
 
 // Asks reports whether Call reads its request's Answers: the tool has ask
 // blocks, or its adapter may ask the client while it runs
-// (adapter.ClientRelayer).
+// (Traits.RelaysClientRequests).
 func (t *Tool) Asks() bool {
-	if t.asks != nil {
-		return true
-	}
-	r, ok := t.handler.(adapter.ClientRelayer)
-	return ok && r.RelaysClientRequests()
+	return t.asks != nil || t.traits.RelaysClientRequests
 }
 
 // call is the body of Call; a protocol error goes to *protoErr (and the

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpd/mcpd/engine/buildinfo"
 	dto "github.com/prometheus/client_model/go"
 )
 
@@ -144,3 +145,6 @@ func BenchmarkHTTPMiddleware(b *testing.B) {
 		h.ServeHTTP(w, req)
 	}
 }
+
+// NewMetrics is NewMetricsFor the running binary with this version.
+func NewMetrics(version string) *Metrics { return NewMetricsFor(buildinfo.Read(version, "")) }

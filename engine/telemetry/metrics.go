@@ -80,9 +80,6 @@ type toolSeries struct {
 // label: the snapshot's cache statuses.
 var CacheResults = [...]string{"hit", "miss", "error"}
 
-// NewMetrics is NewMetricsFor the running binary with this version.
-func NewMetrics(version string) *Metrics { return NewMetricsFor(buildinfo.Read(version, "")) }
-
 // NewMetricsFor returns the collectors, registered on a new registry
 // together with the Go runtime and process collectors and mcpd_build_info,
 // whose labels are bi's version, revision and Go version.

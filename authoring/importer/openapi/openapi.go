@@ -53,25 +53,20 @@ type Result struct {
 	Tools  int
 }
 
-// Load reads an OpenAPI document from a file or an http(s) URL, JSON or
-// YAML, with its $refs resolved and the line of each element recorded.
-// A document read from a file may refer to other files of its own
-// directory tree, and one read from a URL to other URLs of the same host: a
-// document never makes the importer read from elsewhere (a remote one,
-// the rest of the local disk), because what a reference reads is copied
-// into the generated config.
-func Load(ctx context.Context, location string) (*openapi3.T, error) {
-	return LoadWith(ctx, location, LoadOptions{})
-}
-
-// LoadOptions widen what Load reads.
+// LoadOptions widen what LoadWith reads.
 type LoadOptions struct {
 	// RefRoot is the directory whose tree the references of a document
 	// read from a file may read. Default: the document's own directory.
 	RefRoot string
 }
 
-// LoadWith is Load with o.
+// LoadWith reads an OpenAPI document from a file or an http(s) URL, JSON
+// or YAML, with its $refs resolved and the line of each element recorded.
+// A document read from a file may refer to other files of its own
+// directory tree (o.RefRoot widens it), and one read from a URL to other
+// URLs of the same host: a document never makes the importer read from
+// elsewhere (a remote one, the rest of the local disk), because what a
+// reference reads is copied into the generated config.
 func LoadWith(ctx context.Context, location string, o LoadOptions) (*openapi3.T, error) {
 	loader := openapi3.NewLoader()
 	loader.Context = ctx

@@ -22,6 +22,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/mcpd/mcpd/authoring/importer"
+	"github.com/mcpd/mcpd/engine/ident"
 )
 
 // Options name the source in the output.
@@ -235,12 +236,6 @@ func (c *converter) block(typ, label string) *hclwrite.Body {
 
 var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(?::([^}]*))?\}`)
 
-// text is a string value with Toolbox's ${VAR} and ${VAR:default}
-// substitutions turned into env() calls.
-func (c *converter) text(n *yaml.Node) hclwrite.Tokens {
-	return importer.Template(c.parts(str(n))...)
-}
-
 func (c *converter) parts(s string) []importer.Part {
 	var parts []importer.Part
 	for {
@@ -377,7 +372,7 @@ type tparam struct {
 func (c *converter) tool(r *resource) {
 	where := "tools." + r.name
 	name := r.name
-	if !validToolName(name) || c.names.Taken(name) {
+	if !ident.ToolName(name) || c.names.Taken(name) {
 		name = c.names.Unique(importer.Ident(name, "tool"))
 	}
 	srcName := str(get(r.node, "source"))
@@ -430,10 +425,6 @@ func (c *converter) tool(r *resource) {
 	c.body.AppendNewline()
 	c.body.AppendUnstructuredTokens(tools.BuildTokens(nil))
 }
-
-var toolNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
-
-func validToolName(s string) bool { return toolNameRE.MatchString(s) }
 
 // params converts a list of Toolbox parameters into param blocks; it
 // returns them in order, or false when one cannot be converted.
