@@ -15,6 +15,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/cache"
 	"github.com/mcpd/mcpd/engine/config"
 	"github.com/mcpd/mcpd/engine/principal"
 	"github.com/mcpd/mcpd/engine/redact"
@@ -59,7 +60,7 @@ type Tool struct {
 	// schema (sensitive = true on a param); nil when none.
 	sensitive map[string]bool
 	// cache reuses the tool's results (cache.go); nil: not cached.
-	cache *toolCache
+	cache *cache.Tool
 	// rerunnable: a second run with the same arguments changes nothing
 	// (read-only or idempotent), so one requestState may run the tool
 	// more than once (replay.go).
@@ -458,19 +459,19 @@ func (t *Tool) Asks() bool {
 // not make that stack grow, which copies it.
 func (t *Tool) call(ctx context.Context, req *CallRequest, protoErr *error) (res *mcp.CallToolResult) {
 	raw := req.Args
-	var fill *cacheFill
+	var fill *cache.Fill
 	cacheStatus := ""
 	budget := t.state.Budget()
 	// Registered first, so it runs last: over every result, errors and the
 	// panic message included; a cache hit was redacted when stored. The
 	// result is stored redacted.
 	defer func() {
-		if cacheStatus == CacheHit {
+		if cacheStatus == cache.Hit {
 			return
 		}
 		res = redactResult(t.redact, t.scrubSensitive(raw, res))
 		if cacheStatus != "" {
-			res = t.cache.fill(ctx, t.Def.Name, fill, cacheStatus, res, budget)
+			res = t.cache.Fill(ctx, t.Def.Name, fill, cacheStatus, res, budget)
 		}
 	}()
 	defer t.recoverCall(&res)
@@ -514,9 +515,9 @@ func (t *Tool) call(ctx context.Context, req *CallRequest, protoErr *error) (res
 	}
 	if t.cache != nil {
 		// After validation, binding and the asks, which the key covers;
-		// before the limits, which a hit does not need (cache.go).
+		// before the limits, which a hit does not need (engine/cache).
 		var hit *mcp.CallToolResult
-		if hit, fill, cacheStatus = t.cache.lookup(ctx, t.Def.Name, args, inputs, caller, budget); hit != nil {
+		if hit, fill, cacheStatus = t.cache.Lookup(ctx, t.Def.Name, args, inputs, cacheCaller(t.cache, caller), budget); hit != nil {
 			return hit
 		}
 	}
