@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/config"
+	"github.com/mcpd/mcpd/engine/limits"
 	"github.com/mcpd/mcpd/engine/requeststate"
 	"github.com/mcpd/mcpd/engine/sharedstate"
 )
@@ -48,7 +49,7 @@ func rerunnable(tc *config.Tool, h adapter.Handler) bool {
 
 // errStateDown is a state that could not be claimed across replicas
 // because the shared state does not answer, for a tool that fails closed.
-var errStateDown = errors.New("the shared state (Redis), which remembers the requestStates used on every replica, does not answer; retry in " + retryIn(stateRetry))
+var errStateDown = errors.New("the shared state (Redis), which remembers the requestStates used on every replica, does not answer; retry in " + limits.RetryIn(limits.StateRetry))
 
 // claimState claims the requestState token for this run of the tool; an
 // error means it must not run.
@@ -66,7 +67,7 @@ func (t *Tool) claimState(ctx context.Context, token string, budget *sharedstate
 	if st == nil {
 		return nil
 	}
-	closed := t.limits.spec.failMode == sharedstate.FailClosed
+	closed := t.limits.FailMode() == sharedstate.FailClosed
 	if st.Healthy() && !budget.Spent() {
 		octx, done := budget.Op(ctx)
 		first, err = st.Claim(octx, st.Key("rs", id), time.Until(expires)+time.Second)

@@ -17,6 +17,7 @@ import (
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/cache"
 	"github.com/mcpd/mcpd/engine/config"
+	"github.com/mcpd/mcpd/engine/limits"
 	"github.com/mcpd/mcpd/engine/principal"
 	"github.com/mcpd/mcpd/engine/redact"
 	"github.com/mcpd/mcpd/engine/requeststate"
@@ -53,13 +54,13 @@ type Tool struct {
 	scopes []string
 	// callerParams are bound from the verified caller, not the model.
 	callerParams []*schema.CallerParam
-	// limits are the tool's timeout, concurrency and rates (limits.go);
+	// limits are the tool's timeout, concurrency and rates (engine/limits);
 	// never nil once built.
-	limits *limits
+	limits *limits.Limits
 	// sensitive are the arguments marked "writeOnly": true in the input
 	// schema (sensitive = true on a param); nil when none.
 	sensitive map[string]bool
-	// cache reuses the tool's results (cache.go); nil: not cached.
+	// cache reuses the tool's results (engine/cache); nil: not cached.
 	cache *cache.Tool
 	// rerunnable: a second run with the same arguments changes nothing
 	// (read-only or idempotent), so one requestState may run the tool
@@ -415,7 +416,7 @@ func (t *Tool) BuildsResult() bool {
 
 // Call runs one call of the tool: validate, bind the caller, answer the
 // ask blocks, answer from the result cache when the tool is cached and
-// the result is there (cache.go), admit (rate limits, concurrency), call
+// the result is there (engine/cache), admit (rate limits, concurrency), call
 // the adapter under the
 // tool's timeout, shape, redact. Every failure of the tool, including a
 // panic, is a tool error the model can read, in the result. The error is
@@ -521,7 +522,7 @@ func (t *Tool) call(ctx context.Context, req *CallRequest, protoErr *error) (res
 			return hit
 		}
 	}
-	release, refusal := t.limits.admit(ctx, t.Def.Name, caller, budget)
+	release, refusal := t.limits.Admit(ctx, t.Def.Name, caller, budget)
 	if refusal != "" {
 		return toolError(refusal)
 	}
@@ -533,7 +534,7 @@ func (t *Tool) call(ctx context.Context, req *CallRequest, protoErr *error) (res
 			return t.stateRefused(err, protoErr)
 		}
 	}
-	ctx, cancel := t.limits.withTimeout(ctx)
+	ctx, cancel := t.limits.WithTimeout(ctx)
 	defer cancel()
 	ask := callAsk{client: req.Answers.clientAsker(), rounds: rounds, progress: req.Progress != nil, log: req.Log != nil}
 	return t.run(ctx, args, inputs, progress, log, ask, protoErr)
@@ -616,7 +617,7 @@ func (t *Tool) failed(ctx context.Context, err error, adapter bool) *mcp.CallToo
 	if adapter && unavailable(err) {
 		return t.errorf(err) // what failed, not the timeout that ended the wait
 	}
-	if msg := t.limits.timedOut(ctx, t.Def.Name); msg != "" {
+	if msg := t.limits.TimedOut(ctx, t.Def.Name); msg != "" {
 		return toolError(msg)
 	}
 	if adapter && ctx.Err() != nil {
