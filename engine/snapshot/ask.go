@@ -15,6 +15,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/ask"
 	"github.com/mcpd/mcpd/engine/config"
 	"github.com/mcpd/mcpd/engine/requeststate"
 	"github.com/mcpd/mcpd/engine/schema"
@@ -61,45 +62,6 @@ type asker struct {
 	asks       []*askSpec
 	rounds     int
 	scope      *adapter.Scope // Inputs holds every ask
-}
-
-// StateError is a requestState that is refused: tampered, expired or
-// minted for another call. It is a protocol error, not a tool error.
-type StateError struct{ Err error }
-
-func (e *StateError) Error() string { return "invalid requestState: " + e.Err.Error() }
-func (e *StateError) Unwrap() error { return e.Err }
-
-// MissingCapabilityError means a question must be asked that the client
-// cannot answer: the call does not run (fail closed).
-type MissingCapabilityError struct {
-	What string   // "tool x" or "prompt x"
-	Asks []string // the kinds of the questions
-	// Capabilities names the client capabilities missing, as keys of
-	// ClientCapabilities: "elicitation", "roots", "sampling", sorted.
-	Capabilities []string
-	// Message, when set, is the message (an adapter's: see
-	// adapter.MissingCapabilityError).
-	Message string
-}
-
-func (e *MissingCapabilityError) Error() string {
-	if e.Message != "" {
-		return e.Message
-	}
-	return fmt.Sprintf("%s needs to ask the user (%s) but the client did not declare that capability, so it did not run", e.What, strings.Join(e.Asks, ", "))
-}
-
-// RequiredCapabilities is the ClientCapabilities object that names
-// exactly the missing capabilities, each as {}: the data.requiredCapabilities
-// of the -32021 error. (mcp.ClientCapabilities cannot say it: it always
-// encodes "roots".)
-func (e *MissingCapabilityError) RequiredCapabilities() map[string]any {
-	out := make(map[string]any, len(e.Capabilities))
-	for _, c := range e.Capabilities {
-		out[c] = map[string]any{}
-	}
-	return out
 }
 
 // askOutcome is one step of resolving the asks: the inputs (all answered),
@@ -555,8 +517,8 @@ func contentText(c mcp.Content) string {
 // is the one ask loop: with an Answerer it asks round after round within
 // the call; without, it returns the open questions and a state to retry
 // with. bind is what the state is bound to (see callBind).
-func (a *asker) resolve(ctx context.Context, args map[string]any, bind string, in *Answers) (*askOutcome, error) {
-	st, err := in.open(bind)
+func (a *asker) resolve(ctx context.Context, args map[string]any, bind string, in *ask.Answers) (*askOutcome, error) {
+	st, err := in.Open(bind)
 	if err != nil {
 		return nil, err
 	}
@@ -566,7 +528,7 @@ func (a *asker) resolve(ctx context.Context, args map[string]any, bind string, i
 // resolveFrom is resolve from the opened state st. A state past the last
 // round (one the tool's adapter asked with: see handlerRounds) carries
 // every input already.
-func (a *asker) resolveFrom(ctx context.Context, args map[string]any, bind string, st requeststate.State, in *Answers) (*askOutcome, error) {
+func (a *asker) resolveFrom(ctx context.Context, args map[string]any, bind string, st requeststate.State, in *ask.Answers) (*askOutcome, error) {
 	inputs := make(map[string]any, len(a.asks))
 	for k, v := range st.Answers {
 		inputs[k] = v
@@ -593,11 +555,11 @@ func (a *asker) resolveFrom(ctx context.Context, args map[string]any, bind strin
 			}
 			return &askOutcome{requests: reqs, state: state}, nil
 		}
-		if asked++; asked >= maxAskRounds {
-			return nil, &noValidAnswer{asked}
+		if asked++; asked >= ask.MaxRounds {
+			return nil, &ask.NoValidAnswer{Rounds: asked}
 		}
 		if responses, err = in.Answerer.Answer(ctx, reqs); err != nil {
-			return nil, &AnswerError{Err: err}
+			return nil, &ask.AnswerError{Err: err}
 		}
 	}
 	return &askOutcome{inputs: inputs}, nil
@@ -671,7 +633,7 @@ func (a *asker) declined(q *askSpec, action string, args map[string]any) string 
 }
 
 func (a *asker) missing(qs []*askSpec) error {
-	e := &MissingCapabilityError{What: a.kind + " " + a.name}
+	e := &ask.MissingCapabilityError{What: a.kind + " " + a.name}
 	kinds, caps := map[string]bool{}, map[string]bool{}
 	for _, q := range qs {
 		kinds[askKindNames[q.kind]] = true

@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/ask"
 	"github.com/mcpd/mcpd/engine/config"
 	"github.com/mcpd/mcpd/engine/redact"
 	"github.com/mcpd/mcpd/engine/requeststate"
@@ -137,11 +138,11 @@ func (p *Prompt) get(ctx context.Context, req *GetRequest) (*mcp.GetPromptResult
 	if p.asks != nil {
 		bind := requeststate.BindCaller("prompt", p.Def.Name, goArgs, callerID(req.Caller), nil)
 		out, err := p.asks.resolve(ctx, goArgs, bind, &req.Answers)
-		var ae *AnswerError
-		var nv *noValidAnswer
+		var ae *ask.AnswerError
+		var nv *ask.NoValidAnswer
 		switch {
 		case errors.As(err, &ae):
-			return nil, &AnswerError{What: "prompt " + p.Def.Name, Err: ae.Err}
+			return nil, &ask.AnswerError{What: "prompt " + p.Def.Name, Err: ae.Err}
 		case errors.As(err, &nv):
 			return nil, fmt.Errorf("prompt %s: %v", p.Def.Name, err)
 		case err != nil:

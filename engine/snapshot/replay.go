@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/ask"
 	"github.com/mcpd/mcpd/engine/config"
 	"github.com/mcpd/mcpd/engine/limits"
 	"github.com/mcpd/mcpd/engine/requeststate"
@@ -120,7 +121,7 @@ func (s *Snapshot) ReplaysRefused() uint64 {
 // are; the others are tool errors saying when to retry.
 func (t *Tool) stateRefused(err error, protoErr *error) *mcp.CallToolResult {
 	if errors.Is(err, requeststate.ErrUsed) {
-		*protoErr = &StateError{err}
+		*protoErr = &ask.StateError{Err: err}
 		return toolError(err.Error())
 	}
 	return toolError(fmt.Sprintf("tool %s was not run: %v", t.Def.Name, err))

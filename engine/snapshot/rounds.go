@@ -8,6 +8,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/ask"
 	"github.com/mcpd/mcpd/engine/requeststate"
 )
 
@@ -46,9 +47,9 @@ type handlerRounds struct {
 
 // asksByRounds reports whether the tool's adapter may ask this request's
 // client by input_required rounds.
-func (t *Tool) asksByRounds(in *Answers) bool {
+func (t *Tool) asksByRounds(in *ask.Answers) bool {
 	r, ok := t.handler.(adapter.ClientRelayer)
-	return ok && r.RelaysClientRequests() && in.byRounds()
+	return ok && r.RelaysClientRequests() && in.ByRounds()
 }
 
 // newHandlerRounds builds the adapter's rounds of a call whose requestState
@@ -56,7 +57,7 @@ func (t *Tool) asksByRounds(in *Answers) bool {
 // blocks. The client's responses are the adapter's only when the state is
 // one the adapter asked with; otherwise they answered the ask blocks,
 // which took them.
-func newHandlerRounds(askRounds int, bind string, st requeststate.State, inputs map[string]any, in *Answers) *handlerRounds {
+func newHandlerRounds(askRounds int, bind string, st requeststate.State, inputs map[string]any, in *ask.Answers) *handlerRounds {
 	h := &handlerRounds{req: adapter.Rounds{Caps: in.Caps}, sealer: in.Sealer, bind: bind, round: askRounds + 1, inputs: inputs}
 	switch {
 	case in.State != "" && st.Round > askRounds:
@@ -105,11 +106,11 @@ func (h *handlerRounds) seal(ir *adapter.InputRequired) (string, error) {
 // getRemote gets a contributed prompt.
 func (p *Prompt) getRemote(ctx context.Context, req *GetRequest) (*mcp.GetPromptResult, error) {
 	in := &req.Answers
-	preq := &adapter.PromptRequest{Prompt: p.Def.Name, Args: req.Args, Client: in.clientAsker()}
+	preq := &adapter.PromptRequest{Prompt: p.Def.Name, Args: req.Args, Client: in.ClientAsker()}
 	var rounds *handlerRounds
-	if in.byRounds() {
+	if in.ByRounds() {
 		bind := requeststate.BindCaller("prompt", p.Def.Name, anyArgs(req.Args), callerID(req.Caller), nil)
-		st, err := in.open(bind)
+		st, err := in.Open(bind)
 		if err != nil {
 			return nil, err
 		}
@@ -122,7 +123,7 @@ func (p *Prompt) getRemote(ctx context.Context, req *GetRequest) (*mcp.GetPrompt
 	case errors.As(err, &me):
 		// As for the prompt's own ask blocks: the protocol's error names
 		// what the client must declare.
-		return nil, &MissingCapabilityError{What: "prompt " + p.Def.Name, Asks: me.Asks, Capabilities: me.Capabilities, Message: me.Message}
+		return nil, &ask.MissingCapabilityError{What: "prompt " + p.Def.Name, Asks: me.Asks, Capabilities: me.Capabilities, Message: me.Message}
 	case err != nil:
 		return nil, err
 	case out == nil || out.InputRequired == nil && out.Result == nil:

@@ -15,6 +15,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/ask"
 	"github.com/mcpd/mcpd/engine/cache"
 	"github.com/mcpd/mcpd/engine/config"
 	"github.com/mcpd/mcpd/engine/limits"
@@ -536,13 +537,13 @@ func (t *Tool) call(ctx context.Context, req *CallRequest, protoErr *error) (res
 	}
 	ctx, cancel := t.limits.WithTimeout(ctx)
 	defer cancel()
-	ask := callAsk{client: req.Answers.clientAsker(), rounds: rounds, progress: req.Progress != nil, log: req.Log != nil}
+	ask := callAsk{client: req.Answers.ClientAsker(), rounds: rounds, progress: req.Progress != nil, log: req.Log != nil}
 	return t.run(ctx, args, inputs, progress, log, ask, protoErr)
 }
 
 // run is call once the arguments are valid and the call admitted; a
 // protocol error goes to *protoErr, as in call.
-func (t *Tool) run(ctx context.Context, args, inputs map[string]any, progress ProgressFunc, log LogFunc, ask callAsk, protoErr *error) *mcp.CallToolResult {
+func (t *Tool) run(ctx context.Context, args, inputs map[string]any, progress ProgressFunc, log LogFunc, asking callAsk, protoErr *error) *mcp.CallToolResult {
 	if t.logs != nil {
 		t.sendLogs(true, map[string]any{"args": args}, log)
 	}
@@ -559,18 +560,18 @@ func (t *Tool) run(ctx context.Context, args, inputs map[string]any, progress Pr
 	var out *adapter.Output
 	if t.handler != nil {
 		var err error
-		if out, err = t.callAdapter(ctx, args, ectx, progress, log, ask); err != nil {
+		if out, err = t.callAdapter(ctx, args, ectx, progress, log, asking); err != nil {
 			var me *adapter.MissingCapabilityError
-			if ask.rounds != nil && errors.As(err, &me) {
+			if asking.rounds != nil && errors.As(err, &me) {
 				// As for the ask blocks: the client is told, by the
 				// protocol's error, what it must declare.
-				*protoErr = &MissingCapabilityError{What: "tool " + t.Def.Name, Asks: me.Asks, Capabilities: me.Capabilities, Message: me.Message}
+				*protoErr = &ask.MissingCapabilityError{What: "tool " + t.Def.Name, Asks: me.Asks, Capabilities: me.Capabilities, Message: me.Message}
 				return toolError(me.Message)
 			}
 			return t.failed(ctx, err, true)
 		}
 		if out.InputRequired != nil {
-			return t.inputRequired(ask.rounds, out.InputRequired)
+			return t.inputRequired(asking.rounds, out.InputRequired)
 		}
 	}
 	if t.logs != nil {
@@ -638,9 +639,9 @@ func unavailable(err error) bool {
 // input_required rounds, what its adapter's rounds need (nil otherwise).
 // The requestState is bound to the tool, its arguments, the caller and
 // what is bound from it.
-func (t *Tool) resolveAsks(ctx context.Context, args map[string]any, caller *principal.Principal, bound map[string]any, in *Answers, protoErr *error) (map[string]any, *handlerRounds, *mcp.CallToolResult) {
+func (t *Tool) resolveAsks(ctx context.Context, args map[string]any, caller *principal.Principal, bound map[string]any, in *ask.Answers, protoErr *error) (map[string]any, *handlerRounds, *mcp.CallToolResult) {
 	bind := requeststate.BindCaller("tool", t.Def.Name, args, callerID(caller), bound)
-	st, err := in.open(bind)
+	st, err := in.Open(bind)
 	out := &askOutcome{}
 	if err == nil && t.asks != nil {
 		out, err = t.asks.resolveFrom(ctx, args, bind, st, in)
@@ -661,10 +662,10 @@ func (t *Tool) resolveAsks(ctx context.Context, args map[string]any, caller *pri
 // askFailed is the result a call answers with when its asks did not give
 // every input: an error, a refusal, or open questions; nil when they did.
 func (t *Tool) askFailed(err error, out *askOutcome, protoErr *error) *mcp.CallToolResult {
-	var se *StateError
-	var me *MissingCapabilityError
-	var ae *AnswerError
-	var nv *noValidAnswer
+	var se *ask.StateError
+	var me *ask.MissingCapabilityError
+	var ae *ask.AnswerError
+	var nv *ask.NoValidAnswer
 	switch {
 	case errors.As(err, &se) || errors.As(err, &me):
 		*protoErr = err
