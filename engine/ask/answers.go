@@ -1,8 +1,10 @@
-// Package ask is the request state of a call's questions for the user
-// (the ask blocks, and the requests an adapter relays to the client):
-// what a request brings to answer them (Answers: the client's responses,
-// the sealed requestState of the previous round, or an Answerer that asks
-// while the call waits) and the protocol errors of asking.
+// Package ask is the stage of a call that asks the user (the ask blocks,
+// and the requests an adapter relays to the client): the ask state machine
+// (Asker, whose one loop Resolve asks round after round in both protocol
+// eras; engine/snapshot compiles the blocks into it), what a request
+// brings to answer (Answers: the client's responses, the sealed
+// requestState of the previous round, or an Answerer that asks while the
+// call waits) and the protocol errors of asking.
 package ask
 
 import (
@@ -17,7 +19,7 @@ import (
 )
 
 // Answers is what a call brings for the questions of its ask blocks, and
-// how further answers are obtained. There is one ask loop (engine/snapshot's asker.resolve);
+// how further answers are obtained. There is one ask loop (Asker.Resolve);
 // the three ways of answering differ only here:
 //
 //   - a 2026-07-28 request brings the client's Responses and the State of

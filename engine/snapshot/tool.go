@@ -50,7 +50,7 @@ type Tool struct {
 	// for spans.
 	adapterType string
 	redact      *redact.Redactor // nil: no secrets
-	asks        *asker           // nil: the tool asks nothing
+	asks        *ask.Asker       // nil: the tool asks nothing
 	// scopes are required to list and call the tool (see access.go).
 	scopes []string
 	// callerParams are bound from the verified caller, not the model.
@@ -139,7 +139,7 @@ func compileTool(tc *config.Tool, reg *adapter.Registry, backend *backendSet, ft
 	asks, d := compileToolAsks(tc, scope, confirmDestructive, sensitiveArgs(in))
 	diags = append(diags, d...)
 	if asks != nil {
-		scope.Inputs = asks.scope.Inputs
+		scope.Inputs = asks.Scope.Inputs
 	}
 	t := &Tool{validator: validator, scope: scope, InputSchema: in, asks: asks, needsEval: asks != nil, scopes: normScopes(tc.Scopes), sensitive: sensitiveArgs(in)}
 	if tc.InputSchema == nil {
@@ -642,26 +642,26 @@ func unavailable(err error) bool {
 func (t *Tool) resolveAsks(ctx context.Context, args map[string]any, caller *principal.Principal, bound map[string]any, in *ask.Answers, protoErr *error) (map[string]any, *handlerRounds, *mcp.CallToolResult) {
 	bind := requeststate.BindCaller("tool", t.Def.Name, args, callerID(caller), bound)
 	st, err := in.Open(bind)
-	out := &askOutcome{}
+	out := &ask.Outcome{}
 	if err == nil && t.asks != nil {
-		out, err = t.asks.resolveFrom(ctx, args, bind, st, in)
+		out, err = t.asks.ResolveFrom(ctx, args, bind, st, in)
 	}
 	if done := t.askFailed(err, out, protoErr); done != nil {
 		return nil, nil, done
 	}
 	if !t.asksByRounds(in) {
-		return out.inputs, nil, nil
+		return out.Inputs, nil, nil
 	}
 	askRounds := 0
 	if t.asks != nil {
-		askRounds = t.asks.rounds
+		askRounds = t.asks.Rounds
 	}
-	return out.inputs, newHandlerRounds(askRounds, bind, st, out.inputs, in), nil
+	return out.Inputs, newHandlerRounds(askRounds, bind, st, out.Inputs, in), nil
 }
 
 // askFailed is the result a call answers with when its asks did not give
 // every input: an error, a refusal, or open questions; nil when they did.
-func (t *Tool) askFailed(err error, out *askOutcome, protoErr *error) *mcp.CallToolResult {
+func (t *Tool) askFailed(err error, out *ask.Outcome, protoErr *error) *mcp.CallToolResult {
 	var se *ask.StateError
 	var me *ask.MissingCapabilityError
 	var ae *ask.AnswerError
@@ -676,10 +676,10 @@ func (t *Tool) askFailed(err error, out *askOutcome, protoErr *error) *mcp.CallT
 		return toolError(fmt.Sprintf("tool %s: %v; it did not run", t.Def.Name, err))
 	case err != nil:
 		return t.errorf(err)
-	case out.declined != "":
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: out.declined}}}
-	case out.requests != nil:
-		return &mcp.CallToolResult{InputRequests: out.requests, RequestState: out.state}
+	case out.Declined != "":
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: out.Declined}}}
+	case out.Requests != nil:
+		return &mcp.CallToolResult{InputRequests: out.Requests, RequestState: out.State}
 	}
 	return nil
 }
