@@ -67,9 +67,10 @@ type Tool struct {
 	// (read-only or idempotent), so one requestState may run the tool
 	// more than once (replay.go).
 	rerunnable bool
-	// used remembers the requestStates that have run the tool, to refuse
-	// their replay (replay.go); the snapshot's, carried over by reloads.
-	used *requeststate.Used
+	// replay claims the requestStates that run the tool, to refuse their
+	// replay (engine/ask's Replay, with the snapshot's Used set, carried
+	// over by reloads); nil: the tool is rerunnable or asks nothing.
+	replay *ask.Replay
 	// state is the shared state when the tool's calls use it (shared
 	// limits, the cache in Redis, the requestStates used); nil otherwise. Each call's operations
 	// on it share one budget, its timeout (sharedstate.Budget).
@@ -528,11 +529,11 @@ func (t *Tool) call(ctx context.Context, req *CallRequest, protoErr *error) (res
 		return toolError(refusal)
 	}
 	defer release()
-	if t.used != nil && req.Answers.State != "" {
+	if t.replay != nil && req.Answers.State != "" {
 		// Admitted and about to run: the requestState is spent now
-		// (replay.go), not before a limit refused the call.
-		if err := t.claimState(ctx, req.Answers.State, budget); err != nil {
-			return t.stateRefused(err, protoErr)
+		// (ask.Replay), not before a limit refused the call.
+		if err := t.replay.Claim(ctx, req.Answers.State, budget); err != nil {
+			return stateRefused(t.Def.Name, err, protoErr)
 		}
 	}
 	ctx, cancel := t.limits.WithTimeout(ctx)
