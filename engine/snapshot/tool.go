@@ -506,7 +506,7 @@ func (t *Tool) call(ctx context.Context, req *CallRequest, protoErr *error) (res
 		}
 	}
 	var inputs map[string]any
-	var rounds *handlerRounds
+	var rounds *ask.HandlerRounds
 	if t.asks != nil || t.asksByRounds(&req.Answers) {
 		var done *mcp.CallToolResult
 		if inputs, rounds, done = t.resolveAsks(ctx, args, caller, bound, &req.Answers, protoErr); done != nil {
@@ -640,7 +640,7 @@ func unavailable(err error) bool {
 // input_required rounds, what its adapter's rounds need (nil otherwise).
 // The requestState is bound to the tool, its arguments, the caller and
 // what is bound from it.
-func (t *Tool) resolveAsks(ctx context.Context, args map[string]any, caller *principal.Principal, bound map[string]any, in *ask.Answers, protoErr *error) (map[string]any, *handlerRounds, *mcp.CallToolResult) {
+func (t *Tool) resolveAsks(ctx context.Context, args map[string]any, caller *principal.Principal, bound map[string]any, in *ask.Answers, protoErr *error) (map[string]any, *ask.HandlerRounds, *mcp.CallToolResult) {
 	bind := requeststate.BindCaller("tool", t.Def.Name, args, callerID(caller), bound)
 	st, err := in.Open(bind)
 	out := &ask.Outcome{}
@@ -657,7 +657,7 @@ func (t *Tool) resolveAsks(ctx context.Context, args map[string]any, caller *pri
 	if t.asks != nil {
 		askRounds = t.asks.Rounds
 	}
-	return out.Inputs, newHandlerRounds(askRounds, bind, st, out.Inputs, in), nil
+	return out.Inputs, ask.NewHandlerRounds(askRounds, bind, st, out.Inputs, in), nil
 }
 
 // askFailed is the result a call answers with when its asks did not give
@@ -690,7 +690,7 @@ func (t *Tool) callAdapter(ctx context.Context, args map[string]any, ectx *hcl.E
 	req := &adapter.Request{Tool: t.Def.Name, Args: args, Eval: ectx, Progress: progress, Log: log, Client: ask.client,
 		ProgressWanted: ask.progress, LogWanted: ask.log}
 	if ask.rounds != nil {
-		req.Rounds = &ask.rounds.req
+		req.Rounds = &ask.rounds.Req
 	}
 	out, err := t.handler.Call(actx, req)
 	endAdapterSpan(span, err)
