@@ -14,6 +14,7 @@ import (
 
 	sqladapter "github.com/mcpd/mcpd/adapters/sql"
 	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/cache"
 	"github.com/mcpd/mcpd/engine/loader"
 	"github.com/mcpd/mcpd/engine/sharedstate/sharedstatetest"
 	"github.com/mcpd/mcpd/engine/snapshot"
@@ -84,7 +85,7 @@ func BenchmarkCacheHit(b *testing.B) {
 					b.Error(err, res)
 					return
 				}
-				if got := snapshot.CacheStatus(res); got != want {
+				if got := cache.Status(res); got != want {
 					b.Errorf("cache %q, want %q", got, want)
 					return
 				}

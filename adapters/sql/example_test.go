@@ -17,6 +17,7 @@ import (
 	httpadapter "github.com/mcpd/mcpd/adapters/http"
 	"github.com/mcpd/mcpd/adapters/shell"
 	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/ask"
 	"github.com/mcpd/mcpd/engine/loader"
 	"github.com/mcpd/mcpd/engine/requeststate"
 	"github.com/mcpd/mcpd/engine/snapshot"
@@ -359,7 +360,7 @@ tool "add_book" {
 func confirmedCall(t *testing.T, snap *snapshot.Snapshot, name, args string) (map[string]any, bool) {
 	t.Helper()
 	tl, _ := snap.Tool(name)
-	req := &snapshot.CallRequest{Args: json.RawMessage(args), Answers: snapshot.Answers{Sealer: requeststate.MustRandomSealer(), Caps: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{}}}}
+	req := &snapshot.CallRequest{Args: json.RawMessage(args), Answers: ask.Answers{Sealer: requeststate.MustRandomSealer(), Caps: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{}}}}
 	res, err := tl.Call(context.Background(), req)
 	if err != nil || res.InputRequests == nil {
 		t.Fatalf("%s did not ask for confirmation: %v %v", name, err, res)

@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/ask"
 	"github.com/mcpd/mcpd/engine/snapshot"
 )
 
@@ -127,7 +128,7 @@ func callArgs(argsJSON string, pairs []string, schema any) (json.RawMessage, err
 func callConfirming(ctx context.Context, tool *snapshot.Tool, raw json.RawMessage, yes bool, progress snapshot.ProgressFunc) *mcp.CallToolResult {
 	req := &snapshot.CallRequest{Args: raw, Progress: progress}
 	if yes {
-		req.Answers = snapshot.Answers{Caps: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{}}, Answerer: confirmer{}}
+		req.Answers = ask.Answers{Caps: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{}}, Answerer: confirmer{}}
 	}
 	res, err := tool.Call(ctx, req)
 	if err != nil {

@@ -1,9 +1,10 @@
 // Package cache holds the results of read-only tools between calls: the
+// stage of a call that answers from the cache (Tool, result.go), the
 // stores (an in-memory LRU bounded in bytes, or Redis shared by replicas)
-// and the derivation of a call's key. It knows nothing of MCP: a value is
-// opaque bytes, or for the memory store any value with its size, and the
-// engine (engine/snapshot) decides what is cacheable and what the key
-// covers.
+// and the derivation of a call's key. The stores know nothing of MCP: a
+// value is opaque bytes, or for the memory store any value with its size;
+// Tool stores and reads tool results, and engine/snapshot decides which
+// tools are cacheable and compiles their cache blocks.
 package cache
 
 import (

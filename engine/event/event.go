@@ -93,7 +93,7 @@ type Call struct {
 	// answer; its Outcome is OutcomeOK.
 	InputRequired bool
 	// Cache is the result cache's part in a call of a cached tool:
-	// snapshot.CacheHit, CacheMiss or CacheError; "" for a tool that is
+	// cache.Hit, Miss or Error; "" for a tool that is
 	// not cached, and for tool errors.
 	Cache string
 

@@ -10,12 +10,13 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpd/mcpd/engine/ask"
 	"github.com/mcpd/mcpd/engine/snapshot"
 )
 
 // Tools and prompts with ask blocks (engine/snapshot/ask.go) put questions
 // to the user before they run, through one ask loop in the snapshot; this
-// file says how a request's questions get answered (snapshot.Answers). A
+// file says how a request's questions get answered (ask.Answers). A
 // 2026-07-28 client answers by retrying with inputResponses and the
 // requestState of an input_required result. A 2025-11-25 session is asked
 // while the call waits, by sessionAnswerer (elicitation/create,
@@ -28,12 +29,12 @@ import (
 // answers is how the questions of one request are answered: by the client
 // retrying (2026-07-28), or by asking its session while the call waits.
 // A call's hold, when not nil, is given back while it waits (park.go).
-func (s *Server) answers(snap *snapshot.Snapshot, ss *mcp.ServerSession, caps *mcp.ClientCapabilities, responses mcp.InputResponseMap, state string, hold *callHold) snapshot.Answers {
+func (s *Server) answers(snap *snapshot.Snapshot, ss *mcp.ServerSession, caps *mcp.ClientCapabilities, responses mcp.InputResponseMap, state string, hold *callHold) ask.Answers {
 	sealer := snap.Server.StateSealer
 	if sealer == nil {
 		sealer = s.sealer
 	}
-	a := snapshot.Answers{Responses: responses, State: state, Caps: caps, Sealer: sealer}
+	a := ask.Answers{Responses: responses, State: state, Caps: caps, Sealer: sealer}
 	if !isModernSession(ss) {
 		a.Answerer = sessionAnswerer{ss: ss, s: s, hold: hold}
 	}
@@ -61,12 +62,12 @@ func newInputRequired(reqs mcp.InputRequestMap, state string) *inputRequired {
 // SDK's HTTP handler sends with status 400; an answerer that failed is an
 // internal error.
 func protocolError(err error) error {
-	var me *snapshot.MissingCapabilityError
+	var me *ask.MissingCapabilityError
 	if errors.As(err, &me) {
 		data, _ := json.Marshal(map[string]any{"requiredCapabilities": me.RequiredCapabilities()})
 		return &jsonrpc.Error{Code: mcp.CodeMissingRequiredClientCapabilities, Message: err.Error(), Data: data}
 	}
-	var ae *snapshot.AnswerError
+	var ae *ask.AnswerError
 	if errors.As(err, &ae) {
 		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
 	}

@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/cache"
 	"github.com/mcpd/mcpd/engine/event"
 	"github.com/mcpd/mcpd/engine/principal"
 	"github.com/mcpd/mcpd/engine/snapshot"
@@ -140,7 +141,7 @@ func (s *Server) observeEnd(o *observed, ctx context.Context, res mcp.Result, er
 	tr, _ := res.(*mcp.CallToolResult)
 	_, ev.InputRequired = res.(*inputRequired)
 	if tr != nil {
-		ev.Cache = snapshot.CacheStatus(tr)
+		ev.Cache = cache.Status(tr)
 	}
 	if ev.Kind != "" {
 		isError := tr != nil && tr.IsError

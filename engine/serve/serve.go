@@ -26,6 +26,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/ask"
 	"github.com/mcpd/mcpd/engine/audit"
 	"github.com/mcpd/mcpd/engine/event"
 	"github.com/mcpd/mcpd/engine/principal"
@@ -413,7 +414,7 @@ func (s *Server) callAsking(ctx context.Context, t *snapshot.Tool, snap *snapsho
 
 // callFailed answers a call that failed with a protocol error.
 func callFailed(ss *mcp.ServerSession, err error) (mcp.Result, error) {
-	var me *snapshot.MissingCapabilityError
+	var me *ask.MissingCapabilityError
 	if !isModernSession(ss) && errors.As(err, &me) {
 		// A 2025 client has no error code for this: the model reads why
 		// the tool did not run.

@@ -1,122 +1,32 @@
 package snapshot
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"maps"
 	"math"
-	"slices"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/ask"
 	"github.com/mcpd/mcpd/engine/config"
 	"github.com/mcpd/mcpd/engine/requeststate"
 	"github.com/mcpd/mcpd/engine/schema"
 )
 
-// The ask blocks of a tool or prompt: questions for the user, answered
-// before the tool runs (or the prompt renders), in rounds. "Ask" means
-// these blocks only. One declaration serves both protocol eras, through
-// one loop (asker.resolve): the questions of a round go to the request's
-// Answerer when it has one (a 2025-11-25 session, the CLI: see Answers in
-// call.go), or become the InputRequests of an input_required result, with
-// a requestState (engine/requeststate) to retry with (2026-07-28).
+// Compiling the ask blocks of a tool or prompt: questions for the user,
+// answered before the tool runs (or the prompt renders), in rounds. "Ask"
+// means these blocks only. The state machine that asks them, in both
+// protocol eras, is engine/ask's Asker.Resolve.
 
-type askKind int
-
-const (
-	askConfirm askKind = iota
-	askElicit
-	askSample
-	askRoots
-)
-
-var askKindNames = [...]string{"confirm", "elicit", "sample", "roots"}
-
-// askSpec is one compiled ask block.
-type askSpec struct {
-	name     string
-	round    int
-	kind     askKind
-	optional bool
-	// message renders the question (nil for roots).
-	message func(ectx *hcl.EvalContext, args map[string]any) (string, error)
-	// requested is the elicitation form sent (confirm: an empty form).
-	requested map[string]any
-	fields    []string
-	validator *schema.Validator // elicit only
-	maxTokens int64
-	system    hcl.Expression // sample only; nil: none
-}
-
-// asker is every ask block of one tool or prompt.
-type asker struct {
-	kind, name string // "tool" or "prompt", and its name
-	asks       []*askSpec
-	rounds     int
-	scope      *adapter.Scope // Inputs holds every ask
-}
-
-// StateError is a requestState that is refused: tampered, expired or
-// minted for another call. It is a protocol error, not a tool error.
-type StateError struct{ Err error }
-
-func (e *StateError) Error() string { return "invalid requestState: " + e.Err.Error() }
-func (e *StateError) Unwrap() error { return e.Err }
-
-// MissingCapabilityError means a question must be asked that the client
-// cannot answer: the call does not run (fail closed).
-type MissingCapabilityError struct {
-	What string   // "tool x" or "prompt x"
-	Asks []string // the kinds of the questions
-	// Capabilities names the client capabilities missing, as keys of
-	// ClientCapabilities: "elicitation", "roots", "sampling", sorted.
-	Capabilities []string
-	// Message, when set, is the message (an adapter's: see
-	// adapter.MissingCapabilityError).
-	Message string
-}
-
-func (e *MissingCapabilityError) Error() string {
-	if e.Message != "" {
-		return e.Message
-	}
-	return fmt.Sprintf("%s needs to ask the user (%s) but the client did not declare that capability, so it did not run", e.What, strings.Join(e.Asks, ", "))
-}
-
-// RequiredCapabilities is the ClientCapabilities object that names
-// exactly the missing capabilities, each as {}: the data.requiredCapabilities
-// of the -32021 error. (mcp.ClientCapabilities cannot say it: it always
-// encodes "roots".)
-func (e *MissingCapabilityError) RequiredCapabilities() map[string]any {
-	out := make(map[string]any, len(e.Capabilities))
-	for _, c := range e.Capabilities {
-		out[c] = map[string]any{}
-	}
-	return out
-}
-
-// askOutcome is one step of resolving the asks: the inputs (all answered),
-// the questions still open, or the user's refusal.
-type askOutcome struct {
-	inputs   map[string]any
-	requests mcp.InputRequestMap
-	state    string
-	declined string
-}
-
-func compileAsks(kind, name string, decls []*config.Ask, base *adapter.Scope) (*asker, hcl.Diagnostics) {
+func compileAsks(kind, name string, decls []*config.Ask, base *adapter.Scope) (*ask.Asker, hcl.Diagnostics) {
 	if len(decls) == 0 {
 		return nil, nil
 	}
 	var diags hcl.Diagnostics
-	a := &asker{kind: kind, name: name}
+	a := &ask.Asker{Kind: kind, Name: name}
 	seen := map[string]*config.Ask{}
 	for _, d := range decls {
 		if prev, ok := seen[d.Name]; ok {
@@ -143,15 +53,15 @@ func compileAsks(kind, name string, decls []*config.Ask, base *adapter.Scope) (*
 			}
 		}
 		rounds[d.Name] = r
-		if r > a.rounds {
-			a.rounds = r
+		if r > a.Rounds {
+			a.Rounds = r
 		}
 	}
 	all := map[string]string{}
 	for _, d := range decls {
-		all[d.Name] = askKindNames[kindOf(d)]
+		all[d.Name] = kindOf(d).String()
 	}
-	a.scope = scopeWithInputs(base, all)
+	a.Scope = scopeWithInputs(base, all)
 	for _, d := range decls {
 		if seen[d.Name] != d {
 			continue
@@ -165,7 +75,7 @@ func compileAsks(kind, name string, decls []*config.Ask, base *adapter.Scope) (*
 		spec, dd := compileAsk(d, rounds[d.Name], scopeWithInputs(base, earlier))
 		diags = append(diags, dd...)
 		if spec != nil {
-			a.asks = append(a.asks, spec)
+			a.Asks = append(a.Asks, spec)
 		}
 	}
 	if diags.HasErrors() {
@@ -180,19 +90,19 @@ func scopeWithInputs(base *adapter.Scope, inputs map[string]string) *adapter.Sco
 	return &cp
 }
 
-func kindOf(d *config.Ask) askKind {
+func kindOf(d *config.Ask) ask.Kind {
 	switch {
 	case d.Elicit != nil:
-		return askElicit
+		return ask.KindElicit
 	case d.Sample != nil:
-		return askSample
+		return ask.KindSample
 	case d.Roots != nil:
-		return askRoots
+		return ask.KindRoots
 	}
-	return askConfirm
+	return ask.KindConfirm
 }
 
-func compileAsk(d *config.Ask, round int, scope *adapter.Scope) (*askSpec, hcl.Diagnostics) {
+func compileAsk(d *config.Ask, round int, scope *adapter.Scope) (*ask.Spec, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
 	rng := d.DeclRange
 	n := 0
@@ -206,35 +116,35 @@ func compileAsk(d *config.Ask, round int, scope *adapter.Scope) (*askSpec, hcl.D
 			Detail:  fmt.Sprintf("ask %q must set exactly one of confirm, elicit, sample or roots (it sets %d).", d.Name, n),
 			Subject: &rng}}
 	}
-	s := &askSpec{name: d.Name, round: round, kind: kindOf(d), optional: d.Optional}
-	if s.optional && s.kind == askConfirm {
+	s := &ask.Spec{Name: d.Name, Round: round, Kind: kindOf(d), Optional: d.Optional}
+	if s.Optional && s.Kind == ask.KindConfirm {
 		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Optional confirmation",
 			Detail: "a confirmation cannot be optional: the tool would run unconfirmed for clients that cannot ask. Remove optional, or the ask.", Subject: &rng})
 	}
-	if len(d.Fields) > 0 && s.kind != askElicit {
+	if len(d.Fields) > 0 && s.Kind != ask.KindElicit {
 		r := d.Fields[0].DeclRange
 		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "field without elicit", Detail: "field blocks describe an elicitation form; only an ask with elicit takes them.", Subject: &r})
 	}
 	for _, a := range []*hcl.Attribute{d.MaxTokens, d.SystemPrompt} {
-		if a != nil && s.kind != askSample {
+		if a != nil && s.Kind != ask.KindSample {
 			diags = append(diags, attrDiag(a, a.Name+" only applies to an ask with sample"))
 		}
 	}
-	switch s.kind {
-	case askRoots:
+	switch s.Kind {
+	case ask.KindRoots:
 		v, dd := schema.StaticValue(d.Roots, scope.EvalContext())
 		diags = append(diags, dd...)
 		if b, ok := v.(bool); !dd.HasErrors() && (!ok || !b) {
 			diags = append(diags, attrDiag(d.Roots, "roots = true asks for the client's roots; remove the ask otherwise"))
 		}
-	case askConfirm:
-		s.message = templateMessage(d.Confirm.Expr)
+	case ask.KindConfirm:
+		s.Message = templateMessage(d.Confirm.Expr)
 		diags = append(diags, scope.Check(d.Confirm.Expr)...)
-		s.requested = map[string]any{"type": "object", "properties": map[string]any{}}
-	case askSample:
-		s.message = templateMessage(d.Sample.Expr)
+		s.Requested = map[string]any{"type": "object", "properties": map[string]any{}}
+	case ask.KindSample:
+		s.Message = templateMessage(d.Sample.Expr)
 		diags = append(diags, scope.Check(d.Sample.Expr)...)
-		s.maxTokens = 1000
+		s.MaxTokens = 1000
 		if d.MaxTokens != nil {
 			v, dd := schema.StaticValue(d.MaxTokens, scope.EvalContext())
 			diags = append(diags, dd...)
@@ -242,21 +152,21 @@ func compileAsk(d *config.Ask, round int, scope *adapter.Scope) (*askSpec, hcl.D
 			if !dd.HasErrors() && (!ok || f < 1 || f != math.Trunc(f)) {
 				diags = append(diags, attrDiag(d.MaxTokens, "max_tokens must be a positive whole number"))
 			}
-			s.maxTokens = int64(f)
+			s.MaxTokens = int64(f)
 		}
 		if d.SystemPrompt != nil {
 			diags = append(diags, scope.Check(d.SystemPrompt.Expr)...)
-			s.system = d.SystemPrompt.Expr
+			s.System = d.SystemPrompt.Expr
 		}
-	case askElicit:
-		s.message = templateMessage(d.Elicit.Expr)
+	case ask.KindElicit:
+		s.Message = templateMessage(d.Elicit.Expr)
 		diags = append(diags, scope.Check(d.Elicit.Expr)...)
 		for _, f := range d.Fields {
 			if f.Type == "" {
 				r := f.DeclRange
 				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Field without a type", Detail: fmt.Sprintf("field %q needs a type: string, number, integer, boolean or array (of enum values).", f.Name), Subject: &r})
 			}
-			s.fields = append(s.fields, f.Name)
+			s.Fields = append(s.Fields, f.Name)
 		}
 		if len(d.Fields) == 0 {
 			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Elicitation without fields", Detail: "an elicit ask needs at least one field block; to ask for a yes or no, use confirm.", Subject: &rng})
@@ -278,7 +188,7 @@ func compileAsk(d *config.Ask, round int, scope *adapter.Scope) (*askSpec, hcl.D
 			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid elicitation form", Detail: err.Error(), Subject: &rng})
 			return nil, diags
 		}
-		s.requested, s.validator = form, v
+		s.Requested, s.Validator = form, v
 	}
 	if diags.HasErrors() {
 		return nil, diags
@@ -353,11 +263,11 @@ func anyList(s []string) []any {
 
 // confirmAsk is the implicit confirmation of a tool with `confirm = true`
 // (or a message) or of a destructive tool under server.confirm_destructive.
-func confirmAsk(tc *config.Tool, scope *adapter.Scope, sensitive map[string]bool) (*askSpec, hcl.Diagnostics) {
-	s := &askSpec{name: "confirm", round: 1, kind: askConfirm, requested: map[string]any{"type": "object", "properties": map[string]any{}}}
+func confirmAsk(tc *config.Tool, scope *adapter.Scope, sensitive map[string]bool) (*ask.Spec, hcl.Diagnostics) {
+	s := &ask.Spec{Name: "confirm", Round: 1, Kind: ask.KindConfirm, Requested: map[string]any{"type": "object", "properties": map[string]any{}}}
 	if tc.Confirm != nil && !adapter.IsStatic(tc.Confirm.Expr) || isStringAttr(tc.Confirm, scope) {
 		diags := scopeWithInputs(scope, map[string]string{}).Check(tc.Confirm.Expr)
-		s.message = templateMessage(tc.Confirm.Expr)
+		s.Message = templateMessage(tc.Confirm.Expr)
 		return s, diags
 	}
 	title := tc.Title
@@ -368,7 +278,7 @@ func confirmAsk(tc *config.Tool, scope *adapter.Scope, sensitive map[string]bool
 		title = tc.Name
 	}
 	desc := tc.Description
-	s.message = func(_ *hcl.EvalContext, args map[string]any) (string, error) {
+	s.Message = func(_ *hcl.EvalContext, args map[string]any) (string, error) {
 		shown := args
 		if len(sensitive) > 0 {
 			// Sensitive arguments stay out of what the client shows.
@@ -432,266 +342,9 @@ func toolConfirm(tc *config.Tool, scope *adapter.Scope, confirmDestructive bool)
 	return false, hcl.Diagnostics{attrDiag(tc.Confirm, "confirm is true, false or a message")}
 }
 
-// supported reports whether caps let the client answer q.
-func (q *askSpec) supported(caps *mcp.ClientCapabilities) bool {
-	if caps == nil {
-		return false
-	}
-	switch q.kind {
-	case askSample:
-		return caps.Sampling != nil
-	case askRoots:
-		return caps.RootsV2 != nil || caps.Roots.ListChanged
-	}
-	return caps.Elicitation != nil
-}
-
-func (q *askSpec) request(ectx *hcl.EvalContext, args map[string]any) (mcp.InputRequest, error) {
-	if q.kind == askRoots {
-		return &mcp.ListRootsParams{}, nil
-	}
-	msg, err := q.message(ectx, args)
-	if err != nil {
-		return nil, fmt.Errorf("ask %s: %v", q.name, err)
-	}
-	if q.kind == askSample {
-		p := &mcp.CreateMessageParams{
-			Messages:  []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: msg}}},
-			MaxTokens: q.maxTokens,
-		}
-		if q.system != nil {
-			if p.SystemPrompt, err = adapter.EvalString(q.system, ectx); err != nil {
-				return nil, fmt.Errorf("ask %s: system_prompt: %v", q.name, err)
-			}
-		}
-		return p, nil
-	}
-	return &mcp.ElicitParams{Message: msg, RequestedSchema: q.requested}, nil
-}
-
-type answerStatus int
-
-const (
-	answerMissing answerStatus = iota // not given, of the wrong kind or invalid: ask again
-	answerOK
-	answerDeclined
-)
-
-// interpret turns the client's answer to q into its input value.
-func (q *askSpec) interpret(resp mcp.InputResponse) (any, answerStatus, string) {
-	switch r := resp.(type) {
-	case *mcp.ElicitResult:
-		if r == nil || (q.kind != askConfirm && q.kind != askElicit) {
-			return nil, answerMissing, ""
-		}
-		if r.Action != "accept" {
-			if r.Action == "decline" || r.Action == "cancel" {
-				return nil, answerDeclined, r.Action
-			}
-			return nil, answerMissing, ""
-		}
-		if q.kind == askConfirm {
-			return true, answerOK, ""
-		}
-		content := map[string]any{}
-		for _, f := range q.fields {
-			if v, ok := r.Content[f]; ok {
-				content[f] = v
-			}
-		}
-		raw, err := json.Marshal(content)
-		if err != nil {
-			return nil, answerMissing, ""
-		}
-		vals, err := q.validator.Validate(raw)
-		if err != nil {
-			return nil, answerMissing, ""
-		}
-		for _, f := range q.fields {
-			if _, ok := vals[f]; !ok {
-				vals[f] = nil
-			}
-		}
-		return vals, answerOK, ""
-	case *mcp.CreateMessageResult:
-		if r == nil || q.kind != askSample {
-			return nil, answerMissing, ""
-		}
-		return contentText(r.Content), answerOK, ""
-	case *mcp.CreateMessageWithToolsResult:
-		if r == nil || q.kind != askSample {
-			return nil, answerMissing, ""
-		}
-		for _, c := range r.Content {
-			if _, ok := c.(*mcp.TextContent); ok {
-				return contentText(c), answerOK, ""
-			}
-		}
-		return "", answerOK, ""
-	case *mcp.ListRootsResult:
-		if r == nil || q.kind != askRoots {
-			return nil, answerMissing, ""
-		}
-		roots := make([]any, 0, len(r.Roots))
-		for _, root := range r.Roots {
-			if root != nil {
-				roots = append(roots, map[string]any{"uri": root.URI, "name": root.Name})
-			}
-		}
-		return roots, answerOK, ""
-	}
-	return nil, answerMissing, ""
-}
-
-func contentText(c mcp.Content) string {
-	if t, ok := c.(*mcp.TextContent); ok {
-		return t.Text
-	}
-	return ""
-}
-
-// resolve gathers the inputs of one call: the answers carried by the state
-// and the responses, and, while a round is unanswered, its questions. It
-// is the one ask loop: with an Answerer it asks round after round within
-// the call; without, it returns the open questions and a state to retry
-// with. bind is what the state is bound to (see callBind).
-func (a *asker) resolve(ctx context.Context, args map[string]any, bind string, in *Answers) (*askOutcome, error) {
-	st, err := in.open(bind)
-	if err != nil {
-		return nil, err
-	}
-	return a.resolveFrom(ctx, args, bind, st, in)
-}
-
-// resolveFrom is resolve from the opened state st. A state past the last
-// round (one the tool's adapter asked with: see handlerRounds) carries
-// every input already.
-func (a *asker) resolveFrom(ctx context.Context, args map[string]any, bind string, st requeststate.State, in *Answers) (*askOutcome, error) {
-	inputs := make(map[string]any, len(a.asks))
-	for k, v := range st.Answers {
-		inputs[k] = v
-	}
-	responses := in.Responses
-	asked := 0
-	for r := st.Round; r <= a.rounds; {
-		reqs, out, err := a.round(r, args, inputs, responses, in.Caps)
-		if out != nil || err != nil {
-			return out, err
-		}
-		if len(reqs) == 0 {
-			// Answers count for the round the client was asked only.
-			r, responses = r+1, nil
-			continue
-		}
-		if in.Answerer == nil {
-			if in.Sealer == nil {
-				return nil, errors.New("no requestState key")
-			}
-			state, err := in.Sealer.Seal(requeststate.State{Round: r, Answers: inputs, Bind: bind})
-			if err != nil {
-				return nil, err
-			}
-			return &askOutcome{requests: reqs, state: state}, nil
-		}
-		if asked++; asked >= maxAskRounds {
-			return nil, &noValidAnswer{asked}
-		}
-		if responses, err = in.Answerer.Answer(ctx, reqs); err != nil {
-			return nil, &AnswerError{Err: err}
-		}
-	}
-	return &askOutcome{inputs: inputs}, nil
-}
-
-// round works through the questions of round r still open: it takes in
-// the responses that answer them and returns the questions left to ask,
-// or the outcome that ends the call (declined), or the error (a question
-// the client cannot answer).
-func (a *asker) round(r int, args, inputs map[string]any, responses mcp.InputResponseMap, caps *mcp.ClientCapabilities) (mcp.InputRequestMap, *askOutcome, error) {
-	reqs := mcp.InputRequestMap{}
-	var missing []*askSpec
-	var ectx *hcl.EvalContext
-	for _, q := range a.asks {
-		if q.round != r {
-			continue
-		}
-		if _, done := inputs[q.name]; done {
-			continue
-		}
-		if resp, ok := responses[q.name]; ok {
-			v, status, action := q.interpret(resp)
-			switch status {
-			case answerOK:
-				inputs[q.name] = v
-				continue
-			case answerDeclined:
-				return nil, &askOutcome{declined: a.declined(q, action, args)}, nil
-			}
-		}
-		if !q.supported(caps) {
-			if q.optional {
-				inputs[q.name] = nil
-				continue
-			}
-			missing = append(missing, q)
-			continue
-		}
-		if ectx == nil {
-			ectx = a.scope.CallContextInputs(args, inputs)
-		}
-		req, err := q.request(ectx, args)
-		if err != nil {
-			return nil, nil, err
-		}
-		reqs[q.name] = req
-	}
-	if len(missing) > 0 {
-		return nil, nil, a.missing(missing)
-	}
-	return reqs, nil, nil
-}
-
-func (a *asker) declined(q *askSpec, action string, args map[string]any) string {
-	verb := "declined"
-	if action == "cancel" {
-		verb = "cancelled"
-	}
-	msg := ""
-	if q.message != nil {
-		msg, _ = q.message(a.scope.CallContextInputs(args, nil), args)
-	}
-	what := "the tool"
-	if a.kind == "prompt" {
-		what = "the prompt"
-	}
-	if q.kind == askConfirm {
-		return fmt.Sprintf("The user %s the confirmation (%q), so %s %s did not run. Do not retry unless the user asks.", verb, msg, what, a.name)
-	}
-	return fmt.Sprintf("The user %s to answer %q, so %s %s did not run. Do not retry unless the user asks.", verb, msg, what, a.name)
-}
-
-func (a *asker) missing(qs []*askSpec) error {
-	e := &MissingCapabilityError{What: a.kind + " " + a.name}
-	kinds, caps := map[string]bool{}, map[string]bool{}
-	for _, q := range qs {
-		kinds[askKindNames[q.kind]] = true
-		switch q.kind {
-		case askSample:
-			caps["sampling"] = true
-		case askRoots:
-			caps["roots"] = true
-		default:
-			caps["elicitation"] = true
-		}
-	}
-	e.Asks = slices.Sorted(maps.Keys(kinds))
-	e.Capabilities = slices.Sorted(maps.Keys(caps))
-	return e
-}
-
 // compileToolAsks compiles a tool's ask blocks and its implicit
 // confirmation (confirm attribute, server.confirm_destructive).
-func compileToolAsks(tc *config.Tool, scope *adapter.Scope, confirmDestructive bool, sensitive map[string]bool) (*asker, hcl.Diagnostics) {
+func compileToolAsks(tc *config.Tool, scope *adapter.Scope, confirmDestructive bool, sensitive map[string]bool) (*ask.Asker, hcl.Diagnostics) {
 	on, diags := toolConfirm(tc, scope, confirmDestructive)
 	for _, d := range tc.Asks {
 		if d.Confirm != nil {
@@ -711,10 +364,10 @@ func compileToolAsks(tc *config.Tool, scope *adapter.Scope, confirmDestructive b
 	c, d := confirmAsk(tc, scope, sensitive)
 	diags = append(diags, d...)
 	if a == nil {
-		a = &asker{kind: "tool", name: tc.Name, rounds: 1, scope: scopeWithInputs(scope, map[string]string{})}
+		a = &ask.Asker{Kind: "tool", Name: tc.Name, Rounds: 1, Scope: scopeWithInputs(scope, map[string]string{})}
 	}
-	a.asks = append([]*askSpec{c}, a.asks...)
-	a.scope.Inputs["confirm"] = "confirm"
+	a.Asks = append([]*ask.Spec{c}, a.Asks...)
+	a.Scope.Inputs["confirm"] = "confirm"
 	return a, diags
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpd/mcpd/engine/ask"
 	"github.com/mcpd/mcpd/engine/requeststate"
 	"github.com/mcpd/mcpd/engine/snapshot"
 )
@@ -53,7 +54,7 @@ func TestAskForm(t *testing.T) {
 	s, _ := build(t, nil, nil, map[string]string{"tools.hcl": askFormConfig})
 	tl := tool(t, s, "pick")
 	sealer := requeststate.MustRandomSealer()
-	first, err := tl.Call(context.Background(), &snapshot.CallRequest{Answers: snapshot.Answers{Caps: elicitCaps, Sealer: sealer}})
+	first, err := tl.Call(context.Background(), &snapshot.CallRequest{Answers: ask.Answers{Caps: elicitCaps, Sealer: sealer}})
 	if err != nil || first.InputRequests == nil {
 		t.Fatalf("first call: %v %+v", err, first)
 	}
@@ -77,7 +78,7 @@ func TestAskForm(t *testing.T) {
 		{"wrong type", map[string]any{"single": 1}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res, err := tl.Call(context.Background(), &snapshot.CallRequest{Answers: snapshot.Answers{Caps: elicitCaps, Sealer: sealer, State: first.RequestState,
+			res, err := tl.Call(context.Background(), &snapshot.CallRequest{Answers: ask.Answers{Caps: elicitCaps, Sealer: sealer, State: first.RequestState,
 				Responses: mcp.InputResponseMap{"form": &mcp.ElicitResult{Action: "accept", Content: tc.content}}}})
 			if err != nil {
 				t.Fatal(err)
@@ -114,17 +115,17 @@ tool "t" {
 `})
 	tl := tool(t, s, "t")
 	sealer := requeststate.MustRandomSealer()
-	_, err := tl.Call(context.Background(), &snapshot.CallRequest{Answers: snapshot.Answers{Sealer: sealer, Caps: &mcp.ClientCapabilities{}}})
-	var me *snapshot.MissingCapabilityError
+	_, err := tl.Call(context.Background(), &snapshot.CallRequest{Answers: ask.Answers{Sealer: sealer, Caps: &mcp.ClientCapabilities{}}})
+	var me *ask.MissingCapabilityError
 	if !errors.As(err, &me) || !slices.Equal(me.Capabilities, []string{"roots"}) {
 		t.Fatalf("err = %v, want roots missing only", err)
 	}
 	caps := &mcp.ClientCapabilities{RootsV2: &mcp.RootCapabilities{}}
-	res, err := tl.Call(context.Background(), &snapshot.CallRequest{Answers: snapshot.Answers{Sealer: sealer, Caps: caps}})
+	res, err := tl.Call(context.Background(), &snapshot.CallRequest{Answers: ask.Answers{Sealer: sealer, Caps: caps}})
 	if err != nil || len(res.InputRequests) != 1 || res.InputRequests["roots"] == nil {
 		t.Fatalf("with roots only: %v %+v", err, res)
 	}
-	res, err = tl.Call(context.Background(), &snapshot.CallRequest{Answers: snapshot.Answers{Sealer: sealer, Caps: caps, State: res.RequestState,
+	res, err = tl.Call(context.Background(), &snapshot.CallRequest{Answers: ask.Answers{Sealer: sealer, Caps: caps, State: res.RequestState,
 		Responses: mcp.InputResponseMap{"roots": &mcp.ListRootsResult{Roots: []*mcp.Root{{URI: "file:///work", Name: "work"}}}}}})
 	if err != nil || render(res) != "text:anon sees file:///work" {
 		t.Fatalf("answered: %v %q", err, render(res))
@@ -146,7 +147,7 @@ tool "deploy" {
   }
 }
 `})
-	res, err := tool(t, s, "deploy").Call(context.Background(), &snapshot.CallRequest{Args: json.RawMessage(`{"env":"prod","token":"s3cret"}`), Answers: snapshot.Answers{Caps: elicitCaps, Sealer: requeststate.MustRandomSealer()}})
+	res, err := tool(t, s, "deploy").Call(context.Background(), &snapshot.CallRequest{Args: json.RawMessage(`{"env":"prod","token":"s3cret"}`), Answers: ask.Answers{Caps: elicitCaps, Sealer: requeststate.MustRandomSealer()}})
 	if err != nil || res.InputRequests["confirm"] == nil {
 		t.Fatalf("%v %+v", err, res)
 	}
@@ -179,7 +180,7 @@ tool "two" {
 `})
 	tl := tool(t, s, "two")
 	var asked []string
-	byQuestion := snapshot.AnswerFunc(func(_ context.Context, q mcp.InputRequestMap) (mcp.InputResponseMap, error) {
+	byQuestion := ask.AnswerFunc(func(_ context.Context, q mcp.InputRequestMap) (mcp.InputResponseMap, error) {
 		out := mcp.InputResponseMap{}
 		for id, r := range q {
 			asked = append(asked, r.(*mcp.ElicitParams).Message)
@@ -192,7 +193,7 @@ tool "two" {
 		}
 		return out, nil
 	})
-	res, err := tl.Call(context.Background(), &snapshot.CallRequest{Answers: snapshot.Answers{Caps: elicitCaps, Answerer: byQuestion}})
+	res, err := tl.Call(context.Background(), &snapshot.CallRequest{Answers: ask.Answers{Caps: elicitCaps, Answerer: byQuestion}})
 	if err != nil || render(res) != "text:Ann likes blue" {
 		t.Fatalf("%v %q", err, render(res))
 	}
@@ -200,18 +201,18 @@ tool "two" {
 		t.Fatalf("asked %q", asked)
 	}
 	asked = nil
-	invalid := snapshot.AnswerFunc(func(_ context.Context, q mcp.InputRequestMap) (mcp.InputResponseMap, error) {
+	invalid := ask.AnswerFunc(func(_ context.Context, q mcp.InputRequestMap) (mcp.InputResponseMap, error) {
 		asked = append(asked, "again")
 		return mcp.InputResponseMap{"first": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": 7}}}, nil
 	})
-	res, err = tl.Call(context.Background(), &snapshot.CallRequest{Answers: snapshot.Answers{Caps: elicitCaps, Answerer: invalid}})
+	res, err = tl.Call(context.Background(), &snapshot.CallRequest{Answers: ask.Answers{Caps: elicitCaps, Answerer: invalid}})
 	if err != nil || !res.IsError || !strings.Contains(render(res), "no valid answer after 10 questions; it did not run") || len(asked) != 9 {
 		t.Fatalf("%v %q, asked %d times", err, render(res), len(asked))
 	}
-	failing := snapshot.AnswerFunc(func(context.Context, mcp.InputRequestMap) (mcp.InputResponseMap, error) {
+	failing := ask.AnswerFunc(func(context.Context, mcp.InputRequestMap) (mcp.InputResponseMap, error) {
 		return nil, errors.New("connection lost")
 	})
-	res, err = tl.Call(context.Background(), &snapshot.CallRequest{Answers: snapshot.Answers{Caps: elicitCaps, Answerer: failing}})
+	res, err = tl.Call(context.Background(), &snapshot.CallRequest{Answers: ask.Answers{Caps: elicitCaps, Answerer: failing}})
 	if err != nil || render(res) != "ERROR\ntext:tool two did not run: asking the user failed: connection lost" {
 		t.Fatalf("%v %q", err, render(res))
 	}

@@ -1,91 +1,24 @@
 package snapshot
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/cache"
 	"github.com/mcpd/mcpd/engine/config"
 	"github.com/mcpd/mcpd/engine/principal"
-	"github.com/mcpd/mcpd/engine/sharedstate"
 )
 
-// The result cache (docs/config.md, "cache"; docs/operations.md, "Caching
-// with replicas").
-//
-// Where it sits in a call: after the arguments are validated (defaults
-// applied), the caller-bound params bound and the ask blocks answered —
-// everything the result depends on is known then — and before the limits.
-// A hit neither takes a rate-limit token nor a concurrency slot: both
-// protect the backend, which a hit does not reach, and a hit is meant to
-// be cheap. A caller who repeats a call gets the same answer, which costs
-// the backend nothing.
-//
-// What is stored is the result as the model saw it: redacted and with
-// sensitive arguments scrubbed, so a secret that redaction hides never
-// reaches the cache in clear; keys are hashes (cache.Key), so no argument
-// does either. Tool errors and input_required results are never stored.
-
-// Defaults of the cache (docs/config.md).
-const (
-	DefaultCacheTTL           = 30 * time.Second
-	DefaultCacheMaxEntryBytes = 1 << 20  // 1 MiB
-	DefaultCacheMaxBytes      = 64 << 20 // 64 MiB
-)
-
-// CacheMetaKey is the _meta key of a cacheable tool's result: a
-// *CacheMeta, saying whether the answer was served from the cache.
-const CacheMetaKey = "mcpd/cache"
-
-// CacheMeta is the _meta of a cacheable tool's result. Its ttlMs and
-// cacheScope mean what the 2026-07-28 protocol's list results' fields of
-// the same names do (engine/serve/cachefields.go): how long the answer may
-// be reused, and whether it is the caller's own ("private") or shared by
-// every caller ("public").
-type CacheMeta struct {
-	Hit bool `json:"hit"`
-	// AgeMs is how long ago the cached answer was computed (hits only).
-	AgeMs      int64  `json:"ageMs,omitempty"`
-	TTLMs      int64  `json:"ttlMs"`
-	CacheScope string `json:"cacheScope"`
-
-	status string // CacheHit, CacheMiss or CacheError
-}
-
-// Cache statuses of a call (event.Call.Cache, the audit line, the
-// metrics).
-const (
-	CacheHit  = "hit"
-	CacheMiss = "miss"
-	// CacheError: the store failed (Redis down); the tool was called.
-	CacheError = "error"
-)
-
-// CacheStatus returns the cache status of a tool's result: CacheHit,
-// CacheMiss, CacheError, or "" for a tool that is not cached (and for
-// errors, which never are).
-func CacheStatus(res *mcp.CallToolResult) string {
-	if res == nil || res.Meta == nil {
-		return ""
-	}
-	if m, ok := res.Meta[CacheMetaKey].(*CacheMeta); ok {
-		return m.status
-	}
-	return ""
-}
+// Compiling the result cache's blocks (the stage itself, which a call
+// runs, is engine/cache's Tool; docs/config.md, "cache").
 
 // serverCache is the server block's cache block: the defaults of the
 // tools' blocks and the memory store's bound.
@@ -97,7 +30,7 @@ type serverCache struct {
 }
 
 func compileServerCache(sv *config.Server) (serverCache, hcl.Diagnostics) {
-	out := serverCache{ttl: DefaultCacheTTL, maxEntry: DefaultCacheMaxEntryBytes, maxBytes: DefaultCacheMaxBytes}
+	out := serverCache{ttl: cache.DefaultTTL, maxEntry: cache.DefaultMaxEntryBytes, maxBytes: cache.DefaultMaxBytes}
 	if sv == nil || sv.Cache == nil {
 		return out, nil
 	}
@@ -148,21 +81,9 @@ func staticBool(a *hcl.Attribute) (bool, hcl.Diagnostics) {
 	return v.True(), nil
 }
 
-// toolCache is a cached tool's cache settings and the store it uses.
-type toolCache struct {
-	ttl      time.Duration
-	shared   bool
-	maxEntry int
-	// fingerprint is the tool's compiled definition, part of every key
-	// (see toolFingerprint).
-	fingerprint string
-	// store is set by Build once the snapshot's store is known.
-	store cache.Store
-}
-
 // compileCache compiles a tool's cache block; nil without one. A tool that
 // may change something cannot be cached: a load error on the block.
-func compileCache(tc *config.Tool, h adapter.Handler, sc serverCache) (*toolCache, hcl.Diagnostics) {
+func compileCache(tc *config.Tool, h adapter.Handler, sc serverCache) (*cache.Tool, hcl.Diagnostics) {
 	c := tc.Cache
 	if c == nil {
 		return nil, nil
@@ -177,23 +98,23 @@ func compileCache(tc *config.Tool, h adapter.Handler, sc serverCache) (*toolCach
 			Subject:  &rng,
 		})
 	}
-	out := &toolCache{ttl: sc.ttl, shared: sc.shared, maxEntry: sc.maxEntry}
+	out := &cache.Tool{TTL: sc.ttl, Shared: sc.shared, MaxEntry: sc.maxEntry}
 	if c.TTL != nil {
 		d, dd := cacheTTL(c.TTL)
 		diags = append(diags, dd...)
-		out.ttl = d
+		out.TTL = d
 	}
 	if c.Shared != nil {
 		b, dd := staticBool(c.Shared)
 		diags = append(diags, dd...)
-		out.shared = b
+		out.Shared = b
 	}
 	if c.MaxEntryBytes != nil {
 		n, dd := staticCount(c.MaxEntryBytes, 1, 1<<30)
 		diags = append(diags, dd...)
-		out.maxEntry = n
+		out.MaxEntry = n
 	}
-	if out.shared && adapter.TraitsOf(h).ActsAsCaller {
+	if out.Shared && adapter.TraitsOf(h).ActsAsCaller {
 		rng := c.DeclRange
 		if c.Shared != nil {
 			rng = c.Shared.Range
@@ -280,113 +201,13 @@ func fingerprintInputs(s *Snapshot, secrets []string) (backends, secretsSorted [
 	return backends, secretsSorted
 }
 
-// cacheFill is a miss to be stored once the result is known.
-type cacheFill struct {
-	key string
-}
-
-func (c *toolCache) scope() string {
-	if c.shared {
-		return "public"
+// cacheCaller is the identity that keys a cached call's entry: the
+// caller's, unless the tool's entries are shared by every caller.
+func cacheCaller(c *cache.Tool, p *principal.Principal) string {
+	if c.Shared {
+		return ""
 	}
-	return "private"
-}
-
-// lookup returns the cached result of a call, or nil and the fill to do
-// once the call has run (nil when the store failed: the call runs without
-// the cache, and its status is CacheError).
-func (c *toolCache) lookup(ctx context.Context, tool string, args, inputs map[string]any, caller *principal.Principal, budget *sharedstate.Budget) (*mcp.CallToolResult, *cacheFill, string) {
-	parts := cache.KeyParts{Fingerprint: c.fingerprint, Tool: tool, Args: args, Inputs: inputs, Shared: c.shared}
-	if !c.shared {
-		parts.Principal = callerID(caller)
-	}
-	key, err := cache.Key(parts)
-	if err != nil {
-		// Arguments that do not encode (cannot happen for JSON input):
-		// run uncached.
-		return nil, nil, CacheError
-	}
-	if budget.Spent() {
-		return nil, nil, CacheError
-	}
-	octx, cancel := c.opContext(ctx, budget)
-	e, err := c.store.Get(octx, key)
-	cancel()
-	switch {
-	case errors.Is(err, cache.ErrMiss):
-		return nil, &cacheFill{key: key}, CacheMiss
-	case err != nil:
-		// While Redis is known to be down, or did not answer within the
-		// call's budget, the shared state logs its transitions; each call
-		// does not.
-		if !errors.Is(err, cache.ErrUnavailable) && !sharedstate.IsUnavailable(err) {
-			slog.Warn("result cache unavailable; calling the tool", "tool", tool, "store", c.store.Kind(), "err", err)
-		}
-		return nil, nil, CacheError
-	}
-	var cached *mcp.CallToolResult
-	if r, ok := e.Decoded.(*mcp.CallToolResult); ok {
-		cached = r
-	} else {
-		var err error
-		if cached, err = decodeResult(e.Value); err != nil {
-			// Not a result this version can read: a miss, overwritten.
-			return nil, &cacheFill{key: key}, CacheMiss
-		}
-	}
-	out := *cached
-	age := time.Since(e.At).Milliseconds()
-	if age < 0 {
-		age = 0 // another replica's clock
-	}
-	out.Meta = mcp.Meta{CacheMetaKey: &CacheMeta{Hit: true, AgeMs: age, TTLMs: c.ttl.Milliseconds(), CacheScope: c.scope(), status: CacheHit}}
-	return &out, nil, CacheHit
-}
-
-// opContext is the context of an operation of a shared store: not
-// cancelled with the call (a result is stored after the call's timeout
-// has been released), bounded by what is left of the call's budget for
-// the shared state (sharedstate.Budget), and by the state block's timeout,
-// which the client applies to every command. The memory store needs no
-// context.
-func (c *toolCache) opContext(ctx context.Context, budget *sharedstate.Budget) (context.Context, func()) {
-	if _, ok := c.store.(*cache.Memory); ok {
-		return ctx, func() {}
-	}
-	return budget.Op(context.WithoutCancel(ctx))
-}
-
-// fill stores res, the redacted result of a miss, unless it is an error or
-// a question (input_required), and marks it with its status.
-func (c *toolCache) fill(ctx context.Context, tool string, f *cacheFill, status string, res *mcp.CallToolResult, budget *sharedstate.Budget) *mcp.CallToolResult {
-	if res == nil || res.IsError || res.InputRequests != nil || res.RequestState != "" {
-		return res
-	}
-	if f != nil && budget.Spent() {
-		// The call spent its time for the shared state: not stored.
-		f, status = nil, CacheError
-	}
-	if f != nil {
-		stored := *res
-		stored.Meta = nil
-		b, err := json.Marshal(&stored)
-		if err == nil && len(b) <= c.maxEntry {
-			octx, cancel := c.opContext(ctx, budget)
-			err = c.store.Set(octx, f.key, cache.Entry{Value: b, Decoded: &stored, At: time.Now()}, c.ttl)
-			cancel()
-			if err != nil {
-				if !errors.Is(err, cache.ErrUnavailable) && !sharedstate.IsUnavailable(err) {
-					slog.Warn("result cache unavailable; the result is not stored", "tool", tool, "store", c.store.Kind(), "err", err)
-				}
-				status = CacheError
-			}
-		}
-	}
-	if res.Meta == nil {
-		res.Meta = mcp.Meta{}
-	}
-	res.Meta[CacheMetaKey] = &CacheMeta{TTLMs: c.ttl.Milliseconds(), CacheScope: c.scope(), status: status}
-	return res
+	return callerID(p)
 }
 
 // initCache gives every cached tool its fingerprint and the store: Redis
@@ -429,8 +250,8 @@ func (s *Snapshot) initCache(cfg *config.Config, prev *Snapshot, sc serverCache,
 	}
 	backends, secs := fingerprintInputs(s, secrets)
 	for _, t := range cached {
-		t.cache.fingerprint = toolFingerprint(decls[t.Def.Name], cfg, backends, secs)
-		t.cache.store = store
+		t.cache.Fingerprint = toolFingerprint(decls[t.Def.Name], cfg, backends, secs)
+		t.cache.Store = store
 		t.state = s.state
 	}
 }
@@ -445,54 +266,5 @@ func (t *Tool) CacheMaxEntryBytes() int {
 	if t.cache == nil {
 		return 0
 	}
-	return t.cache.maxEntry
-}
-
-// wireResult is a stored result as decodeResult reads it: the structured
-// content is kept as its JSON, which is how it is sent again, and the
-// contents one by one.
-type wireResult struct {
-	Content           []json.RawMessage `json:"content"`
-	StructuredContent json.RawMessage   `json:"structuredContent"`
-}
-
-// wireText is a content block read as text content; any other field makes
-// it a block for the SDK to decode.
-type wireText struct {
-	Type        string          `json:"type"`
-	Text        string          `json:"text"`
-	Annotations json.RawMessage `json:"annotations"`
-	Meta        json.RawMessage `json:"_meta"`
-}
-
-// decodeResult decodes a result a shared store returned. It costs a
-// fraction of the SDK's CallToolResult.UnmarshalJSON, which decoded the
-// structured content into maps only for it to be encoded again: text
-// blocks (nearly every result) are decoded here, the structured content
-// is kept as JSON, and only other blocks go through the SDK.
-func decodeResult(b []byte) (*mcp.CallToolResult, error) {
-	var w wireResult
-	if err := json.Unmarshal(b, &w); err != nil {
-		return nil, err
-	}
-	out := &mcp.CallToolResult{Content: make([]mcp.Content, 0, len(w.Content))}
-	for _, raw := range w.Content {
-		var t wireText
-		if err := json.Unmarshal(raw, &t); err != nil {
-			return nil, err
-		}
-		if t.Type == "text" && t.Annotations == nil && t.Meta == nil {
-			out.Content = append(out.Content, &mcp.TextContent{Text: t.Text})
-			continue
-		}
-		var one mcp.CallToolResult
-		if err := json.Unmarshal([]byte(`{"content":[`+string(raw)+`]}`), &one); err != nil {
-			return nil, err
-		}
-		out.Content = append(out.Content, one.Content...)
-	}
-	if len(w.StructuredContent) > 0 && string(w.StructuredContent) != "null" {
-		out.StructuredContent = w.StructuredContent
-	}
-	return out, nil
+	return t.cache.MaxEntry
 }

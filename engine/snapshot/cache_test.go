@@ -9,9 +9,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpd/mcpd/engine/cache"
 	"github.com/mcpd/mcpd/engine/loader"
 	"github.com/mcpd/mcpd/engine/principal"
-	"github.com/mcpd/mcpd/engine/snapshot"
 )
 
 // cachedConfig is a read-only tool that echoes its arguments, counting
@@ -70,7 +70,7 @@ tool "failing" {
 
 func backendCalls(f *fake) int32 { return f.opened()[0].calls.Load() }
 
-func cacheStatus(res *mcp.CallToolResult) string { return snapshot.CacheStatus(res) }
+func cacheStatus(res *mcp.CallToolResult) string { return cache.Status(res) }
 
 func asCaller(name string) context.Context {
 	if name == "" {

@@ -10,6 +10,7 @@ import (
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/config"
 	"github.com/mcpd/mcpd/engine/ident"
+	"github.com/mcpd/mcpd/engine/limits"
 	"github.com/mcpd/mcpd/engine/schema"
 )
 
@@ -45,7 +46,7 @@ func (s *Snapshot) addContributed(prev *Snapshot, sl serverLimits) {
 		}
 		if prev != nil {
 			if old, ok := prev.tools[t.Def.Name]; ok {
-				carryLimits(t.limits, old.limits)
+				limits.Carry(t.limits, old.limits)
 			}
 		}
 		s.Tools = append(s.Tools, t)
@@ -93,7 +94,7 @@ func (s *Snapshot) addContributed(prev *Snapshot, sl serverLimits) {
 				get := cp.Get
 				p := &Prompt{Def: cp.Def, scope: &adapter.Scope{}, completions: map[string][]string{}, scopes: normScopes(cp.Scopes), from: from,
 					remote: func(ctx context.Context, req *adapter.PromptRequest) (*adapter.PromptOutput, error) {
-						ctx, cancel := lim.withTimeout(ctx)
+						ctx, cancel := lim.WithTimeout(ctx)
 						defer cancel()
 						return get(ctx, req)
 					}}
@@ -106,7 +107,7 @@ func (s *Snapshot) addContributed(prev *Snapshot, sl serverLimits) {
 
 // contributedTemplate compiles a contributed template: its variables get
 // the default path rules of a declared one (one segment, no dot segments).
-func contributedTemplate(ct adapter.ContributedTemplate, lim *limits) *Template {
+func contributedTemplate(ct adapter.ContributedTemplate, lim *limits.Limits) *Template {
 	tmpl, err := uritemplate.New(ct.Def.URITemplate)
 	if err != nil {
 		slog.Warn("contributed resource template skipped", "template", ct.Def.URITemplate, "err", err)

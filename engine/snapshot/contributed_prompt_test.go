@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/ask"
 	"github.com/mcpd/mcpd/engine/principal"
 	"github.com/mcpd/mcpd/engine/requeststate"
 	"github.com/mcpd/mcpd/engine/snapshot"
@@ -77,7 +78,7 @@ func TestContributedPromptAsks(t *testing.T) {
 	accept := func(topic string) mcp.InputResponseMap {
 		return mcp.InputResponseMap{"topic": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"topic": topic}}}
 	}
-	answerer := snapshot.AnswerFunc(func(_ context.Context, q mcp.InputRequestMap) (mcp.InputResponseMap, error) {
+	answerer := ask.AnswerFunc(func(_ context.Context, q mcp.InputRequestMap) (mcp.InputResponseMap, error) {
 		out := mcp.InputResponseMap{}
 		for k := range q {
 			out[k] = accept("Go")["topic"]
@@ -95,7 +96,7 @@ func TestContributedPromptAsks(t *testing.T) {
 		return p.Get(context.Background(), req)
 	}
 	// first is the state of a first get by rounds, as ada.
-	first, err := get(t, brief, &snapshot.GetRequest{Args: args, Caller: ada, Answers: snapshot.Answers{Caps: elicit, Sealer: sealer}})
+	first, err := get(t, brief, &snapshot.GetRequest{Args: args, Caller: ada, Answers: ask.Answers{Caps: elicit, Sealer: sealer}})
 	if err != nil || first.InputRequests["topic"] == nil || first.RequestState == "" || first.RequestState == "asked" {
 		t.Fatalf("first get: %v %+v, want input_required with a sealed state", err, first)
 	}
@@ -111,27 +112,27 @@ func TestContributedPromptAsks(t *testing.T) {
 		typed string
 	}{
 		{name: "retry with the answer", req: snapshot.GetRequest{Args: args, Caller: ada,
-			Answers: snapshot.Answers{Caps: elicit, Sealer: sealer, Responses: accept("Go"), State: first.RequestState}},
+			Answers: ask.Answers{Caps: elicit, Sealer: sealer, Responses: accept("Go"), State: first.RequestState}},
 			brief: "a brief about Go for engineers"},
 		{name: "retry with other arguments", req: snapshot.GetRequest{Args: map[string]string{"audience": "managers"}, Caller: ada,
-			Answers: snapshot.Answers{Caps: elicit, Sealer: sealer, Responses: accept("Go"), State: first.RequestState}},
+			Answers: ask.Answers{Caps: elicit, Sealer: sealer, Responses: accept("Go"), State: first.RequestState}},
 			err: "another call", typed: "state"},
 		{name: "retry by another caller", req: snapshot.GetRequest{Args: args, Caller: &principal.Principal{Name: "eve", Method: "api_key"},
-			Answers: snapshot.Answers{Caps: elicit, Sealer: sealer, Responses: accept("Go"), State: first.RequestState}},
+			Answers: ask.Answers{Caps: elicit, Sealer: sealer, Responses: accept("Go"), State: first.RequestState}},
 			err: "another call", typed: "state"},
 		{name: "the backend's own state, bare", req: snapshot.GetRequest{Args: args, Caller: ada,
-			Answers: snapshot.Answers{Caps: elicit, Sealer: sealer, Responses: accept("Go"), State: "asked"}},
+			Answers: ask.Answers{Caps: elicit, Sealer: sealer, Responses: accept("Go"), State: "asked"}},
 			err: "invalid requestState", typed: "state"},
 		{name: "asked within the get", req: snapshot.GetRequest{Args: args, Caller: ada,
-			Answers: snapshot.Answers{Caps: elicit, Sealer: sealer, Answerer: answerer}},
+			Answers: ask.Answers{Caps: elicit, Sealer: sealer, Answerer: answerer}},
 			brief: "a brief about Go for engineers"},
 		{name: "missing capability", backend: func(context.Context, *adapter.PromptRequest) (*adapter.PromptOutput, error) {
 			return nil, &adapter.MissingCapabilityError{Message: "upstream up cannot ask: no elicitation", Capabilities: []string{"elicitation"}}
-		}, req: snapshot.GetRequest{Args: args, Answers: snapshot.Answers{Sealer: sealer}},
+		}, req: snapshot.GetRequest{Args: args, Answers: ask.Answers{Sealer: sealer}},
 			err: "no elicitation", typed: "capability"},
 		{name: "rounds asked of a client that has none", backend: func(context.Context, *adapter.PromptRequest) (*adapter.PromptOutput, error) {
 			return &adapter.PromptOutput{InputRequired: &adapter.InputRequired{Requests: topicQuestion, State: "asked"}}, nil
-		}, req: snapshot.GetRequest{Args: args, Answers: snapshot.Answers{Caps: elicit, Answerer: answerer}},
+		}, req: snapshot.GetRequest{Args: args, Answers: ask.Answers{Caps: elicit, Answerer: answerer}},
 			err: "cannot be asked for in this call"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -149,8 +150,8 @@ func TestContributedPromptAsks(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tc.err) {
 				t.Fatalf("err = %v, want %q", err, tc.err)
 			}
-			var se *snapshot.StateError
-			var me *snapshot.MissingCapabilityError
+			var se *ask.StateError
+			var me *ask.MissingCapabilityError
 			switch tc.typed {
 			case "state":
 				if !errors.As(err, &se) {

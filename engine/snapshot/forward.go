@@ -8,6 +8,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/limits"
 )
 
 // What mcpd forwards to the backend that contributed a prompt, resource
@@ -21,7 +22,7 @@ import (
 type contribution struct {
 	conf    adapter.BackendConfig
 	backend adapter.Backend
-	limits  *limits // the server's default timeout
+	limits  *limits.Limits // the server's default timeout
 }
 
 // maxCompletions is the most values one completion carries (MCP's bound).
@@ -42,7 +43,7 @@ func (c *contribution) complete(ctx context.Context, req *adapter.CompleteReques
 	if !ok {
 		return none
 	}
-	ctx, cancel := c.limits.withTimeout(ctx)
+	ctx, cancel := c.limits.WithTimeout(ctx)
 	defer cancel()
 	if _, bounded := ctx.Deadline(); !bounded {
 		var cancel context.CancelFunc

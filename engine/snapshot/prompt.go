@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/ask"
 	"github.com/mcpd/mcpd/engine/config"
 	"github.com/mcpd/mcpd/engine/redact"
 	"github.com/mcpd/mcpd/engine/requeststate"
@@ -23,7 +24,7 @@ type Prompt struct {
 	messages    []promptMessage
 	completions map[string][]string
 	redact      *redact.Redactor // nil: no secrets
-	asks        *asker           // nil: the prompt asks nothing
+	asks        *ask.Asker       // nil: the prompt asks nothing
 	scopes      []string         // required to list and get it
 	// remote gets a prompt a backend contributes (contributed.go, and
 	// getRemote in rounds.go).
@@ -48,7 +49,7 @@ func compilePrompt(pc *config.Prompt, ft funcTables) (*Prompt, hcl.Diagnostics) 
 	p := &Prompt{Def: def, scope: scope, completions: map[string][]string{}}
 	asks, diags := compileAsks("prompt", pc.Name, pc.Asks, scope)
 	if asks != nil {
-		p.asks, scope.Inputs = asks, asks.scope.Inputs
+		p.asks, scope.Inputs = asks, asks.Scope.Inputs
 		def.Meta = mcp.Meta{AsksMetaKey: true}
 	}
 	for _, a := range pc.Arguments {
@@ -136,22 +137,22 @@ func (p *Prompt) get(ctx context.Context, req *GetRequest) (*mcp.GetPromptResult
 	var inputs map[string]any
 	if p.asks != nil {
 		bind := requeststate.BindCaller("prompt", p.Def.Name, goArgs, callerID(req.Caller), nil)
-		out, err := p.asks.resolve(ctx, goArgs, bind, &req.Answers)
-		var ae *AnswerError
-		var nv *noValidAnswer
+		out, err := p.asks.Resolve(ctx, goArgs, bind, &req.Answers)
+		var ae *ask.AnswerError
+		var nv *ask.NoValidAnswer
 		switch {
 		case errors.As(err, &ae):
-			return nil, &AnswerError{What: "prompt " + p.Def.Name, Err: ae.Err}
+			return nil, &ask.AnswerError{What: "prompt " + p.Def.Name, Err: ae.Err}
 		case errors.As(err, &nv):
 			return nil, fmt.Errorf("prompt %s: %v", p.Def.Name, err)
 		case err != nil:
 			return nil, err
-		case out.declined != "":
-			return nil, fmt.Errorf("prompt %s: %s", p.Def.Name, out.declined)
-		case out.requests != nil:
-			return &mcp.GetPromptResult{InputRequests: out.requests, RequestState: out.state}, nil
+		case out.Declined != "":
+			return nil, fmt.Errorf("prompt %s: %s", p.Def.Name, out.Declined)
+		case out.Requests != nil:
+			return &mcp.GetPromptResult{InputRequests: out.Requests, RequestState: out.State}, nil
 		}
-		inputs = out.inputs
+		inputs = out.Inputs
 	}
 	ectx := p.scope.CallContextInputs(goArgs, inputs)
 	res := &mcp.GetPromptResult{Description: p.Def.Description}

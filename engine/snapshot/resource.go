@@ -23,6 +23,7 @@ import (
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/config"
 	"github.com/mcpd/mcpd/engine/funcs"
+	"github.com/mcpd/mcpd/engine/limits"
 	"github.com/mcpd/mcpd/engine/redact"
 	"github.com/mcpd/mcpd/engine/schema"
 )
@@ -41,7 +42,7 @@ type source struct {
 	// the timeout of an adapter's reads: the server's default_timeout, as
 	// for a tool that sets none.
 	adapterType string
-	limits      *limits
+	limits      *limits.Limits
 	// remote reads a resource a backend contributes (contributed.go).
 	remote func(ctx context.Context, uri string) (*mcp.ReadResourceResult, error)
 	// backends are the top-level blocks the adapter looked up at load, as
@@ -126,7 +127,7 @@ func compileSource(owner, name string, text, blob, file *hcl.Attribute, ab *conf
 		h, d := a.CompileTool(&adapter.ToolBlock{Tool: name, Type: ab.Type, Body: ab.Body, Range: ab.DeclRange, Scope: scope, Backend: lookup, BackendNames: backend.names})
 		diags = append(diags, d...)
 		src.handler, src.adapterType = h, ab.Type
-		src.limits = &limits{spec: limitSpec{timeout: sl.defaultTimeout}}
+		src.limits = limits.OnlyTimeout(sl.defaultTimeout)
 	}
 	if n != 1 {
 		diags = append(diags, &hcl.Diagnostic{
@@ -482,7 +483,7 @@ func (s *source) read(ctx context.Context, uri, mimeType string, args map[string
 		}
 	}()
 	if s.remote != nil {
-		ctx, cancel := s.limits.withTimeout(ctx)
+		ctx, cancel := s.limits.WithTimeout(ctx)
 		defer cancel()
 		res, err := s.remote(ctx, uri)
 		if err != nil {
@@ -554,13 +555,13 @@ func (s *source) read(ctx context.Context, uri, mimeType string, args map[string
 // adapter call (Tool.callAdapter), under the timeout and with a span of its
 // own, "{adapter} {resource}" with mcp.resource.uri.
 func (s *source) callAdapter(ctx context.Context, uri string, args map[string]any) (*adapter.Output, error) {
-	ctx, cancel := s.limits.withTimeout(ctx)
+	ctx, cancel := s.limits.WithTimeout(ctx)
 	defer cancel()
 	actx, span := s.adapterSpan(ctx, uri)
 	out, err := s.handler.Call(actx, &adapter.Request{Tool: s.name, Args: args, Eval: s.scope.CallContext(args), Progress: noProgress, Log: noLog})
 	endAdapterSpan(span, err)
-	if err != nil && errors.Is(context.Cause(ctx), errTimedOut) {
-		return nil, fmt.Errorf("resource %s timed out after %s (the server's default_timeout)", s.name, s.limits.spec.timeout)
+	if err != nil && errors.Is(context.Cause(ctx), limits.ErrTimedOut) {
+		return nil, fmt.Errorf("resource %s timed out after %s (the server's default_timeout)", s.name, s.limits.Timeout())
 	}
 	return out, err
 }

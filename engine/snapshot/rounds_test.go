@@ -7,6 +7,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpd/mcpd/engine/ask"
 	"github.com/mcpd/mcpd/engine/requeststate"
 	"github.com/mcpd/mcpd/engine/snapshot"
 )
@@ -28,7 +29,7 @@ tool "greet" {
 	sealer := requeststate.MustRandomSealer()
 	args := []byte(`{"who":"x"}`)
 	call := func(args []byte, state string, responses mcp.InputResponseMap) (*mcp.CallToolResult, error) {
-		return tl.Call(context.Background(), &snapshot.CallRequest{Args: args, Answers: snapshot.Answers{Caps: elicitCaps, Sealer: sealer, State: state, Responses: responses}})
+		return tl.Call(context.Background(), &snapshot.CallRequest{Args: args, Answers: ask.Answers{Caps: elicitCaps, Sealer: sealer, State: state, Responses: responses}})
 	}
 
 	res, err := call(args, "", nil)
@@ -43,7 +44,7 @@ tool "greet" {
 	adapterState := res.RequestState
 	answer := mcp.InputResponseMap{"q": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}}
 
-	var se *snapshot.StateError
+	var se *ask.StateError
 	// The tampered state differs in its first character whatever that is
 	// (a fixed replacement is sometimes no change at all).
 	tampered := "B" + adapterState[1:]
@@ -64,8 +65,8 @@ tool "greet" {
 
 	// A client asked within the call (an Answerer) gives the adapter no
 	// rounds.
-	res, err = tl.Call(context.Background(), &snapshot.CallRequest{Args: args, Answers: snapshot.Answers{Caps: elicitCaps,
-		Answerer: snapshot.AnswerFunc(func(_ context.Context, q mcp.InputRequestMap) (mcp.InputResponseMap, error) {
+	res, err = tl.Call(context.Background(), &snapshot.CallRequest{Args: args, Answers: ask.Answers{Caps: elicitCaps,
+		Answerer: ask.AnswerFunc(func(_ context.Context, q mcp.InputRequestMap) (mcp.InputResponseMap, error) {
 			return mcp.InputResponseMap{"confirm": &mcp.ElicitResult{Action: "accept"}}, nil
 		})}})
 	if err != nil || !res.IsError || render(res) == "" {

@@ -23,6 +23,7 @@ import (
 	"github.com/mcpd/mcpd/engine/cache"
 	"github.com/mcpd/mcpd/engine/config"
 	"github.com/mcpd/mcpd/engine/funcs"
+	"github.com/mcpd/mcpd/engine/limits"
 	"github.com/mcpd/mcpd/engine/redact"
 	"github.com/mcpd/mcpd/engine/requeststate"
 	"github.com/mcpd/mcpd/engine/sharedstate"
@@ -154,7 +155,7 @@ func BuildWith(cfg *config.Config, reg *adapter.Registry, prev *Snapshot, defaul
 		if t != nil {
 			if prev != nil {
 				if old, ok := prev.tools[t.Def.Name]; ok {
-					carryLimits(t.limits, old.limits)
+					limits.Carry(t.limits, old.limits)
 				}
 			}
 			s.Tools = append(s.Tools, t)
@@ -197,8 +198,8 @@ func BuildWith(cfg *config.Config, reg *adapter.Registry, prev *Snapshot, defaul
 	s.setRedactor(secrets.Redactor())
 	s.initCache(cfg, prev, sc, secrets.Values())
 	for _, t := range s.Tools {
-		if t.limits != nil && t.limits.state != nil {
-			t.state = t.limits.state
+		if t.limits != nil && t.limits.State() != nil {
+			t.state = t.limits.State()
 		}
 	}
 	s.initReplay(prev)

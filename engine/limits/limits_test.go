@@ -1,4 +1,4 @@
-package snapshot
+package limits
 
 import (
 	"context"
@@ -32,14 +32,14 @@ func TestParseRate(t *testing.T) {
 		{"x/s", 0, 0, true},
 	}
 	for _, tc := range tests {
-		r, err := parseRate(tc.in)
+		r, err := ParseRate(tc.in)
 		if tc.bad {
 			if err == nil {
 				t.Errorf("%q: accepted", tc.in)
 			}
 			continue
 		}
-		if err != nil || r.n != tc.n || r.period != tc.period {
+		if err != nil || r.N != tc.n || r.Period != tc.period {
 			t.Errorf("%q: got %+v, %v", tc.in, r, err)
 		}
 	}
@@ -52,8 +52,8 @@ func TestRetryIn(t *testing.T) {
 		1234 * time.Millisecond: "1.3s",
 		30 * time.Second:        "30.0s",
 	} {
-		if got := retryIn(d); got != want {
-			t.Errorf("retryIn(%s) = %s, want %s", d, got, want)
+		if got := RetryIn(d); got != want {
+			t.Errorf("RetryIn(%s) = %s, want %s", d, got, want)
 		}
 	}
 }
@@ -62,12 +62,12 @@ func TestRetryIn(t *testing.T) {
 // caller that has used its share keeps its bucket: the ones that refilled
 // are dropped first.
 func TestCallerLimitersBounded(t *testing.T) {
-	r := &rateSpec{n: 1, period: time.Hour, text: "1/h"}
-	l := &limits{spec: limitSpec{perCaller: r}}
+	r := &Rate{N: 1, Period: time.Hour, Text: "1/h"}
+	l := &Limits{spec: Spec{PerCaller: r}}
 	l.callers = &callerLimiters{limit: r.limit(), burst: 1, m: map[string]*rate.Limiter{}}
 	hog := &principal.Principal{Name: "hog", Method: "api_key"}
 	ctx := context.Background()
-	if _, refusal := l.admit(ctx, "t", hog, nil); refusal != "" {
+	if _, refusal := l.Admit(ctx, "t", hog, nil); refusal != "" {
 		t.Fatal(refusal)
 	}
 	now := time.Now()
@@ -77,30 +77,30 @@ func TestCallerLimitersBounded(t *testing.T) {
 	if n := len(l.callers.m); n > maxCallers {
 		t.Errorf("%d buckets kept, want at most %d", n, maxCallers)
 	}
-	if _, refusal := l.admit(ctx, "t", hog, nil); !strings.Contains(refusal, "retry in") {
+	if _, refusal := l.Admit(ctx, "t", hog, nil); !strings.Contains(refusal, "retry in") {
 		t.Errorf("the hog got a fresh bucket: %q", refusal)
 	}
 	// The local user is one caller.
-	if _, refusal := l.admit(ctx, "t", nil, nil); refusal != "" {
+	if _, refusal := l.Admit(ctx, "t", nil, nil); refusal != "" {
 		t.Fatal(refusal)
 	}
-	if _, refusal := l.admit(ctx, "t", nil, nil); refusal == "" {
+	if _, refusal := l.Admit(ctx, "t", nil, nil); refusal == "" {
 		t.Error("the local user got a second token")
 	}
 }
 
 // A per-caller refusal gives back the per-tool token the call had taken.
 func TestRefusedCallTakesNoToken(t *testing.T) {
-	perTool := &rateSpec{n: 2, period: time.Hour, text: "2/h"}
-	perCaller := &rateSpec{n: 1, period: time.Hour, text: "1/h"}
-	l := &limits{spec: limitSpec{perTool: perTool, perCaller: perCaller}}
+	perTool := &Rate{N: 2, Period: time.Hour, Text: "2/h"}
+	perCaller := &Rate{N: 1, Period: time.Hour, Text: "1/h"}
+	l := &Limits{spec: Spec{PerTool: perTool, PerCaller: perCaller}}
 	l.tool = rate.NewLimiter(perTool.limit(), 2)
 	l.callers = &callerLimiters{limit: perCaller.limit(), burst: 1, m: map[string]*rate.Limiter{}}
 	a := &principal.Principal{Name: "a"}
 	b := &principal.Principal{Name: "b"}
 	ctx := context.Background()
 	for i, p := range []*principal.Principal{a, a, b} {
-		_, refusal := l.admit(ctx, "t", p, nil)
+		_, refusal := l.Admit(ctx, "t", p, nil)
 		if (refusal != "") != (i == 1) {
 			t.Errorf("call %d: refusal %q", i, refusal)
 		}
