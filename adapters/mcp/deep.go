@@ -107,9 +107,19 @@ func mendDeep(msg []byte, report deepReport) []byte {
 // bracketDepth is how deeply objects and arrays nest in data, counted
 // as the SDK counts (brackets outside strings).
 func bracketDepth(data []byte) int {
-	depth, most := 0, 0
+	_, most := scanBrackets(data, 0, false)
+	return most
+}
+
+// scanBrackets walks data from i, counting the brackets outside strings.
+// With stop, it returns just after the bracket that closes the one at i
+// (-1: data ends first); without, it walks all of data (end is -1). most
+// is the deepest nesting seen.
+func scanBrackets(data []byte, i int, stop bool) (end, most int) {
+	depth := 0
 	inString, escaped := false, false
-	for _, b := range data {
+	for j := i; j < len(data); j++ {
+		b := data[j]
 		switch {
 		case inString:
 			switch {
@@ -126,10 +136,12 @@ func bracketDepth(data []byte) int {
 			depth++
 			most = max(most, depth)
 		case b == '}' || b == ']':
-			depth--
+			if depth--; stop && depth == 0 {
+				return j + 1, most
+			}
 		}
 	}
-	return most
+	return -1, most
 }
 
 func isSpace(b byte) bool { return b == ' ' || b == '\t' || b == '\n' || b == '\r' }
@@ -161,28 +173,8 @@ func skipValue(data []byte, i int) (int, bool) {
 		}
 		return len(data), false
 	case '{', '[':
-		depth, inString, escaped := 0, false, false
-		for j := i; j < len(data); j++ {
-			b := data[j]
-			switch {
-			case inString:
-				switch {
-				case escaped:
-					escaped = false
-				case b == '\\':
-					escaped = true
-				case b == '"':
-					inString = false
-				}
-			case b == '"':
-				inString = true
-			case b == '{' || b == '[':
-				depth++
-			case b == '}' || b == ']':
-				if depth--; depth == 0 {
-					return j + 1, true
-				}
-			}
+		if end, _ := scanBrackets(data, i, true); end >= 0 {
+			return end, true
 		}
 		return len(data), false
 	}
