@@ -45,6 +45,7 @@ package mcpadapter
 import (
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/mcpd/mcpd/adapters/internal/identity"
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/proc"
 )
@@ -53,6 +54,9 @@ import (
 // block is "mcp_server".
 type Adapter struct {
 	procs *proc.Supervisor // starts every stdio upstream's program
+	// tokens are the OAuth tokens identity blocks obtained, for the life
+	// of the adapter: a reload keeps them.
+	tokens *identity.Cache
 }
 
 // New returns the adapter. procs starts every stdio upstream's program and
@@ -62,7 +66,7 @@ func New(procs *proc.Supervisor) *Adapter {
 	if procs == nil {
 		procs = proc.NewSupervisor()
 	}
-	return &Adapter{procs: procs}
+	return &Adapter{procs: procs, tokens: identity.NewCache(userAgent)}
 }
 
 var (
@@ -74,6 +78,9 @@ var (
 	_ adapter.Pinger          = (*upstream)(nil)
 	_ adapter.Handler         = (*handler)(nil)
 )
+
+// userAgent is what token requests send.
+const userAgent = "mcpd-mcp/1"
 
 // BackendBlock is the top-level block this adapter owns.
 func (a *Adapter) BackendBlock() string { return "mcp_server" }
@@ -110,5 +117,6 @@ var serverSchema = &adapter.Schema{
 	},
 	Blocks: []adapter.BlockSchema{
 		{Type: "expose", Schema: exposeSchema},
+		{Type: "identity", Schema: identity.Schema},
 	},
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/mcpd/mcpd/adapters/internal/identity"
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/proc"
 	"github.com/mcpd/mcpd/engine/requeststate"
@@ -57,6 +58,11 @@ type serverConfig struct {
 
 	expose *exposeConfig // nil: no bulk exposure
 
+	// identity is the OAuth identity of an HTTP upstream's requests (nil:
+	// the headers only), whose tokens the adapter's cache keeps.
+	identity *identity.Config
+	tokens   *identity.Cache
+
 	procs   *proc.Supervisor // starts a stdio upstream's program
 	unknown bool             // a value read an unset env var (validation only)
 
@@ -85,7 +91,7 @@ func (a *Adapter) DecodeBackend(b *adapter.BackendBlock) (adapter.BackendConfig,
 	}
 	attrs := content.Attributes
 	c := &serverConfig{name: b.Name, connectTimeout: defaultConnectTimeout, answerTimeout: defaultAnswerTimeout,
-		maxIdle: defaultMaxIdle, idleTimeout: defaultIdleTimeout, procs: a.procs}
+		maxIdle: defaultMaxIdle, idleTimeout: defaultIdleTimeout, procs: a.procs, tokens: a.tokens}
 	// A value that reads an unset environment variable, in a load that
 	// allows it (validation without secrets), is skipped: the loader
 	// reports the variable, and the server stays declared for its tools.
@@ -219,6 +225,9 @@ func (a *Adapter) DecodeBackend(b *adapter.BackendBlock) (adapter.BackendConfig,
 	if eb := d.SingleBlock(content.Blocks, "expose"); eb != nil {
 		c.expose = decodeExpose(d, eb)
 	}
+	if ib := d.SingleBlock(content.Blocks, "identity"); ib != nil {
+		c.decodeIdentity(d, ib, cmdAttr, content.Attributes["headers"])
+	}
 	if d.HasErrors() {
 		return nil, d.Diags
 	}
@@ -283,6 +292,7 @@ func (c *serverConfig) Fingerprint() string {
 		w(c.headers[k])
 	}
 	w(c.protocolVersion)
+	c.identity.Fingerprint(w)
 	return hex.EncodeToString(h.Sum(nil))
 }
 
@@ -324,4 +334,23 @@ func (c *serverConfig) environ() []string {
 		env = append(env, k+"="+merged[k])
 	}
 	return env
+}
+
+// decodeIdentity decodes the identity block of an HTTP upstream. A stdio
+// upstream has no HTTP requests to carry a token: its program gets what
+// it needs in env.
+func (c *serverConfig) decodeIdentity(d *adapter.Decoder, b *hcl.Block, cmdAttr, headersAttr *hcl.Attribute) {
+	if cmdAttr != nil {
+		d.Errorf(b.DefRange, "identity without url", "identity makes the HTTP requests to an upstream carry an OAuth token; mcp_server %q is a program spoken to over stdio (command), which sends no HTTP requests. Give the program its credentials in env, read with env() or file().", c.name)
+		return
+	}
+	cfg, secrets := identity.Decode(d, b, c.String())
+	c.secrets = append(c.secrets, secrets...)
+	if cfg == nil {
+		return
+	}
+	if headersAttr != nil && c.headers != nil {
+		identity.CheckHeaders(d, headersAttr, sortedKeys(c.headers), cfg)
+	}
+	c.identity = cfg
 }

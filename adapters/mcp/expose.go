@@ -268,10 +268,15 @@ func (c *serverConfig) ContributedPrompts(b adapter.Backend) []adapter.Contribut
 // readResource reads one resource of the upstream.
 func (u *upstream) readResource(ctx context.Context, uri string) (*mcp.ReadResourceResult, error) {
 	ctx = withHTTPAnswer(ctx) // for callError
-	cs, err := u.session(ctx)
+	ctx, tok, err := u.authorize(ctx)
 	if err != nil {
 		return nil, err
 	}
+	cs, release, err := u.sessionFor(ctx, tok)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	u.relay.sharedBy(ctx, cs)
 	res, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
 	if err != nil {
