@@ -14,6 +14,7 @@ import (
 	"github.com/mcpd/mcpd/adapters/internal/identity"
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/outbound"
+	"github.com/mcpd/mcpd/engine/principal"
 	"github.com/mcpd/mcpd/engine/redact"
 )
 
@@ -61,9 +62,11 @@ type callToken struct {
 	owner      string
 	redactor   *redact.Redactor // of bearer, for what the upstream answers
 	delegation adapter.Delegation
-	// refused forgets a cached token the upstream refused (401), so that
-	// the next tokenForCall gets a new one; nil: nothing to forget.
-	refused func()
+	// renew forgets a cached token the upstream refused (401) and gets a
+	// new one for the same call, under ctx (the request's); nil for a
+	// token that did not come from the cache: a fresh token refused is
+	// the upstream's answer.
+	renew func(ctx context.Context) (*callToken, error)
 }
 
 // identityAuth is an identity block as an upstreamAuth.
@@ -78,7 +81,13 @@ func (a identityAuth) tokenForCall(ctx context.Context) (*callToken, error) {
 	}
 	t := &callToken{bearer: g.Token, redactor: g.Redactor, delegation: g.Delegation}
 	if g.Cached {
-		t.refused = func() { a.id.Drop(g) }
+		// The caller, for a request made after the call's own context
+		// (a held call's: held.go).
+		p := principal.FromContext(ctx)
+		t.renew = func(rctx context.Context) (*callToken, error) {
+			a.id.Drop(g)
+			return a.tokenForCall(principal.NewContext(rctx, p))
+		}
 	}
 	if a.perCaller() {
 		t.owner = ownerOf(ctx)
@@ -168,14 +177,14 @@ func (t *authTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		return t.next.RoundTrip(r)
 	}
 	res, err := t.send(r, tok)
-	if err != nil || res.StatusCode != http.StatusUnauthorized || tok.refused == nil || sa.auth == nil || (sa.auth.perCaller() && !fromCall) || (r.Body != nil && r.GetBody == nil) {
+	if err != nil || res.StatusCode != http.StatusUnauthorized || tok.renew == nil || !fromCall || (r.Body != nil && r.GetBody == nil) {
 		return res, err
 	}
 	// The upstream refused a token from the cache: the authorization
 	// server may have revoked it, or rotated its keys. One new token, one
-	// more try; a fresh token refused is the upstream's answer.
-	tok.refused()
-	fresh, ferr := sa.auth.tokenForCall(r.Context())
+	// more try; a fresh token refused is the upstream's answer. (Only for
+	// a call's request: the session's own go on with the latest token.)
+	fresh, ferr := tok.renew(r.Context())
 	if ferr != nil || fresh.owner != sa.owner {
 		return res, err
 	}
