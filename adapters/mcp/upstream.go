@@ -76,8 +76,8 @@ type upstream struct {
 	// with a client of its own (dialSession).
 	sessionHTTPOnce sync.Once
 	sessionHTTP     http.RoundTripper
-	failures     atomic.Int64
-	output       *outputLog // its stderr and stray stdout lines, bounded (output.go)
+	failures        atomic.Int64
+	output          *outputLog // its stderr and stray stdout lines, bounded (output.go)
 
 	subs subscriptions // resource subscriptions of mcpd's clients (forward.go)
 	gate *admitter     // what it sends, checked; what is left out, counted (admit.go, drop.go)
