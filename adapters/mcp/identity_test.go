@@ -67,6 +67,12 @@ func newIDUpstream(t *testing.T, as *authtest.Server, version string) *idUpstrea
 			}
 			return nil, map[string]any{"sub": sub, "act": act}, nil
 		})
+	// echo_token answers the token it got: an upstream that leaks it.
+	mcp.AddTool(srv, &mcp.Tool{Name: "echo_token", Description: "The request's token, echoed."},
+		func(_ context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, map[string]any, error) {
+			raw, _ := req.Extra.TokenInfo.Extra["raw"].(string)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "you sent " + raw}}}, map[string]any{"token": raw}, nil
+		})
 	verify := func(_ context.Context, raw string, _ *http.Request) (*auth.TokenInfo, error) {
 		claims, err := as.Verify(raw, upstreamAudience)
 		if err != nil {
@@ -81,7 +87,7 @@ func newIDUpstream(t *testing.T, as *authtest.Server, version string) *idUpstrea
 			act, _ = a["sub"].(string)
 		}
 		exp, _ := claims["exp"].(float64)
-		return &auth.TokenInfo{UserID: sub, Expiration: time.Unix(int64(exp), 0), Extra: map[string]any{"sub": sub, "act": act}}, nil
+		return &auth.TokenInfo{UserID: sub, Expiration: time.Unix(int64(exp), 0), Extra: map[string]any{"sub": sub, "act": act, "raw": raw}}, nil
 	}
 	h := auth.RequireBearerToken(verify, nil)(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
 		&mcp.StreamableHTTPOptions{Stateless: version == modern}))
@@ -169,6 +175,13 @@ mcp_server "up" {
   protocol_version = %q
   identity {
 %s
+  }
+}
+
+tool "echo_token" {
+  description = "What token the upstream got."
+  mcp {
+    server = "up"
   }
 }
 
@@ -342,6 +355,9 @@ func TestIdentityPerCallerConcurrent(t *testing.T) {
 					if mixed := up.mixedSessions(); len(mixed) > 0 {
 						t.Errorf("upstream sessions carried more than one identity: %v", mixed)
 					}
+					if st := upstreamStatus(t, gw.cur, "up"); st.State != "up" {
+						t.Errorf("the upstream's state is %q, want up", st.State)
+					}
 					if version == legacy && !askable && len(up.sessions) != 2 {
 						t.Errorf("the upstream saw %d sessions; want one per user", len(up.sessions))
 					}
@@ -376,6 +392,18 @@ func TestIdentityClientCredentials(t *testing.T) {
 			wg.Wait()
 			if n := as.Count("client_credentials", "mcpd"); n != 1 {
 				t.Errorf("%d client credentials grants for 16 calls, want 1", n)
+			}
+			// mcpd's service token never reaches a caller, even from an
+			// upstream that echoes it.
+			res, err := alice.CallTool(bounded(t), &mcp.CallToolParams{Name: "echo_token"})
+			if err != nil || res.IsError {
+				t.Fatalf("echo_token: %v %s", err, textOf(res))
+			}
+			issued := as.Issued()
+			service := issued[len(issued)-1]
+			shown := fmt.Sprint(textOf(res), res.StructuredContent)
+			if strings.Contains(shown, service) || !strings.Contains(shown, "[redacted]") {
+				t.Errorf("the upstream's echo of the service token reached the caller: %s", shown)
 			}
 			if up.refused != 0 {
 				t.Errorf("the upstream refused %d requests", up.refused)

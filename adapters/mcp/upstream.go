@@ -506,6 +506,11 @@ func (u *upstream) ServiceStatus() adapter.ServiceStatus {
 	if u.output != nil {
 		st.StderrDropped, st.StrayLines = u.output.stderrDropped.Load(), u.output.strayLines.Load()
 	}
+	if st.State == "idle" && u.perCaller() && u.callers.count() > 0 {
+		// With a per-caller identity mcpd's own session may never start:
+		// the callers' sessions say the upstream is up.
+		st.State = "up"
+	}
 	return st
 }
 
