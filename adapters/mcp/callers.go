@@ -37,9 +37,9 @@ type callerSession struct {
 	cs    *mcp.ClientSession
 	err   error
 	// Under the sessions' mutex:
-	calls int       // in flight
-	used  time.Time // when the latest call ended
-	gen   int       // which idle timer is current
+	calls int         // in flight
+	used  time.Time   // when the latest call ended
+	timer *time.Timer // checks, from its first release on, whether it is idle
 }
 
 // get returns the session of tok's owner, connecting it if there is none,
@@ -106,24 +106,33 @@ func (c *callerSessions) connect(tok *callToken, s *callerSession) {
 	}()
 }
 
-// release ends one call's use of s; the last one arms its idle timer.
+// release ends one call's use of s. The first arms its idle timer: one
+// per session, however many calls.
 func (c *callerSessions) release(owner string, s *callerSession) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s.calls--
-	if s.calls > 0 {
-		return
-	}
 	s.used = time.Now()
-	s.gen++
-	gen := s.gen
-	time.AfterFunc(c.idleTimeout, func() { c.expire(owner, s, gen) })
+	if s.timer == nil {
+		s.timer = time.AfterFunc(c.idleTimeout, func() { c.expire(owner, s) })
+	}
 }
 
-// expire closes s if no call used it since its gen-th release.
-func (c *callerSessions) expire(owner string, s *callerSession, gen int) {
+// expire closes s once no call has used it for idle_session_timeout; it
+// looks again later while one does or did.
+func (c *callerSessions) expire(owner string, s *callerSession) {
 	c.mu.Lock()
-	if s.calls > 0 || s.gen != gen || c.m[owner] != s {
+	if c.m[owner] != s {
+		c.mu.Unlock()
+		return
+	}
+	if s.calls > 0 {
+		s.timer.Reset(c.idleTimeout)
+		c.mu.Unlock()
+		return
+	}
+	if idle := time.Since(s.used); idle < c.idleTimeout {
+		s.timer.Reset(c.idleTimeout - idle)
 		c.mu.Unlock()
 		return
 	}

@@ -45,6 +45,7 @@ type idUpstream struct {
 	sessions map[string]map[string]bool // Mcp-Session-Id → subjects seen on it
 	calls    map[string]int             // subject → whoami calls
 	refused  int                        // requests without a token valid for the audience
+	deletes  int                        // sessions ended by the client
 }
 
 func newIDUpstream(t *testing.T, as *authtest.Server, version string) *idUpstream {
@@ -100,6 +101,11 @@ func newIDUpstream(t *testing.T, as *authtest.Server, version string) *idUpstrea
 			sub = claimedSubject(raw)
 		}
 		u.seen(sid, sub)
+		if r.Method == http.MethodDelete {
+			u.mu.Lock()
+			u.deletes++
+			u.mu.Unlock()
+		}
 		h.ServeHTTP(w, r)
 		if sid == "" {
 			u.seen(w.Header().Get("Mcp-Session-Id"), sub) // initialize made it
@@ -485,5 +491,34 @@ func TestIdentityTokenFailures(t *testing.T) {
 				t.Errorf("upstream sessions carried more than one identity: %v", mixed)
 			}
 		})
+	}
+}
+
+// A caller's session ends after idle_session_timeout without a call, and
+// the caller's next call makes another, with the caller's token.
+func TestIdentityCallerSessionExpires(t *testing.T) {
+	as := authtest.Start(t)
+	up := newIDUpstream(t, as, legacy)
+	config := strings.Replace(idGateway(as, up.url, legacy, exchangeIdentity(as)), "  protocol_version", "  idle_session_timeout = \"200ms\"\n  protocol_version", 1)
+	gw := serveWatchedWith(t, config, verifyGatewayCaller(as), serve.HTTPOptions{})
+	e := &idEnv{as: as, up: up, gw: gw}
+	alice := e.userWith(t, "alice", modern, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}})
+	for i := range 2 {
+		if got, errText := whoami(t, alice, "alice"); errText != "" || got["sub"] != "alice" {
+			t.Fatalf("call %d: %v %s", i, got, errText)
+		}
+		wait.Until(t, "the idle session is closed", func() bool {
+			up.mu.Lock()
+			defer up.mu.Unlock()
+			return up.deletes == i+1
+		})
+	}
+	up.mu.Lock()
+	defer up.mu.Unlock()
+	if len(up.sessions) != 2 {
+		t.Fatalf("the upstream saw %d sessions, want 2", len(up.sessions))
+	}
+	if n := as.Count("token_exchange", "alice"); n != 1 {
+		t.Fatalf("%d exchanges, want 1 (the token outlives the session)", n)
 	}
 }
