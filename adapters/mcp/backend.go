@@ -56,6 +56,7 @@ type serverConfig struct {
 	eager       bool // start = "load": connect when opened
 
 	expose *exposeConfig // nil: no bulk exposure
+	drift  driftPolicy   // on_drift (pin.go)
 
 	procs   *proc.Supervisor // starts a stdio upstream's program
 	unknown bool             // a value read an unset env var (validation only)
@@ -216,6 +217,7 @@ func (a *Adapter) DecodeBackend(b *adapter.BackendBlock) (adapter.BackendConfig,
 			}
 		}
 	}
+	c.drift = decodeOnDrift(d, attrs["on_drift"])
 	if eb := d.SingleBlock(content.Blocks, "expose"); eb != nil {
 		c.expose = decodeExpose(d, eb)
 	}
