@@ -4,9 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"sort"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/mcpd/mcpd/engine/adapter"
@@ -14,7 +11,6 @@ import (
 	"github.com/mcpd/mcpd/engine/loader"
 	"github.com/mcpd/mcpd/engine/lock"
 	"github.com/mcpd/mcpd/engine/proc"
-	"github.com/mcpd/mcpd/engine/snapshot"
 )
 
 const lockUsage = `usage: mcpd lock [-c PATH]... [--check | --approve NAME...] [--timeout 60s]
@@ -124,55 +120,14 @@ func approves(name string, ch lock.Change, _ []lock.Def) bool {
 	return name == ch.Key.Name || name == ch.Key.Source || name == ch.Key.Source+"/"+ch.Key.Name
 }
 
-// servedDefs loads the config without pinning, starts and lists every
-// upstream that contributes definitions, and returns what would be served,
-// with how many upstreams contributed.
+// servedDefs is loader.Served with the diagnostics printed.
 func servedDefs(ctx context.Context, paths []string, reg *adapter.Registry, timeout time.Duration, stderr io.Writer) ([]lock.Def, int, error) {
-	load := func(prev *snapshot.Snapshot) (*loader.Loaded, error) {
-		l := loader.LoadWith(paths, reg, prev, mcpdVersion(), loader.Options{NoPinning: true})
-		config.WriteDiagnostics(stderr, l.Diagnostics, l.Sources)
-		if l.Snapshot == nil {
-			return nil, exitError(1)
-		}
-		return l, nil
-	}
-	first, err := load(nil)
-	if err != nil {
-		return nil, 0, err
-	}
-	snap := first.Snapshot
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	var mu sync.Mutex
-	var failed []string
-	var wg sync.WaitGroup
-	n := 0
-	snap.Syncers(func(key string, b adapter.Syncer) {
-		n++
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := b.Sync(ctx); err != nil {
-				mu.Lock()
-				failed = append(failed, fmt.Sprintf("%s: %v", key, err))
-				mu.Unlock()
-			}
-		}()
-	})
-	wg.Wait()
-	if len(failed) > 0 {
-		snap.Close()
-		sort.Strings(failed)
-		return nil, 0, fmt.Errorf("an upstream could not be listed, so its definitions cannot be compared:\n  %s", strings.Join(failed, "\n  "))
+	defs, n, l, err := loader.Served(ctx, paths, reg, mcpdVersion())
+	config.WriteDiagnostics(stderr, l.Diagnostics, l.Sources)
+	if err == nil && defs == nil && l.Snapshot == nil {
+		return nil, 0, exitError(1)
 	}
-	// A second build over the same backends sees what they listed.
-	second, err := load(snap)
-	if err != nil {
-		snap.Close()
-		return nil, 0, err
-	}
-	snap.Discard(second.Snapshot)
-	defer second.Snapshot.Close()
-	defs, err := second.Snapshot.LockDefs()
 	return defs, n, err
 }
