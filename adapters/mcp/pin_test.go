@@ -243,7 +243,9 @@ func TestPinQuarantinesUpstreamDrift(t *testing.T) {
 
 	// A new tool of the bulk expose block is quarantined the same way.
 	up.srv.AddTool(&mcp.Tool{Name: "extra", Description: "New.", InputSchema: map[string]any{"type": "object"}},
-		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil })
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{}, nil
+		})
 	waitFor(t, "the new tool's drift", func() bool { return len(w.cur.Load().Drifts()) == 1 })
 	if d := w.cur.Load().Drifts()[0]; d.Status != lock.Added || d.Served != "r_extra" {
 		t.Fatalf("drift of the new tool = %+v", d)
