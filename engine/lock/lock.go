@@ -61,7 +61,11 @@ type Def struct {
 }
 
 // Key identifies a definition within a lock.
-type Key struct{ Source, Kind, Name string }
+type Key struct {
+	Source string `json:"source"`
+	Kind   string `json:"kind"`
+	Name   string `json:"name"`
+}
 
 func (d *Def) Key() Key { return Key{d.Source, d.Kind, d.Name} }
 

@@ -25,8 +25,9 @@ import (
 //   - refuse: nothing of that block is served (its contributions and the
 //     config's tools that use it) until the lock is updated.
 //
-// A block is pinned when a lock file exists or when it declares on_drift;
-// otherwise it is served as listed, as before pinning existed. Every drift
+// A block is pinned when the lock file holds any of its definitions, or
+// when it declares on_drift; otherwise it is served as listed, as before
+// pinning existed. Every drift
 // is kept in the snapshot (Drifts) for the console, and logged, counted
 // and passed to the tracker's observer once per definition and digest.
 
@@ -167,14 +168,17 @@ func (s *Snapshot) checkPins(prev *Snapshot, opts BuildOptions) *pinGate {
 			continue
 		}
 		policy, declared := dp.OnDrift()
-		if opts.Lock == nil && !declared {
+		source := lockSource(c.key)
+		// A block the lock holds nothing of (no lock, or one written
+		// before the block was added) is pinned only when it asks to be:
+		// `mcpd lock --check` reports its definitions as new.
+		if !declared && !opts.Lock.HasSource(source) {
 			continue
 		}
 		lb, ok := s.backends[c.key]
 		if !ok {
 			continue
 		}
-		source := lockSource(c.key)
 		var drifts []Drift
 		for _, e := range contributedEntries(c, lb.backend) {
 			d, ok := def(source, e.kind, e.name, e.v, e.nameField)
