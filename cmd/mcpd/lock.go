@@ -127,6 +127,9 @@ func servedDefs(ctx context.Context, paths []string, reg *adapter.Registry, time
 	defs, n, l, err := loader.Served(ctx, paths, reg, mcpdVersion())
 	config.WriteDiagnostics(stderr, l.Diagnostics, l.Sources)
 	if err == nil && defs == nil && l.Snapshot == nil {
+		if l.Config != nil && len(l.Config.UnsetEnv) > 0 {
+			fmt.Fprintf(stderr, "mcpd lock: the config does not compile without the variables above; set them to list what it serves\n")
+		}
 		return nil, 0, exitError(1)
 	}
 	return defs, n, err

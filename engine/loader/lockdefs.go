@@ -17,8 +17,13 @@ import (
 // served, for the lock file (`mcpd lock`), with the number of backends
 // listed. The backends are closed before it returns. When the config does
 // not load, the error is nil and Loaded holds the diagnostics.
+//
+// A variable env() reads that is not set is a warning, as for `mcpd
+// validate`: the config's own definitions do not need the secrets their
+// calls need, and an upstream that does cannot be listed, which is an
+// error naming it.
 func Served(ctx context.Context, paths []string, reg *adapter.Registry, version string) (defs []lock.Def, listed int, l *Loaded, err error) {
-	first := LoadWith(paths, reg, nil, version, Options{NoPinning: true})
+	first := LoadWith(paths, reg, nil, version, Options{NoPinning: true, UnsetEnvWarning: true, CheckOnly: true})
 	if first.Snapshot == nil {
 		return nil, 0, first, nil
 	}
@@ -45,7 +50,7 @@ func Served(ctx context.Context, paths []string, reg *adapter.Registry, version 
 		return nil, 0, first, fmt.Errorf("an upstream could not be listed, so its definitions cannot be compared:\n  %s", strings.Join(failed, "\n  "))
 	}
 	// A second build over the same backends sees what they listed.
-	second := LoadWith(paths, reg, snap, version, Options{NoPinning: true})
+	second := LoadWith(paths, reg, snap, version, Options{NoPinning: true, UnsetEnvWarning: true, CheckOnly: true})
 	if second.Snapshot == nil {
 		snap.Close()
 		return nil, 0, second, nil
