@@ -114,6 +114,7 @@ var serverSchema = &adapter.Schema{
 		{Name: "max_idle_sessions"},
 		{Name: "idle_session_timeout"},
 		{Name: "start"},
+		{Name: "on_drift"},
 	},
 	Blocks: []adapter.BlockSchema{
 		{Type: "expose", Schema: exposeSchema},

@@ -57,6 +57,7 @@ type serverConfig struct {
 	eager       bool // start = "load": connect when opened
 
 	expose *exposeConfig // nil: no bulk exposure
+	drift  driftPolicy   // on_drift (pin.go)
 
 	// identity is the OAuth identity of an HTTP upstream's requests (nil:
 	// the headers only), whose tokens the adapter's cache keeps.
@@ -222,6 +223,7 @@ func (a *Adapter) DecodeBackend(b *adapter.BackendBlock) (adapter.BackendConfig,
 			}
 		}
 	}
+	c.drift = decodeOnDrift(d, attrs["on_drift"])
 	if eb := d.SingleBlock(content.Blocks, "expose"); eb != nil {
 		c.expose = decodeExpose(d, eb)
 	}
