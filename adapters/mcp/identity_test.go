@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -375,15 +376,28 @@ func TestIdentityPerCallerConcurrent(t *testing.T) {
 }
 
 // Client credentials: every caller's calls reach the upstream as mcpd,
-// with one token for all of them, in both eras.
+// with one token for all of them, in both eras; mcpd's own session (the
+// listing behind expose) carries it too.
 func TestIdentityClientCredentials(t *testing.T) {
 	for _, version := range []string{legacy, modern} {
 		t.Run(version, func(t *testing.T) {
 			as := authtest.Start(t)
 			up := newIDUpstream(t, as, version)
-			gw := serveWatchedWith(t, idGateway(as, up.url, version, clientCredentialsIdentity(as)), verifyGatewayCaller(as), serve.HTTPOptions{})
+			config := strings.Replace(idGateway(as, up.url, version, clientCredentialsIdentity(as)), "  protocol_version", "  expose {\n    prefix = \"all_\"\n  }\n  protocol_version", 1)
+			gw := serveWatchedWith(t, config, verifyGatewayCaller(as), serve.HTTPOptions{})
 			e := &idEnv{as: as, up: up, gw: gw}
 			alice, bob := e.user(t, "alice", modern), e.user(t, "bob", legacy)
+			wait.Until(t, "the upstream's tools are exposed", func() bool {
+				res, err := alice.ListTools(bounded(t), nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return slices.ContainsFunc(res.Tools, func(tl *mcp.Tool) bool { return tl.Name == "all_whoami" })
+			})
+			res, err := bob.CallTool(bounded(t), &mcp.CallToolParams{Name: "all_whoami", Arguments: map[string]any{"caller": "mcpd"}})
+			if m, _ := res.StructuredContent.(map[string]any); err != nil || res.IsError || m["sub"] != "mcpd" {
+				t.Fatalf("all_whoami: %v %s %v", err, textOf(res), res.StructuredContent)
+			}
 			var wg sync.WaitGroup
 			for range 8 {
 				for _, cs := range []*mcp.ClientSession{alice, bob} {
@@ -401,7 +415,7 @@ func TestIdentityClientCredentials(t *testing.T) {
 			}
 			// mcpd's service token never reaches a caller, even from an
 			// upstream that echoes it.
-			res, err := alice.CallTool(bounded(t), &mcp.CallToolParams{Name: "echo_token"})
+			res, err = alice.CallTool(bounded(t), &mcp.CallToolParams{Name: "echo_token"})
 			if err != nil || res.IsError {
 				t.Fatalf("echo_token: %v %s", err, textOf(res))
 			}
