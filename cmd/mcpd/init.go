@@ -115,11 +115,14 @@ server {
   instructions = "Notes in a small database (search_notes), a word counter (count_words), a GitHub repository lookup (github_repo) and a greeting (greet)."
 }
 
-# A SQLite database in .mcpd/notes.db, created and filled from seed.sql the
-# first time a tool uses it. Delete the file to start over.
+# A SQLite database, created and filled from seed.sql the first time a tool
+# uses it, in the data directory: $MCPD_DATA_DIR when it is set (the mcpd
+# container image sets /var/lib/mcpd, a writable volume, since the config
+# is mounted read-only), else .mcpd/ beside this file. Delete notes.db to
+# start over.
 database "notes" {
   driver = "sqlite"
-  dsn    = "file:.mcpd/notes.db"
+  dsn    = "file:${env("MCPD_DATA_DIR", ".mcpd")}/notes.db"
   seed   = file("seed.sql")
 }
 
@@ -147,6 +150,8 @@ tool "search_notes" {
 }
 
 # A local program: the argument goes to its stdin, never through a shell.
+# (The mcpd container image ships wc; a tool that runs other programs needs
+# an image that has them: deploy/container/Dockerfile.tools in mcpd's source.)
 tool "count_words" {
   description = "Count the words of a text."
   annotations {
@@ -275,7 +280,7 @@ test "greet greets" {
 `
 
 const initSeed = `-- The notes database. mcpd runs this script once, when the SQLite file has
--- no tables yet. Delete .mcpd/notes.db to start over.
+-- no tables yet. Delete notes.db (in .mcpd/, or $MCPD_DATA_DIR) to start over.
 
 CREATE TABLE notes (
   id      INTEGER PRIMARY KEY,
@@ -296,7 +301,7 @@ const initReadme = "# NAME\n\n" +
 	"| File | What it is |\n|---|---|\n" +
 	"| `tools.hcl` | the tools (`search_notes` on SQLite, `count_words` running `wc`, `github_repo` over HTTP, `greet`), a resource (this README) and a prompt |\n" +
 	"| `tools_test.hcl` | a test per tool; the HTTP one answers from a mock |\n" +
-	"| `seed.sql` | what fills the SQLite database `.mcpd/notes.db` on first use |\n\n" +
+	"| `seed.sql` | what fills the SQLite database `.mcpd/notes.db` (or `$MCPD_DATA_DIR/notes.db`) on first use |\n\n" +
 	"```sh\n" +
 	"mcpd validate                      # check the config\n" +
 	"mcpd lint                          # a reviewer's advice\n" +
@@ -306,4 +311,9 @@ const initReadme = "# NAME\n\n" +
 	"mcpd prompt summarize_notes topic=tests\n" +
 	"mcpd serve                         # serve on http://127.0.0.1:8080/mcp (holds the terminal)\n" +
 	"mcpd client-config --host claude-code   # how to add it to a host\n" +
+	"```\n\n" +
+	"In mcpd's container image, with this directory as its config (read-only) and the\n" +
+	"database in the image's data volume (`MCPD_DATA_DIR=/var/lib/mcpd`):\n\n" +
+	"```sh\n" +
+	"podman run --rm -p 127.0.0.1:8080:8080 --read-only -v \"$PWD\":/etc/mcpd:ro localhost/mcpd\n" +
 	"```\n"
