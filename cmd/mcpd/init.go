@@ -1,35 +1,59 @@
 package main
 
 import (
+	"embed"
 	"errors"
 	"fmt"
 	"io"
 	iofs "io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
-const initUsage = `usage: mcpd init [DIR]
+const initUsage = `usage: mcpd init [--template NAME] [DIR]
 
 Scaffolds a project in DIR (default: the current directory, created when
-missing): tools.hcl with one tool per adapter (sql on a seeded SQLite file,
-shell, http) and one declared in HCL alone, a resource and a prompt;
-tools_test.hcl with a test for each tool (the http one against a mock, so
-every test runs offline); seed.sql; a README; a .gitignore. It refuses to
-overwrite any existing file.
+missing). It refuses to overwrite any existing file. Each template's
+project passes mcpd validate, lint --strict and fmt --check as written, and
+its tools_test.hcl passes mcpd test (against the database for postgres and
+mysql, which read DATABASE_URL and MYSQL_DSN).
+
+Templates:
+  starter   (the default) one tool per adapter: sql on a seeded SQLite
+            file, shell (wc), http (GitHub, tested against a mock), and one
+            declared in HCL alone; a resource and a prompt
+  sqlite    a SQLite database: list_tables, describe_table, a search
+  postgres  a PostgreSQL database (DATABASE_URL): list_tables, describe_table
+  mysql     a MySQL or MariaDB database (MYSQL_DSN): list_tables, describe_table
+  github    GitHub's REST API (GITHUB_TOKEN optional): get_repo,
+            list_issues, search_repositories, tested against mocks
+  gateway   mcpd in front of an existing MCP server (started with npx)
+
+For an API with an OpenAPI document, use mcpd import openapi instead.
 `
+
+// templateFS holds the templates other than the starter, one directory
+// each; __PROJECT__ in a file becomes the project's name.
+//
+//go:embed templates
+var templateFS embed.FS
+
+// templateNames are the templates, the default first.
+var templateNames = []string{"starter", "sqlite", "postgres", "mysql", "github", "gateway"}
 
 // initCmd writes the scaffold. Every file is checked first and then created
 // with O_EXCL, so that init never overwrites anything, even a file that
 // appears while it runs.
 func initCmd(args []string, stdout, stderr io.Writer) error {
 	fs := newBareFlagSet("init", stderr)
+	tmpl := fs.String("template", "starter", "the kind of project: "+strings.Join(templateNames, ", "))
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 1 {
-		return fmt.Errorf("unexpected arguments %q: give at most one directory", fs.Args()[1:])
+		return fmt.Errorf("unexpected arguments %q: give at most one directory (flags go before it)", fs.Args()[1:])
 	}
 	dir := "."
 	if fs.NArg() == 1 {
@@ -40,7 +64,10 @@ func initCmd(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	name := projectName(filepath.Base(abs))
-	files := scaffold(name)
+	files, err := templateFiles(*tmpl, name)
+	if err != nil {
+		return err
+	}
 	var exists []string
 	for _, f := range files {
 		if _, err := os.Lstat(filepath.Join(dir, f.name)); err == nil {
@@ -74,8 +101,40 @@ func initCmd(args []string, stdout, stderr io.Writer) error {
 	if dir != "." {
 		cd = fmt.Sprintf("cd %s && ", shellQuote(dir))
 	}
-	fmt.Fprintf(stdout, "\nNext: %smcpd validate && mcpd test && mcpd serve\n", cd)
+	switch *tmpl {
+	case "postgres":
+		fmt.Fprintf(stdout, "\nNext: %sexport DATABASE_URL=postgres://... && mcpd validate && mcpd test && mcpd serve\n", cd)
+	case "mysql":
+		fmt.Fprintf(stdout, "\nNext: %sexport MYSQL_DSN='user:password@tcp(host:3306)/db' && mcpd validate && mcpd test && mcpd serve\n", cd)
+	case "gateway":
+		fmt.Fprintf(stdout, "\nNext: %smcpd validate && mcpd serve (the upstream's first start through npx can take 10-20 s)\n", cd)
+	default:
+		fmt.Fprintf(stdout, "\nNext: %smcpd validate && mcpd test && mcpd serve\n", cd)
+	}
 	return nil
+}
+
+// templateFiles are the files of a template for the project name.
+func templateFiles(tmpl, name string) ([]scaffoldFile, error) {
+	if tmpl == "starter" {
+		return scaffold(name), nil
+	}
+	if !slices.Contains(templateNames, tmpl) {
+		return nil, fmt.Errorf("there is no template %q; the templates are %s", tmpl, strings.Join(templateNames, ", "))
+	}
+	entries, err := templateFS.ReadDir("templates/" + tmpl)
+	if err != nil {
+		return nil, err
+	}
+	var files []scaffoldFile
+	for _, e := range entries {
+		b, err := templateFS.ReadFile("templates/" + tmpl + "/" + e.Name())
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, scaffoldFile{e.Name(), strings.ReplaceAll(string(b), "__PROJECT__", name)})
+	}
+	return append(files, scaffoldFile{".gitignore", ".mcpd/\n"}), nil
 }
 
 // projectName makes a server name out of a directory name.
