@@ -10,7 +10,9 @@
 # directory (the binary, the host's CA certificates, /etc/passwd and
 # /etc/group with the user mcpd = 65532, the repository's tools.hcl and
 # demo/seed.sql as the default config in /etc/mcpd, an empty /tmp, and an
-# empty /var/lib/mcpd owned by 65532) and builds deploy/container/Dockerfile
+# empty /var/lib/mcpd owned by 65532, and `wc` as a link to a static
+# busybox from the build host, for the demo's and the `mcpd init`
+# scaffold's word counters) and builds deploy/container/Dockerfile
 # with the OCI labels version, revision, source and created as build
 # arguments.
 #
@@ -29,7 +31,7 @@ while [ $# -gt 0 ]; do
   case $1 in
     -t | --tag) TAG=$2; shift 2 ;;
     --engine) ENGINE=$2; shift 2 ;;
-    -h | --help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "build-image.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -56,6 +58,19 @@ if [ ! -f "$CA" ]; then
   exit 1
 fi
 
+# The demo's and the scaffold's shell tools run `wc`: the image carries it
+# as an applet of Debian's static busybox (package busybox-static), linked
+# under its own name only, so that the image has no shell on its PATH.
+BUSYBOX=${BUSYBOX:-/bin/busybox}
+if [ ! -x "$BUSYBOX" ] || ! "$BUSYBOX" --list 2>/dev/null | grep -qx wc; then
+  echo "build-image.sh: $BUSYBOX is missing (apt-get install busybox-static): the image's wc comes from it" >&2
+  exit 1
+fi
+if command -v file >/dev/null && ! file -L "$BUSYBOX" | grep -q 'statically linked'; then
+  echo "build-image.sh: $BUSYBOX is not statically linked (install busybox-static, not busybox)" >&2
+  exit 1
+fi
+
 CTX=$(mktemp -d "${TMPDIR:-/tmp}/mcpd-image.XXXXXX")
 trap 'rm -rf "$CTX"' EXIT
 
@@ -67,7 +82,10 @@ if command -v file >/dev/null && ! file "$CTX/mcpd" | grep -q 'statically linked
 fi
 
 R=$CTX/rootfs
-mkdir -p "$R/etc/ssl/certs" "$R/etc/mcpd/demo" "$R/tmp" "$CTX/data"
+mkdir -p "$R/etc/ssl/certs" "$R/etc/mcpd/demo" "$R/tmp" "$R/usr/bin" "$R/usr/libexec/mcpd" "$CTX/data"
+cp "$BUSYBOX" "$R/usr/libexec/mcpd/busybox"
+ln -s ../libexec/mcpd/busybox "$R/usr/bin/wc"
+chmod 0755 "$R/usr" "$R/usr/bin" "$R/usr/libexec" "$R/usr/libexec/mcpd" "$R/usr/libexec/mcpd/busybox"
 cp "$CA" "$R/etc/ssl/certs/ca-certificates.crt"
 cat >"$R/etc/passwd" <<'PASSWD'
 root:x:0:0:root:/root:/sbin/nologin

@@ -22,6 +22,11 @@ import (
 
 const (
 	defaultConnectTimeout = 10 * time.Second
+	// runnerConnectTimeout is the default for a server started through a
+	// package runner (npx, uvx, ...): its first start downloads the
+	// package, measured at 10-20 s for server-everything through npx, and
+	// a handshake cut short by connect_timeout kills the download.
+	runnerConnectTimeout = 2 * time.Minute
 	// defaultPath is the PATH of a stdio upstream that declares none and
 	// does not inherit mcpd's environment (as for the shell adapter).
 	defaultPath = "/usr/local/bin:/usr/bin:/bin"
@@ -36,7 +41,10 @@ type serverConfig struct {
 	name string
 
 	// stdio
-	command    []string
+	command []string
+	// runner is the package runner the command starts (npx, uvx, ...),
+	// whose first start downloads the server; "" for any other command.
+	runner     string
 	env        map[string]string
 	inheritEnv bool
 	dir        string
@@ -186,6 +194,10 @@ func (a *Adapter) DecodeBackend(b *adapter.BackendBlock) (adapter.BackendConfig,
 			}
 			c.protocolVersion = s
 		}
+	}
+	if len(c.command) > 0 && packageRunner(c.command[0]) {
+		c.runner = filepath.Base(c.command[0])
+		c.connectTimeout = runnerConnectTimeout
 	}
 	if attr := attrs["connect_timeout"]; attr != nil {
 		if dur, ok := d.Duration(attr, "connect_timeout", 100*time.Millisecond, 10*time.Minute); ok {
@@ -355,4 +367,14 @@ func (c *serverConfig) decodeIdentity(d *adapter.Decoder, b *hcl.Block, cmdAttr,
 		identity.CheckHeaders(d, headersAttr, sortedKeys(c.headers), cfg)
 	}
 	c.identity = cfg
+}
+
+// packageRunner reports a command that fetches the server it runs on its
+// first start: npx, pnpx, bunx, uvx, pipx (run), dlx runners.
+func packageRunner(cmd string) bool {
+	switch strings.TrimSuffix(strings.ToLower(filepath.Base(cmd)), ".exe") {
+	case "npx", "pnpx", "bunx", "uvx", "pipx":
+		return true
+	}
+	return false
 }

@@ -46,6 +46,9 @@ type outputLog struct {
 	// strayLines the stdout lines skipped because they are not messages,
 	// logged or not.
 	stderrDropped, strayLines atomic.Int64
+	// stopping is set when mcpd closes the upstream: its stderr is then
+	// logged at debug level, as shutdown noise rather than trouble.
+	stopping atomic.Bool
 }
 
 func newOutputLog(log *slog.Logger, redact func(string) string) *outputLog {
@@ -68,6 +71,10 @@ func (o *outputLog) stderrLine(line string, cut bool) {
 	}
 	if cut {
 		line += " [line cut]"
+	}
+	if o.stopping.Load() {
+		o.log.Debug("upstream stderr while stopping", "line", o.redact(line))
+		return
 	}
 	o.log.Warn("upstream stderr", "line", o.redact(line))
 }

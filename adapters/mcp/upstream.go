@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -256,6 +257,9 @@ func (u *upstream) connect() (cs *mcp.ClientSession, stop func(), err error) {
 	if u.cfg.url != "" {
 		t = u.streamable(u.httpClient(u.newHeaderTransport(), u.supervisorAuth()))
 	} else {
+		u.log.Info("starting upstream", "command", filepath.Base(u.cfg.command[0]))
+		notice := time.AfterFunc(slowStart, u.stillStarting)
+		defer notice.Stop()
 		p, err := startProcess(u.cfg, u.output.stderrWriter())
 		if err != nil {
 			return nil, nil, err
@@ -297,6 +301,22 @@ func (u *upstream) supervisorAuth() *sessionAuth {
 		return &sessionAuth{owner: supervisorSession}
 	}
 	return &sessionAuth{auth: u.auth}
+}
+
+// slowStart is how long a stdio upstream's start may take before mcpd
+// says it is still starting.
+const slowStart = 3 * time.Second
+
+// stillStarting says that a stdio upstream has not answered its handshake
+// yet, and why it may take a while: a package runner's first start
+// downloads the server.
+func (u *upstream) stillStarting() {
+	if u.cfg.runner != "" {
+		u.log.Info("upstream still starting", "after", slowStart, "connect_timeout", u.cfg.connectTimeout,
+			"why", u.cfg.runner+" downloads the server on its first start, which can take 10-30 s; later starts take a second or two")
+		return
+	}
+	u.log.Info("upstream still starting", "after", slowStart, "connect_timeout", u.cfg.connectTimeout)
 }
 
 // dialPooled connects a session for the pool (pool.go), bound to the
@@ -441,6 +461,9 @@ func (u *upstream) Close() error {
 	cs := u.cs
 	u.state = "closed"
 	u.mu.Unlock()
+	// What the program writes while mcpd stops it (Node's EPIPE stack
+	// trace for a write to the closed stdout) is no trouble to report.
+	u.output.stopping.Store(true)
 	u.cancel()
 	u.holds.close()
 	u.pool.close()

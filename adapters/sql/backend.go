@@ -244,9 +244,9 @@ func (b *backend) prepare(ctx context.Context) error {
 		if err := os.MkdirAll(dir, 0o750); err != nil {
 			var pe *os.PathError
 			if errors.As(err, &pe) {
-				err = pe.Err // the path is the dsn's
+				err = pe.Err // explain names the file
 			}
-			return &unavailableError{fmt.Errorf("cannot create the directory of the database file: %w", err)}
+			return &unavailableError{&sqliteFileError{fmt.Errorf("cannot create the directory of the database file: %w", err)}}
 		}
 	}
 	if b.cfg.seed != "" {

@@ -343,9 +343,54 @@ func TestUnavailableDatabase(t *testing.T) {
 			if !strings.HasPrefix(msg, `database "down" is unavailable: `) || !strings.Contains(msg, tt.reason) {
 				t.Errorf("err = %q", msg)
 			}
-			for _, secret := range []string{"hunter2", "127.0.0.1", "app@", "mcpd-no-such-dir"} {
+			// A SQLite file's path is no secret: the error names it
+			// (TestSQLiteFileErrorNamesThePath).
+			for _, secret := range []string{"hunter2", "127.0.0.1", "app@"} {
 				if strings.Contains(msg, secret) {
 					t.Errorf("err %q shows %q", msg, secret)
+				}
+			}
+		})
+	}
+}
+
+// A SQLite file that cannot be created (its directory is read-only, as a
+// config mounted read-only in a container, or cannot be made) is an error
+// that names the file and says where a writable one goes, instead of
+// SQLite's bare "unable to open database file".
+func TestSQLiteFileErrorNamesThePath(t *testing.T) {
+	dir := t.TempDir()
+	notDir := filepath.Join(dir, "plain-file")
+	if err := os.WriteFile(notDir, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	isDir := filepath.Join(dir, "a-directory.db")
+	if err := os.Mkdir(isDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name, file, seed, reason string
+	}{
+		{"directory cannot be made", filepath.Join(notDir, "sub", "app.db"), "", "cannot create the directory of the database file"},
+		{"cannot open, seeded", isDir, "CREATE TABLE t (x);", "unable to open database file"},
+		{"cannot open, no seed", isDir, "", "unable to open database file"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			seed := ""
+			if tt.seed != "" {
+				seed = fmt.Sprintf("  seed = %q\n", tt.seed)
+			}
+			// A bare path as the dsn: redacted whole, yet the path shows.
+			src := fmt.Sprintf("database \"notes\" {\n  driver = \"sqlite\"\n  dsn = %q\n%s}\nsql {\n  database = \"notes\"\n  query = \"SELECT 1\"\n}\n", tt.file, seed)
+			h := adaptertest.MustCompile(t, New(), "sql", adaptertest.Config{Src: src})
+			_, err := adaptertest.Call(context.Background(), h, nil, nil)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			msg := err.Error()
+			for _, want := range []string{`database "notes" is unavailable: `, tt.reason, "the file is " + tt.file + ";", "MCPD_DATA_DIR"} {
+				if !strings.Contains(msg, want) {
+					t.Errorf("err = %q, want it to contain %q", msg, want)
 				}
 			}
 		})

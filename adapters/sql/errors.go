@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"path/filepath"
 	"strings"
 
 	mysqldrv "github.com/go-sql-driver/mysql"
@@ -30,6 +31,9 @@ func (e *seedError) Unwrap() error { return e.err }
 func (h *handler) explain(parent, ctx context.Context, err error) error {
 	cfg := h.be.cfg
 	var msg string
+	// hint is added after redaction: a SQLite dsn that is a bare path is
+	// redacted whole, yet the file's path is what the operator must see.
+	var hint string
 	var unavailable *unavailableError
 	var seed *seedError
 	var ident *identityError
@@ -40,7 +44,12 @@ func (h *handler) explain(parent, ctx context.Context, err error) error {
 		msg = fmt.Sprintf("database %q is unavailable: %s", cfg.name, connectReason(unavailable.err))
 		if ctx.Err() != nil {
 			msg = fmt.Sprintf("database %q is unavailable: connecting did not finish within the %s timeout", cfg.name, h.timeout)
+		} else if cfg.sqliteFile != "" && sqliteCantOpen(unavailable.err) {
+			hint = sqliteFileHint(cfg.sqliteFile)
 		}
+	case cfg.sqliteFile != "" && sqliteCantOpen(err):
+		msg = fmt.Sprintf("database %q is unavailable: %s", cfg.name, driverMessage(err))
+		hint = sqliteFileHint(cfg.sqliteFile)
 	case ctx.Err() != nil:
 		msg = fmt.Sprintf("the query did not finish within its %s timeout and was cancelled", h.timeout)
 	case errors.As(err, &ident):
@@ -58,7 +67,7 @@ func (h *handler) explain(parent, ctx context.Context, err error) error {
 	default:
 		msg = "the query failed: " + driverMessage(err)
 	}
-	return errors.New(cfg.redact.String(msg))
+	return errors.New(cfg.redact.String(msg) + hint)
 }
 
 // connectReason says why a connection failed without the driver's framing,
@@ -128,6 +137,29 @@ func writeRefused(err error) bool {
 func sqliteNotAuthorized(err error) bool {
 	var liteErr *sqlite3.Error
 	return errors.As(err, &liteErr) && (liteErr.Code()&0xff == 23 || strings.Contains(liteErr.Error(), "not authorized"))
+}
+
+// sqliteFileError is a failure to create the directory of a SQLite file.
+type sqliteFileError struct{ err error }
+
+func (e *sqliteFileError) Error() string { return e.err.Error() }
+func (e *sqliteFileError) Unwrap() error { return e.err }
+
+// sqliteCantOpen reports that SQLite could not open or create its file
+// (SQLITE_CANTOPEN, whose message, "unable to open database file", names
+// neither the file nor the reason) or that its directory could not be made.
+func sqliteCantOpen(err error) bool {
+	var liteErr *sqlite3.Error
+	var fileErr *sqliteFileError
+	return errors.As(err, &fileErr) || errors.As(err, &liteErr) && liteErr.Code()&0xff == 14
+}
+
+// sqliteFileHint names the file and where a writable one goes: the usual
+// cause is a config directory mounted read-only, as in the container image.
+func sqliteFileHint(file string) string {
+	return fmt.Sprintf(" (the file is %s; mcpd must be able to create it and write in its directory: "+
+		"point the dsn at a writable directory, e.g. dsn = \"file:${env(\"MCPD_DATA_DIR\", \".mcpd\")}/%s\"; "+
+		"the container image sets MCPD_DATA_DIR=/var/lib/mcpd, a writable volume)", file, filepath.Base(file))
 }
 
 // sqliteTooBig reports SQLITE_TOOBIG: a value over the connection's

@@ -1,35 +1,59 @@
 package main
 
 import (
+	"embed"
 	"errors"
 	"fmt"
 	"io"
 	iofs "io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
-const initUsage = `usage: mcpd init [DIR]
+const initUsage = `usage: mcpd init [--template NAME] [DIR]
 
 Scaffolds a project in DIR (default: the current directory, created when
-missing): tools.hcl with one tool per adapter (sql on a seeded SQLite file,
-shell, http) and one declared in HCL alone, a resource and a prompt;
-tools_test.hcl with a test for each tool (the http one against a mock, so
-every test runs offline); seed.sql; a README; a .gitignore. It refuses to
-overwrite any existing file.
+missing). It refuses to overwrite any existing file. Each template's
+project passes mcpd validate, lint --strict and fmt --check as written, and
+its tools_test.hcl passes mcpd test (against the database for postgres and
+mysql, which read DATABASE_URL and MYSQL_DSN).
+
+Templates:
+  starter   (the default) one tool per adapter: sql on a seeded SQLite
+            file, shell (wc), http (GitHub, tested against a mock), and one
+            declared in HCL alone; a resource and a prompt
+  sqlite    a SQLite database: list_tables, describe_table, a search
+  postgres  a PostgreSQL database (DATABASE_URL): list_tables, describe_table
+  mysql     a MySQL or MariaDB database (MYSQL_DSN): list_tables, describe_table
+  github    GitHub's REST API (GITHUB_TOKEN optional): get_repo,
+            list_issues, search_repositories, tested against mocks
+  gateway   mcpd in front of an existing MCP server (started with npx)
+
+For an API with an OpenAPI document, use mcpd import openapi instead.
 `
+
+// templateFS holds the templates other than the starter, one directory
+// each; __PROJECT__ in a file becomes the project's name.
+//
+//go:embed templates
+var templateFS embed.FS
+
+// templateNames are the templates, the default first.
+var templateNames = []string{"starter", "sqlite", "postgres", "mysql", "github", "gateway"}
 
 // initCmd writes the scaffold. Every file is checked first and then created
 // with O_EXCL, so that init never overwrites anything, even a file that
 // appears while it runs.
 func initCmd(args []string, stdout, stderr io.Writer) error {
 	fs := newBareFlagSet("init", stderr)
+	tmpl := fs.String("template", "starter", "the kind of project: "+strings.Join(templateNames, ", "))
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 1 {
-		return fmt.Errorf("unexpected arguments %q: give at most one directory", fs.Args()[1:])
+		return fmt.Errorf("unexpected arguments %q: give at most one directory (flags go before it)", fs.Args()[1:])
 	}
 	dir := "."
 	if fs.NArg() == 1 {
@@ -40,7 +64,10 @@ func initCmd(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	name := projectName(filepath.Base(abs))
-	files := scaffold(name)
+	files, err := templateFiles(*tmpl, name)
+	if err != nil {
+		return err
+	}
 	var exists []string
 	for _, f := range files {
 		if _, err := os.Lstat(filepath.Join(dir, f.name)); err == nil {
@@ -74,8 +101,40 @@ func initCmd(args []string, stdout, stderr io.Writer) error {
 	if dir != "." {
 		cd = fmt.Sprintf("cd %s && ", shellQuote(dir))
 	}
-	fmt.Fprintf(stdout, "\nNext: %smcpd validate && mcpd test && mcpd serve\n", cd)
+	switch *tmpl {
+	case "postgres":
+		fmt.Fprintf(stdout, "\nNext: %sexport DATABASE_URL=postgres://... && mcpd validate && mcpd test && mcpd serve\n", cd)
+	case "mysql":
+		fmt.Fprintf(stdout, "\nNext: %sexport MYSQL_DSN='user:password@tcp(host:3306)/db' && mcpd validate && mcpd test && mcpd serve\n", cd)
+	case "gateway":
+		fmt.Fprintf(stdout, "\nNext: %smcpd validate && mcpd serve (the upstream's first start through npx can take 10-20 s)\n", cd)
+	default:
+		fmt.Fprintf(stdout, "\nNext: %smcpd validate && mcpd test && mcpd serve\n", cd)
+	}
 	return nil
+}
+
+// templateFiles are the files of a template for the project name.
+func templateFiles(tmpl, name string) ([]scaffoldFile, error) {
+	if tmpl == "starter" {
+		return scaffold(name), nil
+	}
+	if !slices.Contains(templateNames, tmpl) {
+		return nil, fmt.Errorf("there is no template %q; the templates are %s", tmpl, strings.Join(templateNames, ", "))
+	}
+	entries, err := templateFS.ReadDir("templates/" + tmpl)
+	if err != nil {
+		return nil, err
+	}
+	var files []scaffoldFile
+	for _, e := range entries {
+		b, err := templateFS.ReadFile("templates/" + tmpl + "/" + e.Name())
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, scaffoldFile{e.Name(), strings.ReplaceAll(string(b), "__PROJECT__", name)})
+	}
+	return append(files, scaffoldFile{".gitignore", ".mcpd/\n"}), nil
 }
 
 // projectName makes a server name out of a directory name.
@@ -115,11 +174,14 @@ server {
   instructions = "Notes in a small database (search_notes), a word counter (count_words), a GitHub repository lookup (github_repo) and a greeting (greet)."
 }
 
-# A SQLite database in .mcpd/notes.db, created and filled from seed.sql the
-# first time a tool uses it. Delete the file to start over.
+# A SQLite database, created and filled from seed.sql the first time a tool
+# uses it, in the data directory: $MCPD_DATA_DIR when it is set (the mcpd
+# container image sets /var/lib/mcpd, a writable volume, since the config
+# is mounted read-only), else .mcpd/ beside this file. Delete notes.db to
+# start over.
 database "notes" {
   driver = "sqlite"
-  dsn    = "file:.mcpd/notes.db"
+  dsn    = "file:${env("MCPD_DATA_DIR", ".mcpd")}/notes.db"
   seed   = file("seed.sql")
 }
 
@@ -147,6 +209,8 @@ tool "search_notes" {
 }
 
 # A local program: the argument goes to its stdin, never through a shell.
+# (The mcpd container image ships wc; a tool that runs other programs needs
+# an image that has them: deploy/container/Dockerfile.tools in mcpd's source.)
 tool "count_words" {
   description = "Count the words of a text."
   annotations {
@@ -275,7 +339,7 @@ test "greet greets" {
 `
 
 const initSeed = `-- The notes database. mcpd runs this script once, when the SQLite file has
--- no tables yet. Delete .mcpd/notes.db to start over.
+-- no tables yet. Delete notes.db (in .mcpd/, or $MCPD_DATA_DIR) to start over.
 
 CREATE TABLE notes (
   id      INTEGER PRIMARY KEY,
@@ -296,7 +360,7 @@ const initReadme = "# NAME\n\n" +
 	"| File | What it is |\n|---|---|\n" +
 	"| `tools.hcl` | the tools (`search_notes` on SQLite, `count_words` running `wc`, `github_repo` over HTTP, `greet`), a resource (this README) and a prompt |\n" +
 	"| `tools_test.hcl` | a test per tool; the HTTP one answers from a mock |\n" +
-	"| `seed.sql` | what fills the SQLite database `.mcpd/notes.db` on first use |\n\n" +
+	"| `seed.sql` | what fills the SQLite database `.mcpd/notes.db` (or `$MCPD_DATA_DIR/notes.db`) on first use |\n\n" +
 	"```sh\n" +
 	"mcpd validate                      # check the config\n" +
 	"mcpd lint                          # a reviewer's advice\n" +
@@ -306,4 +370,9 @@ const initReadme = "# NAME\n\n" +
 	"mcpd prompt summarize_notes topic=tests\n" +
 	"mcpd serve                         # serve on http://127.0.0.1:8080/mcp (holds the terminal)\n" +
 	"mcpd client-config --host claude-code   # how to add it to a host\n" +
+	"```\n\n" +
+	"In mcpd's container image, with this directory as its config (read-only) and the\n" +
+	"database in the image's data volume (`MCPD_DATA_DIR=/var/lib/mcpd`):\n\n" +
+	"```sh\n" +
+	"podman run --rm -p 127.0.0.1:8080:8080 --read-only -v \"$PWD\":/etc/mcpd:ro localhost/mcpd\n" +
 	"```\n"

@@ -62,7 +62,7 @@ func requireDeployTests(t *testing.T, programs ...string) {
 // aptPackages are the Debian packages the tests need, as .ci/run installs
 // them: without iptables, netavark cannot set up a container's network and
 // podman run fails.
-const aptPackages = "podman runc iptables haproxy uidmap slirp4netns netavark aardvark-dns catatonit"
+const aptPackages = "podman runc iptables haproxy uidmap slirp4netns netavark aardvark-dns catatonit busybox-static zip"
 
 // skipOrFail skips, saying why, unless MCPD_TEST_REQUIRE_DEPLOY=1 (set by
 // .ci/run where it could install everything): there a skip would hide a

@@ -151,7 +151,9 @@ async function rpc(method, params = {}, extraHeaders = {}, opts = {}) {
   };
   if (method === "tools/call" || method === "prompts/get") headers["Mcp-Name"] = headerValue(params.name);
   if (method === "resources/read") headers["Mcp-Name"] = headerValue(params.uri);
-  const body = JSON.stringify({ jsonrpc: "2.0", id, method, params: { ...params, _meta: { ...META, ...(opts.meta || {}) } } });
+  const sent = { jsonrpc: "2.0", id, method, params: { ...params, _meta: { ...META, ...(opts.meta || {}) } } };
+  const body = JSON.stringify(sent);
+  protoLog.add("out", sent);
   const resp = await fetch(mcpURL, { method: "POST", headers, body, credentials: "same-origin", cache: "no-store", signal: opts.signal });
   const type = resp.headers.get("Content-Type") || "";
   let msgs = [];
@@ -164,6 +166,7 @@ async function rpc(method, params = {}, extraHeaders = {}, opts = {}) {
     const take = (frame) => {
       for (const m of parseSSE(frame)) {
         msgs.push(m);
+        protoLog.add("in", m);
         if (m && m.method && m.id === undefined && opts.onNotify) opts.onNotify(m);
       }
     };
@@ -186,12 +189,14 @@ async function rpc(method, params = {}, extraHeaders = {}, opts = {}) {
       try {
         const m = JSON.parse(text);
         msgs = Array.isArray(m) ? m : [m];
+        for (const one of msgs) protoLog.add("in", one);
       } catch {
         /* fall through to the HTTP error */
       }
     }
   }
   const msg = msgs.find((m) => m && m.id === id) || msgs.find((m) => m && m.error && m.id == null);
+  if (!msgs.length) protoLog.add("in", undefined, `HTTP ${resp.status} to #${id}: ${text.trim().slice(0, 200) || resp.statusText}`);
   if (resp.status === 401) {
     showTokenForm(true);
     throw new AuthError(token() ? "the token was refused (HTTP 401): enter another at the top right" : "this server needs a token: enter an API key or bearer token at the top right");
@@ -199,6 +204,132 @@ async function rpc(method, params = {}, extraHeaders = {}, opts = {}) {
   if (msg && msg.error) throw new RPCError(msg.error.code, msg.error.message, msg.error.data);
   if (!resp.ok || !msg) throw new Error(`HTTP ${resp.status}: ${text.trim().slice(0, 500) || resp.statusText}`);
   return msg.result;
+}
+
+// ---- protocol log -----------------------------------------------------------
+
+// protoLog lists every JSON-RPC message of this page's calls to /mcp, as
+// sent and as received (results, errors, and the notifications of a
+// streamed response), newest first, filterable by any text in them. It
+// shows bodies only: the token in the Authorization header never appears.
+const protoLog = {
+  max: 500,
+  methods: new Map(), // request id -> method, to name a response
+  add(dir, msg, note) {
+    const list = $("proto-list");
+    if (!list) return;
+    let what = note ? "HTTP" : "";
+    let idText = "";
+    if (msg && typeof msg === "object") {
+      if (msg.id !== undefined && msg.id !== null) idText = "#" + msg.id;
+      if (msg.method) {
+        what = msg.method;
+        if (dir === "out" && msg.id !== undefined) this.methods.set(msg.id, msg.method);
+      } else if (msg.id !== undefined) {
+        const m = this.methods.get(msg.id) || "";
+        this.methods.delete(msg.id);
+        what = (m ? m + " " : "") + (msg.error ? "error" : "result");
+      }
+    }
+    const text = note !== undefined ? note : pretty(msg);
+    const li = el(
+      "li",
+      { class: "proto " + dir + ((msg && msg.error) || note ? " bad" : ""), "data-dir": dir, "data-method": msg && msg.method ? msg.method : "" },
+      el(
+        "details",
+        {},
+        el("summary", {}, el("span", { class: "t" }, fmtTime(Date.now())), el("span", { class: "dir", title: dir === "out" ? "sent" : "received" }, dir === "out" ? "→" : "←"), el("span", { class: "m" }, what), el("span", { class: "id" }, idText)),
+        el("pre", { tabindex: "0" }, text),
+      ),
+    );
+    li.search = (what + " " + idText + " " + text.slice(0, 20000)).toLowerCase();
+    li.hidden = !this.matches(li);
+    list.prepend(li);
+    while (list.children.length > this.max) list.lastElementChild.remove();
+    this.count();
+  },
+  matches(li) {
+    const f = ($("proto-filter")?.value || "").trim().toLowerCase();
+    return !f || f.split(/\s+/).every((w) => li.search.includes(w));
+  },
+  filter() {
+    for (const li of $("proto-list").children) li.hidden = !this.matches(li);
+    this.count();
+  },
+  count() {
+    const list = $("proto-list");
+    const shown = [...list.children].filter((li) => !li.hidden).length;
+    $("proto-count").textContent = shown === list.children.length ? `(${shown})` : `(${shown} of ${list.children.length})`;
+  },
+};
+
+// ---- copy a call --------------------------------------------------------------
+
+// shellQuote quotes a word for a POSIX shell.
+function shellQuote(s) {
+  return "'" + String(s).replace(/'/g, "'\\''") + "'";
+}
+
+// mcpdCallLine is the `mcpd call` command that makes the same call
+// without a server (run where the config is).
+function mcpdCallLine(name, args) {
+  const a = args && Object.keys(args).length ? " --args " + shellQuote(JSON.stringify(args)) : "";
+  return "mcpd call " + shellQuote(name).replace(/^'([A-Za-z0-9_.-]+)'$/, "$1") + a;
+}
+
+// curlLine is the same request the console sends, as curl: the stateless
+// 2026-07-28 protocol needs no session, so one POST is the whole call. It
+// declares no client capabilities, since curl answers no question: a tool
+// that asks fails closed. The token, when the server needs one, is read
+// from $MCPD_TOKEN, never written into the command.
+function curlLine(method, params, extraHeaders) {
+  const meta = { "io.modelcontextprotocol/protocolVersion": PROTOCOL, "io.modelcontextprotocol/clientCapabilities": {} };
+  const body = { jsonrpc: "2.0", id: 1, method, params: { ...params, _meta: meta } };
+  const headers = {
+    "Content-Type": "application/json",
+    Accept: "application/json, text/event-stream",
+    "MCP-Protocol-Version": PROTOCOL,
+    "Mcp-Method": method,
+    "Mcp-Name": headerValue(params.name),
+    ...extraHeaders,
+  };
+  const parts = ["curl -sS " + shellQuote(mcpURL)];
+  if (token()) parts.push('-H "Authorization: Bearer $MCPD_TOKEN"');
+  for (const [k, v] of Object.entries(headers)) parts.push("-H " + shellQuote(k + ": " + v));
+  parts.push("--data-raw " + shellQuote(JSON.stringify(body)));
+  return parts.join(" \\\n  ");
+}
+
+// copyBar offers the form's current call as an `mcpd call` line and as
+// curl: the text is shown (and put on the clipboard where the browser
+// allows it).
+function copyBar(form, make) {
+  const out = el("pre", { class: "copied", tabindex: "0", hidden: true });
+  const status = el("span", { class: "keys", "aria-live": "polite" });
+  const show = async (kind) => {
+    let args;
+    try {
+      args = form.currentArgs();
+    } catch (e) {
+      status.textContent = e.message;
+      return;
+    }
+    out.textContent = make(kind, args);
+    out.dataset.kind = kind;
+    out.hidden = false;
+    try {
+      await navigator.clipboard.writeText(out.textContent);
+      status.textContent = "copied";
+    } catch {
+      status.textContent = "select and copy it below";
+    }
+  };
+  return el(
+    "div",
+    { class: "copy" },
+    el("div", { class: "actions" }, el("button", { type: "button", class: "copy-mcpd", onclick: () => show("mcpd") }, "Copy as mcpd call"), el("button", { type: "button", class: "copy-curl", onclick: () => show("curl") }, "Copy as curl"), status),
+    out,
+  );
 }
 
 // listAll follows nextCursor through every page of a list method.
@@ -605,6 +736,8 @@ function callForm({ schema, button, onSubmit }) {
     jsonBox.hidden = inFields;
     fieldsBox.hidden = !inFields;
   };
+  // currentArgs are the arguments as the form would send them now.
+  form.currentArgs = () => (useJSON.checked ? JSON.parse(jsonArea.value || "{}") : read());
   form.addEventListener("keydown", (e) => {
     if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) {
       e.preventDefault();
@@ -791,6 +924,8 @@ async function runAsking({ kind, method, name, args, headers, box, livePane, ren
       updateRow(rec);
       if (livePane) livePane.done();
       render(box, res, ms);
+      // On a small screen the result is below the form: bring it up.
+      box.scrollIntoView({ block: "nearest" });
       return;
     }
     rec.outcome = "input_required";
@@ -1025,6 +1160,9 @@ function toolView(t) {
   });
   form.id = "call-form";
   const livePane = liveBox();
+  const copy = copyBar(form, (kind, args) =>
+    kind === "curl" ? curlLine("tools/call", { name: t.name, arguments: args }, paramHeaders(t.inputSchema, args)) : mcpdCallLine(t.name, args),
+  );
   return el(
     "article",
     { "aria-labelledby": "detail-h", "data-tool": t.name },
@@ -1033,6 +1171,7 @@ function toolView(t) {
     schemaBlock("input schema", t.inputSchema, false),
     schemaBlock("output schema", t.outputSchema, false),
     form,
+    copy,
     livePane,
     box,
   );
@@ -1546,6 +1685,11 @@ async function start() {
   document.addEventListener("securitypolicyviolation", (e) => console.error("CSP violation:", e.violatedDirective, e.blockedURI));
   setupToken();
   $("filter").addEventListener("input", renderCatalog);
+  $("proto-filter").addEventListener("input", () => protoLog.filter());
+  $("proto-clear").addEventListener("click", () => {
+    $("proto-list").replaceChildren();
+    protoLog.count();
+  });
   $("toolset").addEventListener("change", (e) => {
     setToolset(e.target.value);
     state.selected = null;

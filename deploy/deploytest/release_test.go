@@ -1,0 +1,190 @@
+package deploytest
+
+import (
+	"archive/tar"
+	"archive/zip"
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"debug/buildinfo"
+	"debug/pe"
+	"encoding/hex"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// deploy/build-release.sh for two targets, one of each archive kind: the
+// archives hold mcpd and mcpd-import for their target with the version and
+// commit linked in, SHA256SUMS matches them, the linux binary runs and
+// says its version, and a second build of the same commit gives the same
+// bytes.
+func TestReleaseArchives(t *testing.T) {
+	requireDeployTests(t, "zip", "git")
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	git := func(args ...string) string {
+		out, err := exec.Command("git", append([]string{"-C", root}, args...)...).Output()
+		if err != nil {
+			t.Fatalf("git %v: %v", args, err)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	version := git("describe", "--tags", "--always", "--dirty")
+	revision := git("rev-parse", "HEAD")
+	out := t.TempDir()
+	release := func(targets ...string) []string {
+		t.Helper()
+		cmd := exec.Command("bash", append([]string{filepath.Join(root, "deploy", "build-release.sh"), "-o", out}, targets...)...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		stdout, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("build-release.sh: %v\n%s", err, stderr.String())
+		}
+		return strings.Fields(string(stdout))
+	}
+	linux, windows := "mcpd_"+version+"_linux_amd64", "mcpd_"+version+"_windows_arm64"
+	names := release("linux/amd64", "windows/arm64")
+	if !slices.Equal(names, []string{linux + ".tar.gz", windows + ".zip"}) {
+		t.Fatalf("archives %q", names)
+	}
+
+	sums, err := os.ReadFile(filepath.Join(out, "SHA256SUMS"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hashes := map[string]string{}
+	for _, n := range names {
+		b, err := os.ReadFile(filepath.Join(out, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := sha256.Sum256(b)
+		hashes[n] = hex.EncodeToString(h[:])
+		if !strings.Contains(string(sums), hashes[n]+"  "+n+"\n") {
+			t.Errorf("SHA256SUMS lacks %s %s:\n%s", hashes[n], n, sums)
+		}
+	}
+
+	// The tar.gz: its files, their modes, and a binary that runs.
+	f, err := os.Open(filepath.Join(out, names[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	gz, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(gz)
+	bin := t.TempDir()
+	var files []string
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, h.Name)
+		if h.Typeflag != tar.TypeReg {
+			continue
+		}
+		if base := filepath.Base(h.Name); base == "mcpd" || base == "mcpd-import" {
+			if h.Mode&0o111 == 0 || h.Uid != 0 {
+				t.Errorf("%s: mode %o uid %d, want executable and owned by 0", h.Name, h.Mode, h.Uid)
+			}
+			b, _ := io.ReadAll(tr)
+			if err := os.WriteFile(filepath.Join(bin, base), b, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, want := range []string{linux + "/README.md", linux + "/mcpd", linux + "/mcpd-import"} {
+		if !slices.Contains(files, want) {
+			t.Errorf("%s holds %q, not %s", names[0], files, want)
+		}
+	}
+	v, err := exec.Command(filepath.Join(bin, "mcpd"), "version").Output()
+	if want := "mcpd " + version + " (commit " + revision[:12]; err != nil || !strings.HasPrefix(string(v), want) {
+		t.Errorf("mcpd version = %q, %v; want it to start with %q", v, err, want)
+	}
+	for _, b := range []string{"mcpd", "mcpd-import"} {
+		bi, err := buildinfo.ReadFile(filepath.Join(bin, b))
+		if err != nil {
+			t.Fatalf("%s: %v", b, err)
+		}
+		checkSettings(t, b, bi, version, revision)
+	}
+
+	// The zip: Windows arm64 executables with the version linked in.
+	zr, err := zip.OpenReader(filepath.Join(out, names[1]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zr.Close()
+	var zipped []string
+	for _, zf := range zr.File {
+		zipped = append(zipped, zf.Name)
+		if !strings.HasSuffix(zf.Name, ".exe") {
+			continue
+		}
+		rc, err := zf.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(rc)
+		rc.Close()
+		pf, err := pe.NewFile(bytes.NewReader(b))
+		if err != nil {
+			t.Fatalf("%s: %v", zf.Name, err)
+		}
+		if pf.Machine != pe.IMAGE_FILE_MACHINE_ARM64 {
+			t.Errorf("%s: machine %#x, want arm64", zf.Name, pf.Machine)
+		}
+		bi, err := buildinfo.Read(bytes.NewReader(b))
+		if err != nil {
+			t.Fatalf("%s: %v", zf.Name, err)
+		}
+		checkSettings(t, zf.Name, bi, version, revision)
+	}
+	for _, want := range []string{windows + "/README.md", windows + "/mcpd.exe", windows + "/mcpd-import.exe"} {
+		if !slices.Contains(zipped, want) {
+			t.Errorf("%s holds %q, not %s", names[1], zipped, want)
+		}
+	}
+
+	// The same commit again: the same bytes.
+	first := hashes[names[0]]
+	release("linux/amd64")
+	b, err := os.ReadFile(filepath.Join(out, names[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := sha256.Sum256(b); hex.EncodeToString(h[:]) != first {
+		t.Errorf("a second build of %s differs from the first", names[0])
+	}
+}
+
+// checkSettings checks that a binary was built CGO-free and trimmed, with
+// the version and commit linked in.
+func checkSettings(t *testing.T, name string, bi *debug.BuildInfo, version, revision string) {
+	t.Helper()
+	settings := map[string]string{}
+	for _, s := range bi.Settings {
+		settings[s.Key] = s.Value
+	}
+	if settings["CGO_ENABLED"] != "0" || settings["-trimpath"] != "true" ||
+		!strings.Contains(settings["-ldflags"], "-X main.version="+version) || !strings.Contains(settings["-ldflags"], "-X main.revision="+revision) {
+		t.Errorf("%s: build settings %v", name, settings)
+	}
+}
