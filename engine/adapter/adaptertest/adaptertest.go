@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/funcs"
+	"github.com/mcpd/mcpd/engine/resultbuf"
 )
 
 // Config is a small config of backend blocks and one adapter block, as in
@@ -22,6 +23,11 @@ type Config struct {
 	Dir    string            // directory file() resolves against; "" for the test's cwd
 	Params map[string]string // declared params: name → JSON type
 	Auth   *adapter.AuthInfo // what the server's auth verifies (nil: no auth block)
+	// VarsUnread compiles the block as for a tool without a result or
+	// logs block (ToolBlock.ReadsVars false), whose Output.Vars an
+	// adapter may leave out; by default it is compiled as for one with
+	// them, so that tests can check the variables.
+	VarsUnread bool
 }
 
 // Compile decodes the backend blocks (if the adapter owns any) and the
@@ -74,11 +80,12 @@ func Compile(t testing.TB, a adapter.Adapter, block string, c Config) (adapter.H
 		t.Fatalf("test config has no %q block", block)
 	}
 	h, d := a.CompileTool(&adapter.ToolBlock{
-		Tool:  "test_tool",
-		Type:  block,
-		Body:  toolBlock.Body,
-		Range: toolBlock.DefRange,
-		Scope: scope,
+		Tool:      "test_tool",
+		Type:      block,
+		Body:      toolBlock.Body,
+		Range:     toolBlock.DefRange,
+		Scope:     scope,
+		ReadsVars: !c.VarsUnread,
 		Backend: func(blockType, name string) (adapter.Backend, bool) {
 			if !isBackend || blockType != ba.BackendBlock() {
 				return nil, false
@@ -101,7 +108,9 @@ func MustCompile(t testing.TB, a adapter.Adapter, block string, c Config) adapte
 }
 
 // Call runs h with args as the engine would: args already validated, every
-// declared param present in `args` (null when absent).
+// declared param present in `args` (null when absent). A lease ctx carries
+// (resultbuf.With) is lent to the call, as the engine lends the fast
+// path's.
 func Call(ctx context.Context, h adapter.Handler, params map[string]string, args map[string]any) (*adapter.Output, error) {
 	scope := &adapter.Scope{Dir: ".", Functions: funcs.Table("."), Params: params}
 	if args == nil {
@@ -112,6 +121,7 @@ func Call(ctx context.Context, h adapter.Handler, params map[string]string, args
 		Args:     args,
 		Eval:     scope.CallContext(args),
 		Progress: func(float64, float64, string) {},
+		Buffers:  resultbuf.From(ctx), // as the engine lends them
 	})
 }
 
