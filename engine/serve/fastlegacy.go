@@ -66,10 +66,11 @@ import (
 // requests through sessions of both paths and compare the answers byte for
 // byte.
 type legacyFast struct {
-	s       *Server
-	sdk     http.Handler // the SDK's stateful handler
-	fp      *fastPath    // the middleware chain and the writer
-	timeout time.Duration
+	s        *Server
+	sdk      http.Handler // the SDK's stateful handler
+	fp       *fastPath    // the middleware chain and the writer
+	timeout  time.Duration
+	versions []string // mcp.SupportedProtocolVersions
 
 	mu       sync.Mutex
 	sessions map[string]*legacySession
@@ -78,7 +79,8 @@ type legacyFast struct {
 func newLegacyFast(s *Server, opts HTTPOptions, ep *endpoint, sdk http.Handler) *legacyFast {
 	fp := newFastPath(s, opts, ep)
 	fp.legacy = true
-	return &legacyFast{s: s, sdk: sdk, fp: fp, timeout: opts.SessionTimeout, sessions: map[string]*legacySession{}}
+	return &legacyFast{s: s, sdk: sdk, fp: fp, timeout: opts.SessionTimeout, versions: mcp.SupportedProtocolVersions(),
+		sessions: map[string]*legacySession{}}
 }
 
 // legacySession is what legacyFast knows of one session.
@@ -263,7 +265,7 @@ func (ls *legacySession) endPOST(timeout time.Duration) {
 func (lf *legacyFast) serve(w http.ResponseWriter, r *http.Request, ls *legacySession) bool {
 	h := r.Header
 	if !ls.ready.Load() || len(h.Values("Mcp-Session-Id")) != 1 || len(h.Values("Last-Event-Id")) > 0 ||
-		!legacyVersion(h.Get("Mcp-Protocol-Version")) || !plainJSON(h.Get("Content-Type")) ||
+		!lf.legacyVersion(h.Get("Mcp-Protocol-Version")) || !plainJSON(h.Get("Content-Type")) ||
 		!acceptsBoth(h.Values("Accept")) || !ls.owns(r) {
 		return false
 	}
@@ -301,8 +303,8 @@ func (lf *legacyFast) serve(w http.ResponseWriter, r *http.Request, ls *legacySe
 // legacyVersion reports whether an MCP-Protocol-Version header is one the
 // SDK's stateful handler takes as it is: absent, or a version it serves
 // before 2026-07-28.
-func legacyVersion(v string) bool {
-	return v == "" || (v < protocol2026 && slices.Contains(mcp.SupportedProtocolVersions(), v))
+func (lf *legacyFast) legacyVersion(v string) bool {
+	return v == "" || (v < protocol2026 && slices.Contains(lf.versions, v))
 }
 
 // decode reads body as the SDK would and builds the request it would give
