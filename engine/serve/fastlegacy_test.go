@@ -378,10 +378,16 @@ func TestLegacyFastPathTimeout(t *testing.T) {
 // TestLegacyFastPathCancel checks notifications/cancelled, and an id used
 // twice while in flight, on a call served on the fast path.
 func TestLegacyFastPathCancel(t *testing.T) {
+	for _, jsonResponse := range []bool{false, true} {
+		t.Run(fmt.Sprintf("json=%v", jsonResponse), func(t *testing.T) { testLegacyCancel(t, jsonResponse) })
+	}
+}
+
+func testLegacyCancel(t *testing.T, jsonResponse bool) {
 	e := newEnv(t)
 	defer e.fake.releaseAll()
 	var got [2][2]answer // [fast path off, on][duplicate, cancelled call]
-	for i, opts := range []serve.HTTPOptions{{NoLegacyFastPath: true}, {}} {
+	for i, opts := range []serve.HTTPOptions{{NoLegacyFastPath: true, JSONResponse: jsonResponse}, {JSONResponse: jsonResponse}} {
 		h := e.srv.HTTPHandler(opts)
 		served := make(chan string, 8)
 		serve.OnFastPath(h, func(m string) { served <- m })
