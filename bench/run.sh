@@ -181,6 +181,23 @@ section "Stateless fast path: static tool, --no-fast-path (A) against the fast p
   "${LG[@]}" -mode call -transport http-modern -c 16 "${CALL[@]}" -label-a sdk-path -label-b fast-path \
   -a "$MCPD --no-fast-path" -b "$MCPD"
 
+# The fast path of 2025-11-25 sessions (engine/serve/fastlegacy.go) against
+# the SDK's handling of the same sessions (--no-legacy-fast-path): issue
+# #34's goals are the point query >= 1.55x and 20 rows >= 1.4x today's
+# legacy mcpd, p99 not worse.
+SQLITE_ROWS_MCPD="$BIN/mcpd serve -c bench/configs/sqlite-rows.hcl --http {addr} --ui=false --no-watch --log-level warn"
+section "Legacy fast path: SQLite point query, --no-legacy-fast-path (A) against the fast path (B), HTTP, legacy, C=16" \
+  "${LG[@]}" -mode call -transport http -c 16 "${SQLITE_CALL[@]}" "${CALL[@]}" -label-a sdk-path -label-b fast-path \
+  -a "$SQLITE_MCPD --no-legacy-fast-path" -b "$SQLITE_MCPD"
+
+section "Legacy fast path: SQLite 20 rows, --no-legacy-fast-path (A) against the fast path (B), HTTP, legacy, C=16" \
+  "${LG[@]}" -mode call -transport http -c 16 -tool list_items -args '{"after":{seq}}' -seq-max 9980 "${CALL[@]}" -label-a sdk-path -label-b fast-path \
+  -a "$SQLITE_ROWS_MCPD --no-legacy-fast-path" -b "$SQLITE_ROWS_MCPD"
+
+section "Legacy fast path: static tool, --no-legacy-fast-path (A) against the fast path (B), HTTP, legacy, C=16" \
+  "${LG[@]}" -mode call -transport http -c 16 "${CALL[@]}" -label-a sdk-path -label-b fast-path \
+  -a "$MCPD --no-legacy-fast-path" -b "$MCPD"
+
 # The result cache: the same SQLite point query uncached against answered
 # from the cache (in memory, then on Redis), over 200 ids that the warmup
 # caches. Redis: $MCPD_BENCH_REDIS (default redis://127.0.0.1:6379); the

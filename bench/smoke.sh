@@ -48,6 +48,12 @@ step "${LG[@]}" -mode call -transport http-modern -c 4 -tool get_item -args '{"i
   -label-a sdk-path -label-b fast-path \
   -a "$BIN/mcpd serve -c bench/configs/sqlite-point.hcl --http {addr} --no-watch --log-level warn --no-fast-path" \
   -b "$BIN/mcpd serve -c bench/configs/sqlite-point.hcl --http {addr} --no-watch --log-level warn"
+# The fast path of 2025-11-25 sessions against the SDK's (issue #34), and
+# the 20-row query it is measured on.
+step "${LG[@]}" -mode call -transport http -c 4 -tool list_items -args '{"after":{seq}}' -seq-max 9980 -pairs 1 \
+  -label-a sdk-path -label-b fast-path \
+  -a "$BIN/mcpd serve -c bench/configs/sqlite-rows.hcl --http {addr} --no-watch --log-level warn --no-legacy-fast-path" \
+  -b "$BIN/mcpd serve -c bench/configs/sqlite-rows.hcl --http {addr} --no-watch --log-level warn"
 step "${LG[@]}" -mode setup -transport http -c 1 -pairs 1 -a "$BASE" -b "$MCPD"
 step "${LG[@]}" -mode list -transport http -c 1 -server "$BIN/mcpd serve -c $WORK/tools-1000.hcl --http {addr} --no-watch --log-level warn"
 step "${LG[@]}" -mode startup -transport stdio -n 2 -server "$BIN/mcpd serve -c $STATIC --stdio --log-level warn"

@@ -42,6 +42,7 @@ func serveCmd(args []string, stderr io.Writer) error {
 	fs.Var(&hosts, "allowed-host", "Host header accepted besides loopback names (repeatable; * for any)")
 	fs.Var(&origins, "allowed-origin", "Origin accepted besides loopback origins (repeatable; * for any)")
 	noFastPath := fs.Bool("no-fast-path", false, "serve every 2026-07-28 request through the SDK's handler, without the stateless fast path for tools/call, tools/list, server/discover, prompts/get and resources/read (same answers, more CPU; see docs/performance.md)")
+	noLegacyFastPath := fs.Bool("no-legacy-fast-path", false, "serve every request of a 2025-11-25 session through the SDK's handler, without the fast path for tools/call and tools/list (same answers, more CPU; see docs/performance.md)")
 	jsonResp := fs.Bool("json-response", false, "answer HTTP requests with application/json instead of SSE where possible; a JSON answer carries no notifications, so progress of a 2026-07-28 call is dropped")
 	listTTL := fs.Duration("list-ttl", 10*time.Second, "how long clients of the 2026 protocol may cache lists (ttlMs)")
 	sessionTimeout := fs.Duration("session-timeout", 10*time.Minute, "close legacy HTTP sessions idle this long (0: never)")
@@ -175,7 +176,7 @@ func serveCmd(args []string, stderr io.Writer) error {
 	}
 	mux := http.NewServeMux()
 	httpOpts := limits.httpOptions(serve.HTTPOptions{
-		AllowedHosts: hosts, AllowedOrigins: origins, JSONResponse: *jsonResp, NoFastPath: *noFastPath, SessionTimeout: *sessionTimeout,
+		AllowedHosts: hosts, AllowedOrigins: origins, JSONResponse: *jsonResp, NoFastPath: *noFastPath, NoLegacyFastPath: *noLegacyFastPath, SessionTimeout: *sessionTimeout,
 	})
 	mountMCP(mux, srv.HTTPHandler(httpOpts), &current, authRequired, httpOpts, logger)
 	if ops.adminAddr == "" {

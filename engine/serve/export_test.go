@@ -42,5 +42,20 @@ func OnFastPath(h http.Handler, f func(method string)) {
 		if eras.fast != nil {
 			eras.fast.served = f
 		}
+		if lf, ok := eras.legacy.(*legacyFast); ok {
+			lf.fp.served = f
+		}
 	}
+}
+
+// LegacyReady reports whether h, a handler of HTTPHandler, may serve the
+// requests of the 2025-11-25 session sid on /mcp on its fast path
+// (fastlegacy.go): the client's notifications/initialized has been handled.
+func LegacyReady(h http.Handler, sid string) bool {
+	lf, ok := h.(*front).root.legacy.(*legacyFast)
+	if !ok {
+		return false
+	}
+	ls := lf.lookup(sid)
+	return ls != nil && ls.ready.Load()
 }

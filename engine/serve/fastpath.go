@@ -60,6 +60,9 @@ type fastPath struct {
 	maxBody int64
 	served  func(method string) // tests: called for every request served here
 	splice  *splicer            // large tool results (fastwrite.go)
+	// legacy: it answers in 2025-11-25 sessions (fastlegacy.go), where no
+	// error has an HTTP status of its own.
+	legacy bool
 }
 
 // fastMaxBody bounds the bodies the fast path reads: larger ones are rare,
@@ -125,20 +128,10 @@ func (fp *fastPath) serve(w http.ResponseWriter, r *http.Request) bool {
 		!plainJSON(h.Get("Content-Type")) || !acceptsBoth(h.Values("Accept")) {
 		return false
 	}
-	n := r.ContentLength
-	if n <= 0 || n > fastMaxBody || n > fp.maxBody {
+	body, ok := readFastBody(r, fp.maxBody)
+	if !ok {
 		return false
 	}
-	body := make([]byte, n+1)
-	k, err := io.ReadFull(r.Body, body)
-	if err != io.ErrUnexpectedEOF || int64(k) != n {
-		// A read error, or a body longer than its Content-Length (not
-		// from net/http's server, which ends a body there): the SDK reads
-		// on from here and meets the same.
-		r.Body = readBack{io.MultiReader(bytes.NewReader(body[:k]), r.Body), r.Body}
-		return false
-	}
-	body = body[:n]
 	fr := fastRequest{method: method}
 	req, ok := fp.decode(&fr, body, r)
 	if !ok {
@@ -163,6 +156,25 @@ func (fp *fastPath) serve(w http.ResponseWriter, r *http.Request) bool {
 	fp.write(w, r, fr.id, res, err)
 	lease.Release(res)
 	return true
+}
+
+// readFastBody reads a body of known length up to fastMaxBody and limit,
+// or reports false having read none of it, or having put back what it read.
+func readFastBody(r *http.Request, limit int64) ([]byte, bool) {
+	n := r.ContentLength
+	if n <= 0 || n > fastMaxBody || n > limit {
+		return nil, false
+	}
+	body := make([]byte, n+1)
+	k, err := io.ReadFull(r.Body, body)
+	if err != io.ErrUnexpectedEOF || int64(k) != n {
+		// A read error, or a body longer than its Content-Length (not
+		// from net/http's server, which ends a body there): the SDK reads
+		// on from here and meets the same.
+		r.Body = readBack{io.MultiReader(bytes.NewReader(body[:k]), r.Body), r.Body}
+		return nil, false
+	}
+	return body[:n], true
 }
 
 // readBack is a request body partly or wholly read by the fast path, put
@@ -222,27 +234,7 @@ const (
 // decode reads body as the SDK would, and builds the request the SDK
 // would give the middleware; false for anything it is not sure of.
 func (fp *fastPath) decode(fr *fastRequest, body []byte, r *http.Request) (mcp.Request, bool) {
-	var sc schema.Scanner
-	sc.Reset(body)
-	if sc.Peek() != '{' {
-		return nil, false // a batch, or not JSON: the SDK's answer
-	}
-	ok := sc.Object(func(key []byte) bool {
-		switch string(key) {
-		case "jsonrpc":
-			v, ok := sc.String()
-			return once(fr, seenJSONRPC) && ok && string(v) == "2.0"
-		case "id":
-			return once(fr, seenID) && fr.readID(&sc)
-		case "method":
-			v, ok := sc.String()
-			return once(fr, seenMethod) && ok && string(v) == fr.method
-		case "params":
-			return once(fr, seenParams) && fr.readParams(&sc)
-		}
-		return false
-	})
-	if !ok || !sc.End() || fr.seen&(seenJSONRPC|seenID|seenMethod|seenParams) != seenJSONRPC|seenID|seenMethod|seenParams {
+	if !fr.decodeEnvelope(body) {
 		return nil, false
 	}
 	// _meta: the version the header gave (checked by the SDK's transport
@@ -302,6 +294,32 @@ func (fp *fastPath) decode(fr *fastRequest, body []byte, r *http.Request) (mcp.R
 		return nil, false
 	}
 	return req, true
+}
+
+// decodeEnvelope reads body, one JSON-RPC request of fr.method, into fr:
+// false for anything else (a batch, not JSON, an unknown or repeated key).
+func (fr *fastRequest) decodeEnvelope(body []byte) bool {
+	var sc schema.Scanner
+	sc.Reset(body)
+	if sc.Peek() != '{' {
+		return false // a batch, or not JSON: the SDK's answer
+	}
+	ok := sc.Object(func(key []byte) bool {
+		switch string(key) {
+		case "jsonrpc":
+			v, ok := sc.String()
+			return once(fr, seenJSONRPC) && ok && string(v) == "2.0"
+		case "id":
+			return once(fr, seenID) && fr.readID(&sc)
+		case "method":
+			v, ok := sc.String()
+			return once(fr, seenMethod) && ok && string(v) == fr.method
+		case "params":
+			return once(fr, seenParams) && fr.readParams(&sc)
+		}
+		return false
+	})
+	return ok && sc.End() && fr.seen&(seenJSONRPC|seenID|seenMethod|seenParams) == seenJSONRPC|seenID|seenMethod|seenParams
 }
 
 func once(fr *fastRequest, bit uint32) bool {
@@ -549,7 +567,7 @@ func (fp *fastPath) write(w http.ResponseWriter, r *http.Request, id []byte, res
 	}
 	buf.Truncate(buf.Len() - 1) // Encode's newline
 	buf.WriteByte('}')
-	if status := errorStatus(err); status != 0 {
+	if status := errorStatus(err); status != 0 && !fp.legacy {
 		hdr.Set("Content-Type", "application/json")
 		w.WriteHeader(status)
 		w.Write(buf.Bytes()[start:])

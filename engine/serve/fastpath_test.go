@@ -60,7 +60,7 @@ func newDiffPair(t testing.TB, cur *snapshot.Current, jsonResponse bool) *diffPa
 		p.served[method]++
 		p.mu.Unlock()
 	})
-	opts.NoFastPath = true
+	opts.NoFastPath, opts.NoLegacyFastPath = true, true
 	p.sdk = srv.HTTPHandler(opts)
 	return p
 }

@@ -57,6 +57,11 @@ type HTTPOptions struct {
 	// The answers are the same either way; this is for comparing the two
 	// and for ruling the fast path out.
 	NoFastPath bool
+	// NoLegacyFastPath turns off the fast path of 2025-11-25 sessions
+	// (fastlegacy.go): every request of a session is then served by the
+	// SDK's handler, which also keeps the idle timeout. The answers are the
+	// same either way.
+	NoLegacyFastPath bool
 }
 
 // protocol2026 is the first protocol version served statelessly.
@@ -104,13 +109,6 @@ func (f *front) erasOf(toolset string) *eraHandlers {
 	// own check (loopback connections only) would refuse the allowed hosts
 	// a local reverse proxy forwards, so it is turned off.
 	h := &eraHandlers{
-		legacy: mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
-			JSONResponse:               opts.JSONResponse,
-			SessionTimeout:             opts.SessionTimeout,
-			Logger:                     f.s.sdkLogger,
-			DisableLocalhostProtection: true,
-			MaxRequestBodyBytes:        opts.MaxBody,
-		}),
 		modern: mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
 			Stateless:                  true,
 			JSONResponse:               opts.JSONResponse,
@@ -126,6 +124,23 @@ func (f *front) erasOf(toolset string) *eraHandlers {
 	if !opts.NoFastPath {
 		h.fast = newFastPath(f.s, opts, f.s.endpoint(toolset))
 		h.fast.served = f.onFast
+	}
+	legacy := &mcp.StreamableHTTPOptions{
+		JSONResponse:               opts.JSONResponse,
+		SessionTimeout:             opts.SessionTimeout,
+		Logger:                     f.s.sdkLogger,
+		DisableLocalhostProtection: true,
+		MaxRequestBodyBytes:        opts.MaxBody,
+	}
+	if opts.NoLegacyFastPath {
+		h.legacy = mcp.NewStreamableHTTPHandler(getServer, legacy)
+	} else {
+		// fastlegacy.go keeps the sessions' idle timeout, for the POSTs
+		// it serves too: the SDK's would close a session busy there.
+		legacy.SessionTimeout = 0
+		lf := newLegacyFast(f.s, opts, f.s.endpoint(toolset), mcp.NewStreamableHTTPHandler(getServer, legacy))
+		lf.fp.served = f.onFast
+		h.legacy = lf
 	}
 	f.eras[toolset] = h
 	return h

@@ -48,7 +48,9 @@ tool "static" {
 // serving the same tool with the same handler options, as bench/baseline
 // does: the allocs/op between them is what mcpd adds per call.
 // "mcpd/modern-sdk" is mcpd with --no-fast-path: the modern request through
-// the SDK's handler rather than mcpd's stateless fast path (fastpath.go). The client
+// the SDK's handler rather than mcpd's stateless fast path (fastpath.go);
+// "mcpd/legacy-sdk" with --no-legacy-fast-path, the session's call through
+// the SDK's handler rather than fastlegacy.go. The client
 // is a few lines over one keep-alive connection; its allocations are the
 // same in every case.
 func BenchmarkHTTPCall(b *testing.B) {
@@ -80,6 +82,8 @@ func BenchmarkHTTPCall(b *testing.B) {
 	mcpdHandler := mcpdWith(opts)
 	noFast := opts
 	noFast.NoFastPath = true
+	noLegacyFast := opts
+	noLegacyFast.NoLegacyFastPath = true
 	for _, bc := range []struct {
 		name    string
 		handler func() http.Handler
@@ -91,6 +95,8 @@ func BenchmarkHTTPCall(b *testing.B) {
 		{"mcpd/modern", mcpdHandler, true},
 		// --no-fast-path: the SDK serves the 2026-07-28 request.
 		{"mcpd/modern-sdk", mcpdWith(noFast), true},
+		// --no-legacy-fast-path: the SDK serves the session's call.
+		{"mcpd/legacy-sdk", mcpdWith(noLegacyFast), false},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			ts := httptest.NewServer(bc.handler())

@@ -199,6 +199,7 @@ func (s *Server) newSDK(toolset string) (*mcp.Server, *mcp.Implementation, strin
 	})
 	// Register the markers while no session exists: nothing is sent.
 	touchMarkers(srv, [3]bool{true, true, true})
+	srv.AddReceivingMiddleware(s.legacyHook) // the sessions fastlegacy.go may serve
 	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler { return s.middleware(next, toolset) })
 	srv.AddReceivingMiddleware(s.notes.listens.receiving(srv))
 	srv.AddSendingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
