@@ -27,6 +27,7 @@ import (
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/lifetime"
 	"github.com/mcpd/mcpd/engine/outbound"
+	"github.com/mcpd/mcpd/engine/resultbuf"
 )
 
 // response is what one attempt received, its body already read (at most
@@ -37,6 +38,7 @@ type response struct {
 	header     http.Header
 	body       []byte
 	truncated  bool
+	lent       bool // body is in a buffer of the call's lease (readLimited)
 }
 
 // errKind classifies a failed attempt, for retries and messages.
@@ -101,7 +103,7 @@ func (h *handler) Call(ctx context.Context, req *adapter.Request) (*adapter.Outp
 	}
 
 	target := u.String()
-	res, aerr, n, err := h.send(ctx, target, hdr, body, form)
+	res, aerr, n, err := h.send(ctx, target, hdr, body, form, req.Buffers)
 	if err != nil {
 		return fail("%s %s: %v", h.method, display, err)
 	}
@@ -114,7 +116,7 @@ func (h *handler) Call(ctx context.Context, req *adapter.Request) (*adapter.Outp
 			return fail("%s %s: the backend refused the cached token (401), and a new one could not be had: %v", h.method, display, err)
 		}
 		var more int
-		res, aerr, more, err = h.send(ctx, target, hdr, body, form)
+		res, aerr, more, err = h.send(ctx, target, hdr, body, form, req.Buffers)
 		n += more
 		if err != nil {
 			return fail("%s %s: %v", h.method, display, err)
@@ -139,18 +141,18 @@ func (h *handler) Call(ctx context.Context, req *adapter.Request) (*adapter.Outp
 		}
 		return fail("%s", msg)
 	}
-	return h.output(res, sec, display)
+	return h.output(res, sec, display, req.Buffers)
 }
 
 // send makes the request's attempts, retrying as configured. err is set
 // only when the call's context ended while waiting to retry.
-func (h *handler) send(ctx context.Context, target string, hdr http.Header, body []byte, form url.Values) (*response, *attemptError, int, error) {
+func (h *handler) send(ctx context.Context, target string, hdr http.Header, body []byte, form url.Values, bufs *resultbuf.Lease) (*response, *attemptError, int, error) {
 	attempts := 1
 	if h.retry.attempts > 1 && (idempotentMethods[h.method] || h.retryUnsafe) {
 		attempts = h.retry.attempts
 	}
 	for n := 1; ; n++ {
-		res, aerr := h.attempt(ctx, target, hdr, body, form)
+		res, aerr := h.attempt(ctx, target, hdr, body, form, bufs)
 		if n >= attempts || !h.retryable(res, aerr) {
 			return res, aerr, n, nil
 		}
@@ -234,8 +236,9 @@ func (h *handler) buildHeaders(req *adapter.Request) (http.Header, secrets, erro
 }
 
 // attempt sends the request once, under the tool's timeout, and reads the
-// response body (at most maxBytes+1 bytes of it).
-func (h *handler) attempt(ctx context.Context, target string, hdr http.Header, body []byte, form url.Values) (*response, *attemptError) {
+// response body (at most maxBytes+1 bytes of it), in a buffer of bufs when
+// it is large.
+func (h *handler) attempt(ctx context.Context, target string, hdr http.Header, body []byte, form url.Values, bufs *resultbuf.Lease) (*response, *attemptError) {
 	actx, cancel := context.WithTimeout(ctx, h.timeout)
 	defer cancel()
 
@@ -263,7 +266,7 @@ func (h *handler) attempt(ctx context.Context, target string, hdr http.Header, b
 	}
 	raw := resp.RawResponse
 	defer raw.Body.Close()
-	data, truncated, err := readLimited(raw, h.maxBytes, h.chunks)
+	data, truncated, lent, err := readLimited(raw, h.maxBytes, h.chunks, bufs)
 	if err != nil {
 		return nil, h.classify(err, ctx, actx, "reading the response: ")
 	}
@@ -273,6 +276,7 @@ func (h *handler) attempt(ctx context.Context, target string, hdr http.Header, b
 		header:     raw.Header,
 		body:       data,
 		truncated:  truncated,
+		lent:       lent,
 	}, nil
 }
 
@@ -297,21 +301,38 @@ func statusLine(r *http.Response) string {
 // mcpd's GC policy garbage stays until the heap is five times what was
 // live (cmd/mcpd/gc.go), so large bodies read at once made the process
 // several times their size (BenchmarkResultMemory in engine/serve).
-func readLimited(r *http.Response, limit int64, pool *sync.Pool) ([]byte, bool, error) {
+//
+// With a lease (bufs, when the call's answer gives its buffers back), a
+// large body is read straight into one lent buffer instead, and lent
+// reports it: its length when the response gives it, else the limit's,
+// once the body has outgrown one chunk. A lent buffer makes no garbage,
+// so its spare room costs nothing past the call.
+func readLimited(r *http.Response, limit int64, pool *sync.Pool, bufs *resultbuf.Lease) (data []byte, truncated, lent bool, err error) {
 	var src io.Reader = r.Body
+	length := r.ContentLength // of what is read: -1 when unknown
 	if !r.Uncompressed && strings.EqualFold(strings.TrimSpace(r.Header.Get("Content-Encoding")), "gzip") {
 		gz, err := gzip.NewReader(r.Body)
 		if err != nil {
 			if errors.Is(err, io.EOF) {
-				return nil, false, nil
+				return nil, false, false, nil
 			}
-			return nil, false, fmt.Errorf("the gzip-encoded body is not valid: %w", err)
+			return nil, false, false, fmt.Errorf("the gzip-encoded body is not valid: %w", err)
 		}
 		defer gz.Close()
 		src = gz
+		length = -1
 		r.Header.Del("Content-Encoding")
 	}
 	src = io.LimitReader(src, limit+1)
+	if bufs != nil && limit < resultbuf.MaxPooled {
+		return readLent(src, length, limit, pool, bufs)
+	}
+	data, truncated, err = readChunks(src, limit, pool)
+	return data, truncated, false, err
+}
+
+// readChunks is readLimited without a lease.
+func readChunks(src io.Reader, limit int64, pool *sync.Pool) ([]byte, bool, error) {
 	var chunks []*[]byte
 	defer func() {
 		for _, c := range chunks {
@@ -352,6 +373,56 @@ func readLimited(r *http.Response, limit int64, pool *sync.Pool) ([]byte, bool, 
 		return data[:limit], true, nil
 	}
 	return data, false, nil
+}
+
+// readLent is readLimited with a lease: a body of known length is read
+// into a buffer of that length (plus the byte that would tell it was
+// longer), lent when large; one of unknown length is read into a chunk,
+// and only when it fills it, into a lent buffer of the limit's size.
+func readLent(src io.Reader, length, limit int64, pool *sync.Pool, bufs *resultbuf.Lease) ([]byte, bool, bool, error) {
+	size := limit + 1
+	var buf []byte
+	if length >= 0 && length < limit {
+		size = length + 1
+	} else {
+		var c *[]byte
+		if pool != nil {
+			c, _ = pool.Get().(*[]byte)
+		}
+		if c == nil {
+			b := make([]byte, bodyChunk)
+			c = &b
+		}
+		if pool != nil {
+			defer pool.Put(c) // never shared: what is kept is copied
+		}
+		k, err := io.ReadFull(src, *c)
+		switch {
+		case k == 0 && (err == io.EOF || err == io.ErrUnexpectedEOF):
+			return nil, false, false, nil
+		case err == io.EOF || err == io.ErrUnexpectedEOF:
+			return append([]byte(nil), (*c)[:k]...), false, false, nil
+		case err != nil:
+			return nil, false, false, err
+		}
+		buf = append(bufs.Buffer(int(size)), (*c)[:k]...)
+	}
+	if buf == nil {
+		buf = bufs.Buffer(int(size))
+	}
+	lent := bufs.Lent(buf)
+	k, err := io.ReadFull(src, buf[len(buf):size])
+	n := len(buf) + k
+	if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
+		return nil, false, false, err
+	}
+	if n == 0 {
+		return nil, false, false, nil
+	}
+	if int64(n) > limit {
+		return buf[:limit], true, lent, nil
+	}
+	return buf[:n], false, lent, nil
 }
 
 // bodyChunk is the size of the chunks readLimited reads a body into.
@@ -558,7 +629,7 @@ func (h *handler) excerpt(res *response, sec secrets) string {
 }
 
 // output turns a successful response into the tool's Output.
-func (h *handler) output(res *response, sec secrets, display string) (*adapter.Output, error) {
+func (h *handler) output(res *response, sec secrets, display string, bufs *resultbuf.Lease) (*adapter.Output, error) {
 	headers := make(map[string]string, len(res.header))
 	for k, v := range res.header {
 		if len(v) > 0 {
@@ -602,13 +673,13 @@ func (h *handler) output(res *response, sec secrets, display string) (*adapter.O
 				out.Structured = map[string]any{"value": x}
 			}
 			// The text shares the buffers, which are not written again: a
-			// copy would double what the call holds.
-			var buf bytes.Buffer
-			buf.Grow(len(body))
-			if json.Compact(&buf, body) == nil {
-				out.Text = bytesString(buf.Bytes())
+			// copy would double what the call holds. The compact form is
+			// never longer than the body, so buf does not grow.
+			buf := bytes.NewBuffer(bufs.Buffer(len(body)))
+			if json.Compact(buf, body) == nil {
+				out.Text = textOf(buf.Bytes(), bufs.Lent(buf.Bytes()))
 			} else {
-				out.Text = bytesString(body)
+				out.Text = textOf(body, res.lent)
 			}
 			return out, nil
 		}
@@ -625,13 +696,23 @@ func (h *handler) output(res *response, sec secrets, display string) (*adapter.O
 		out.Text = fmt.Sprintf("[binary response omitted: %s, %s]", orUnknown(mt), size)
 		return out, nil
 	}
-	text := strings.ToValidUTF8(bytesString(check), "\uFFFD")
+	text := strings.ToValidUTF8(textOf(check, res.lent), "\uFFFD")
 	vars["body"] = text
 	if res.truncated {
 		text += fmt.Sprintf("\n[truncated: response exceeded %d bytes]", h.maxBytes)
 	}
 	out.Text = text
 	return out, nil
+}
+
+// textOf is b as a string without a copy, whatever its spare room when
+// it is in a lent buffer (given back with the call's answer, so its room
+// costs nothing past it); else bytesString.
+func textOf(b []byte, lent bool) string {
+	if lent && len(b) > 0 {
+		return unsafe.String(&b[0], len(b))
+	}
+	return bytesString(b)
 }
 
 // bytesString is b as a string without a copy: b must never be written

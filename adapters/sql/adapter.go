@@ -235,7 +235,7 @@ func (*Adapter) CompileTool(b *adapter.ToolBlock) (adapter.Handler, hcl.Diagnost
 		return nil, dec.Diags
 	}
 	attrs := content.Attributes
-	h := &handler{readOnly: true, maxRows: defaultMaxRows, structured: b.Structured}
+	h := &handler{readOnly: true, maxRows: defaultMaxRows, structured: b.Structured, readsVars: b.ReadsVars}
 
 	be, _ := adapter.LookupBackend[*backend](dec, b, attrs["database"], "database", `database %q { driver = "sqlite", dsn = "..." }`)
 	if be != nil {

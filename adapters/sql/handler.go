@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/resultbuf"
 )
 
 // handler runs one sql tool. It is built once at load time and is
@@ -36,9 +37,13 @@ type handler struct {
 	// the structured result; otherwise the rows' JSON text alone says it
 	// all, and the model does not read the same rows twice.
 	structured bool
-	timeout    time.Duration
-	dialect    dialect
-	text       string // the query as written, for spans (db.query.text)
+	// readsVars: the tool has a result or logs block, which reads the
+	// output's variables (ToolBlock.ReadsVars); without one, and without
+	// structured, a call leaves them out.
+	readsVars bool
+	timeout   time.Duration
+	dialect   dialect
+	text      string // the query as written, for spans (db.query.text)
 	// identity is what each call sets in its session from the caller: the
 	// database's identity block with the tool's over it; nil: nothing.
 	identity *identity
@@ -120,9 +125,9 @@ func (h *handler) Call(parent context.Context, req *adapter.Request) (*adapter.O
 	defer cancel()
 	var out *adapter.Output
 	if w := h.be.workers; w != nil {
-		w.do(func() { out, err = h.run(ctx, query, args, sess) })
+		w.do(func() { out, err = h.run(ctx, query, args, sess, req.Buffers) })
 	} else {
-		out, err = h.run(ctx, query, args, sess)
+		out, err = h.run(ctx, query, args, sess, req.Buffers)
 	}
 	if err != nil {
 		return nil, h.explain(parent, ctx, err)
@@ -158,7 +163,7 @@ func (h *handler) sql(args map[string]any) (string, error) {
 	return h.query.sql(h.dialect, func(name string) string { return chosen[name] }), nil
 }
 
-func (h *handler) run(ctx context.Context, query string, args []any, sess *session) (*adapter.Output, error) {
+func (h *handler) run(ctx context.Context, query string, args []any, sess *session, bufs *resultbuf.Lease) (*adapter.Output, error) {
 	conn, err := h.be.conn(ctx, h.readOnly)
 	if err != nil {
 		return nil, err
@@ -241,7 +246,7 @@ func (h *handler) run(ctx context.Context, query string, args []any, sess *sessi
 		return nil, err
 	}
 	defer rows.Close()
-	out, err := h.collect(rows, stop)
+	out, err := h.collect(rows, stop, bufs)
 	if err != nil {
 		return nil, err
 	}
@@ -267,8 +272,8 @@ func (h *handler) commit(tx *sql.Tx) error {
 // result was cut, and stops once the values read reach max_bytes: then the
 // row that crossed the limit is dropped, unless it is the first, whose long
 // values are cut to fit. stop is called before the rest of the result is
-// discarded.
-func (h *handler) collect(rows *sql.Rows, stop func()) (*adapter.Output, error) {
+// discarded. The text is built in buffers of bufs when it grows large.
+func (h *handler) collect(rows *sql.Rows, stop func(), bufs *resultbuf.Lease) (*adapter.Output, error) {
 	types, err := rows.ColumnTypes()
 	if err != nil {
 		return nil, err
@@ -292,13 +297,21 @@ func (h *handler) collect(rows *sql.Rows, stop func()) (*adapter.Output, error) 
 		ptrs[i] = &dest[i]
 	}
 	vals := make([]any, len(types)) // one row's values, in column order
-	out := make([]any, 0, min(h.maxRows, 16))
+	// The rows as values, for the structured result and the result
+	// block's variables; a tool with neither reads only the text, and
+	// each value is garbage as soon as the text has it.
+	keepRows := h.structured || h.readsVars
+	var out []any
+	if keepRows {
+		out = make([]any, 0, min(h.maxRows, 16))
+	}
+	nrows := 0 // rows kept
 	text := make([]byte, 0, 256)
 	text = append(text, '[')
 	truncated, overBytes := false, false
-	used := 0 // bytes of the rows in out
+	used := 0 // bytes of the rows kept
 	for rows.Next() {
-		if len(out) == h.maxRows {
+		if nrows == h.maxRows {
 			truncated = true
 			break
 		}
@@ -317,18 +330,21 @@ func (h *handler) collect(rows *sql.Rows, stop func()) (*adapter.Output, error) 
 			truncated, overBytes = true, true
 			stop()
 		}
-		if keep || len(out) == 0 { // the first row is cut to fit: better than nothing
-			row := make(map[string]any, len(names))
-			for i, name := range names {
-				row[name] = vals[i]
+		if keep || nrows == 0 { // the first row is cut to fit: better than nothing
+			if keepRows {
+				row := make(map[string]any, len(names))
+				for i, name := range names {
+					row[name] = vals[i]
+				}
+				out = append(out, row)
 			}
 			if !h.structured {
-				if len(out) > 0 {
+				if nrows > 0 {
 					text = append(text, ',')
 				}
-				text = appendRow(growText(text, size), names, vals)
+				text = appendRow(h.growText(text, size, bufs), names, vals)
 			}
-			out = append(out, row)
+			nrows++
 		}
 		if !keep {
 			break
@@ -344,14 +360,15 @@ func (h *handler) collect(rows *sql.Rows, stop func()) (*adapter.Output, error) 
 	for i, n := range names {
 		columns[i] = n
 	}
-	count := int64(len(out))
-	o := &adapter.Output{
-		Vars: map[string]any{
+	count := int64(nrows)
+	o := &adapter.Output{}
+	if keepRows {
+		o.Vars = map[string]any{
 			"columns": columns, "rows": out, "row_count": count, "truncated": truncated,
 			"rows_affected": nil, "last_insert_id": nil,
-		},
+		}
 	}
-	note := truncationNote(len(out), truncated, overBytes, h.maxBytes)
+	note := truncationNote(nrows, truncated, overBytes, h.maxBytes)
 	if h.structured {
 		// The text is then the structured result's JSON, as the MCP spec
 		// asks of a tool with an output schema: the engine writes it, unless
@@ -371,8 +388,9 @@ func (h *handler) collect(rows *sql.Rows, stop func()) (*adapter.Output, error) 
 		text = append(append(text, '\n'), note...)
 	}
 	// The text shares its buffer, which is not written again: a copy would
-	// double what the call holds.
-	if cap(text)-len(text) > len(text)/4+4096 {
+	// double what the call holds. A lent buffer is reused once the answer
+	// is written, so its spare room costs nothing past the call.
+	if !bufs.Lent(text) && cap(text)-len(text) > len(text)/4+4096 {
 		// The string would keep all of the array alive.
 		o.Text = string(text)
 	} else {
@@ -384,12 +402,29 @@ func (h *handler) collect(rows *sql.Rows, stop func()) (*adapter.Output, error) 
 // growText makes room for a row of about n bytes of values in text.
 // append alone grows a large slice by a quarter at a time, which for a text
 // of 1 MiB allocates 5 MiB on the way; doubling allocates 2.
-func growText(text []byte, n int) []byte {
-	need := len(text) + 2*n + 64 // quotes, escapes, names
+//
+// With a lease (bufs), a text that outgrows the small sizes moves to a
+// lent buffer of about the largest text max_bytes allows (the values,
+// and a sixteenth for names, quotes and commas), and from there by a
+// quarter at a time, each outgrown lent buffer given back at once: the
+// text is then built in one buffer, reused by the next call, where
+// doubling would leave the text's size in garbage behind it.
+func (h *handler) growText(text []byte, n int, bufs *resultbuf.Lease) []byte {
+	room := 2*n + 64 // quotes, escapes, names
+	need := len(text) + room
 	if need <= cap(text) {
 		return text
 	}
-	b := make([]byte, len(text), max(2*cap(text), need))
+	want := max(2*cap(text), need)
+	if bufs != nil && want >= resultbuf.MinPooled {
+		if bufs.Lent(text) {
+			want = max(need, cap(text)+cap(text)/4)
+		} else if most := h.maxBytes + h.maxBytes/16; most <= resultbuf.MaxPooled {
+			want = max(need+need/4, most)
+		}
+		return bufs.Grow(text, room, want)
+	}
+	b := make([]byte, len(text), want)
 	copy(b, text)
 	return b
 }

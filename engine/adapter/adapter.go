@@ -26,6 +26,8 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpd/mcpd/engine/resultbuf"
 )
 
 // An Adapter turns the adapter block of one tool into a Handler.
@@ -206,6 +208,14 @@ type Request struct {
 	// answers and the handler's state back here. Nil when Client is set,
 	// and when the call cannot be asked at all (resource reads).
 	Rounds *Rounds
+	// Buffers lends the buffers a large output's text may be built in
+	// (Buffer, Grow), given back once the answer is written
+	// (engine/resultbuf). Nil for most calls, and always for a tool whose
+	// result something may keep (a cache, a result block): then, as for
+	// a nil lease's methods, buffers are plain allocations. A handler
+	// that takes them must keep no reference to them once Call returns
+	// but the Output it returns.
+	Buffers *resultbuf.Lease
 }
 
 // Rounds is what a call brings for a handler's input_required rounds.

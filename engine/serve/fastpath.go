@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpd/mcpd/engine/resultbuf"
 	"github.com/mcpd/mcpd/engine/schema"
 )
 
@@ -147,11 +148,20 @@ func (fp *fastPath) serve(w http.ResponseWriter, r *http.Request) bool {
 	if fp.served != nil {
 		fp.served(method)
 	}
-	res, err := fp.handle(r.Context(), method, req)
+	ctx := r.Context()
+	var lease *resultbuf.Lease
+	if method == "tools/call" {
+		// The answer is written here, so a tool's result may be built in
+		// buffers given back once it is (fastwrite.go).
+		lease = fp.s.results.Lease()
+		ctx = resultbuf.With(ctx, lease)
+	}
+	res, err := fp.handle(ctx, method, req)
 	if err == nil && res != nil {
 		finishResult(res, fp.ep.impl)
 	}
 	fp.write(w, r, fr.id, res, err)
+	lease.Release(res)
 	return true
 }
 

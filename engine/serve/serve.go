@@ -31,6 +31,7 @@ import (
 	"github.com/mcpd/mcpd/engine/event"
 	"github.com/mcpd/mcpd/engine/principal"
 	"github.com/mcpd/mcpd/engine/requeststate"
+	"github.com/mcpd/mcpd/engine/resultbuf"
 	"github.com/mcpd/mcpd/engine/snapshot"
 	"github.com/mcpd/mcpd/engine/telemetry"
 )
@@ -113,6 +114,7 @@ type Server struct {
 	posts     postSlots            // the HTTP request slots of 2025-11-25 POSTs (park.go)
 	budget    *budget              // Options.OutputBudget; nil: no bound
 	sealer    *requeststate.Sealer // signs requestState when the config sets no key
+	results   *resultbuf.Pool      // lent to large results on the fast path (fastwrite.go)
 
 	epMu sync.Mutex           // guards eps and each endpoint's announced
 	eps  map[string]*endpoint // by toolset; "" is /mcp (see toolset.go)
@@ -147,6 +149,7 @@ func New(current *snapshot.Current, opts Options) *Server {
 	}
 	s := &Server{current: current, opts: opts, drain: newDrain(), tracer: opts.Tracer, sdkLogger: slog.New(demoteInfo(opts.Logger.Handler()))}
 	s.sealer = requeststate.MustRandomSealer()
+	s.results = resultbuf.NewPool()
 	s.streams = newStreamGate(opts.Streams)
 	if opts.MaxInflight > 0 {
 		s.running = make(chan struct{}, opts.MaxInflight)
@@ -390,7 +393,9 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest, caller 
 			return markCall(req.Session, refused), nil
 		}
 	}
-	return markCall(req.Session, res), nil
+	out := markCall(req.Session, res)
+	resultbuf.From(ctx).Pass(res, out) // the buffers res was built in go with it
+	return out, nil
 }
 
 // callAsking is t.Call for a tool that asks its user: in a 2025-11-25

@@ -18,6 +18,7 @@ import (
 	"github.com/mcpd/mcpd/engine/cache"
 	"github.com/mcpd/mcpd/engine/principal"
 	"github.com/mcpd/mcpd/engine/requeststate"
+	"github.com/mcpd/mcpd/engine/resultbuf"
 )
 
 // Calling a tool (compiling it is tool.go): Tool.Call, the one
@@ -78,6 +79,9 @@ func (t *Tool) call(ctx context.Context, req *CallRequest, protoErr *error) (res
 		res = redactResult(t.redact, t.scrubSensitive(raw, res))
 		if cacheStatus != "" {
 			res = t.cache.Fill(ctx, t.Def.Name, fill, cacheStatus, res, budget)
+		}
+		if t.lendsBuffers() {
+			resultbuf.From(ctx).Bind(res)
 		}
 	}()
 	defer t.recoverCall(&res)
@@ -292,6 +296,9 @@ func (t *Tool) callAdapter(ctx context.Context, args map[string]any, ectx *hcl.E
 	actx, span := t.adapterSpan(ctx)
 	req := &adapter.Request{Tool: t.Def.Name, Args: args, Eval: ectx, Progress: progress, Log: log, Client: ask.client,
 		ProgressWanted: ask.progress, LogWanted: ask.log}
+	if t.lendsBuffers() {
+		req.Buffers = resultbuf.From(ctx)
+	}
 	if ask.rounds != nil {
 		req.Rounds = &ask.rounds.Req
 	}
@@ -301,6 +308,15 @@ func (t *Tool) callAdapter(ctx context.Context, args map[string]any, ectx *hcl.E
 		out = &adapter.Output{}
 	}
 	return out, err
+}
+
+// lendsBuffers reports whether the adapter may build the result in the
+// buffers the call's writer lends (engine/resultbuf): only when nothing
+// but the answer holds the result. A cached result is stored; the
+// expressions of a result or logs block may keep part of a text (a
+// substring shares its bytes) in the result or a log record.
+func (t *Tool) lendsBuffers() bool {
+	return t.cache == nil && t.result == nil && t.logs == nil
 }
 
 // logResult sends the log records of the tool's logs block after a call.

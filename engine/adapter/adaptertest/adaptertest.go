@@ -22,6 +22,11 @@ type Config struct {
 	Dir    string            // directory file() resolves against; "" for the test's cwd
 	Params map[string]string // declared params: name → JSON type
 	Auth   *adapter.AuthInfo // what the server's auth verifies (nil: no auth block)
+	// VarsUnread compiles the block as for a tool without a result or
+	// logs block (ToolBlock.ReadsVars false), whose Output.Vars an
+	// adapter may leave out; by default it is compiled as for one with
+	// them, so that tests can check the variables.
+	VarsUnread bool
 }
 
 // Compile decodes the backend blocks (if the adapter owns any) and the
@@ -74,11 +79,12 @@ func Compile(t testing.TB, a adapter.Adapter, block string, c Config) (adapter.H
 		t.Fatalf("test config has no %q block", block)
 	}
 	h, d := a.CompileTool(&adapter.ToolBlock{
-		Tool:  "test_tool",
-		Type:  block,
-		Body:  toolBlock.Body,
-		Range: toolBlock.DefRange,
-		Scope: scope,
+		Tool:      "test_tool",
+		Type:      block,
+		Body:      toolBlock.Body,
+		Range:     toolBlock.DefRange,
+		Scope:     scope,
+		ReadsVars: !c.VarsUnread,
 		Backend: func(blockType, name string) (adapter.Backend, bool) {
 			if !isBackend || blockType != ba.BackendBlock() {
 				return nil, false
