@@ -401,6 +401,9 @@ func readLent(src io.Reader, length, limit int64, pool *sync.Pool, bufs *resultb
 		case k == 0 && (err == io.EOF || err == io.ErrUnexpectedEOF):
 			return nil, false, false, nil
 		case err == io.EOF || err == io.ErrUnexpectedEOF:
+			if int64(k) > limit {
+				return append([]byte(nil), (*c)[:limit]...), true, false, nil
+			}
 			return append([]byte(nil), (*c)[:k]...), false, false, nil
 		case err != nil:
 			return nil, false, false, err

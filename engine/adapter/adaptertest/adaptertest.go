@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 
 	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/resultbuf"
 	"github.com/mcpd/mcpd/engine/funcs"
 )
 
@@ -107,7 +108,9 @@ func MustCompile(t testing.TB, a adapter.Adapter, block string, c Config) adapte
 }
 
 // Call runs h with args as the engine would: args already validated, every
-// declared param present in `args` (null when absent).
+// declared param present in `args` (null when absent). A lease ctx carries
+// (resultbuf.With) is lent to the call, as the engine lends the fast
+// path's.
 func Call(ctx context.Context, h adapter.Handler, params map[string]string, args map[string]any) (*adapter.Output, error) {
 	scope := &adapter.Scope{Dir: ".", Functions: funcs.Table("."), Params: params}
 	if args == nil {
@@ -118,6 +121,7 @@ func Call(ctx context.Context, h adapter.Handler, params map[string]string, args
 		Args:     args,
 		Eval:     scope.CallContext(args),
 		Progress: func(float64, float64, string) {},
+		Buffers:  resultbuf.From(ctx), // as the engine lends them
 	})
 }
 
