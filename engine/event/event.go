@@ -77,7 +77,10 @@ type Call struct {
 	// credentials or none.
 	Delegation adapter.Delegation
 	// Request, Result and Err are what the SDK handed mcpd and what it
-	// answers: Result is nil when Err is set.
+	// answers: Result is nil when Err is set. An observer must not keep
+	// Result, nor a string of it, past its call: the texts of a result
+	// the fast path writes may be in buffers reused once the answer is
+	// written (engine/resultbuf). What it keeps, it copies.
 	Request mcp.Request
 	Result  mcp.Result
 	Err     error
