@@ -519,7 +519,7 @@ func compileShared(t *testing.T, dbBlock, withBlock string, withParams map[strin
 		if i == 0 {
 			params = withParams
 		}
-		h, d := New().CompileTool(&adapter.ToolBlock{Tool: "t", Type: "sql", Body: b.Body, Range: b.DefRange,
+		h, d := New().CompileTool(&adapter.ToolBlock{Tool: "t", Type: "sql", Body: b.Body, Range: b.DefRange, ReadsVars: true,
 			Scope:   &adapter.Scope{Dir: ".", Functions: funcsTable(), Params: params, Auth: openCallers},
 			Backend: func(string, string) (adapter.Backend, bool) { return be, true }})
 		if d.HasErrors() {
