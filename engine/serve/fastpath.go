@@ -145,7 +145,7 @@ func (fp *fastPath) serve(w http.ResponseWriter, r *http.Request) bool {
 	var lease *resultbuf.Lease
 	if method == "tools/call" {
 		// The answer is written here, so a tool's result may be built in
-		// buffers given back once it is (fastwrite.go).
+		// buffers given back once it is (engine/resultbuf).
 		lease = fp.s.results.Lease()
 		ctx = resultbuf.With(ctx, lease)
 	}

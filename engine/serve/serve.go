@@ -114,7 +114,7 @@ type Server struct {
 	posts     postSlots            // the HTTP request slots of 2025-11-25 POSTs (park.go)
 	budget    *budget              // Options.OutputBudget; nil: no bound
 	sealer    *requeststate.Sealer // signs requestState when the config sets no key
-	results   *resultbuf.Pool      // lent to large results on the fast path (fastwrite.go)
+	results   *resultbuf.Pool      // lent to large results on the fast path (fastpath.go)
 
 	epMu sync.Mutex           // guards eps and each endpoint's announced
 	eps  map[string]*endpoint // by toolset; "" is /mcp (see toolset.go)
