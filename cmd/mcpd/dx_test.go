@@ -19,7 +19,7 @@ func TestHelpPerCommand(t *testing.T) {
 	clearEnv(t)
 	// Each command with one flag its help must list (none for version).
 	flags := map[string]string{
-		"serve": "-stdio", "validate": "-format", "lint": "-strict", "fmt": "-check", "list": "-json",
+		"serve": "-stdio", "validate": "-format", "lint": "-strict", "lock": "-check", "fmt": "-check", "list": "-json",
 		"call": "-args", "read": "-json", "prompt": "-json", "init": "", "import": "-base-url", "client-config": "-host", "version": "", "lsp": "",
 	}
 	for _, name := range commandNames() {

@@ -24,8 +24,8 @@ With --check, writes nothing and exits 1 when what would be served differs
 from the lock, printing each definition that differs and what changed (its
 description's lines, each schema value). With --approve NAME (repeatable),
 updates the lock for those definitions only: NAME is a definition's name
-as its upstream lists it or as mcpd serves it, a resource's URI, or an
-upstream (mcp_server.NAME) for all of its definitions. Without either, the
+as its upstream lists it (before any prefix), a resource's URI or
+template, or an upstream (mcp_server.NAME) for all of its definitions. Without either, the
 lock is written anew from what is served now. See docs/gateway.md.
 `
 
@@ -85,7 +85,7 @@ func lockCmd(args []string, stdout, stderr io.Writer) error {
 		matched := map[string]bool{}
 		for _, ch := range changes {
 			for _, name := range approve {
-				if approves(name, ch, defs) {
+				if approves(name, ch) {
 					chosen = append(chosen, ch)
 					matched[name] = true
 				}
@@ -115,9 +115,10 @@ func lockCmd(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// approves reports whether --approve name names the change.
-func approves(name string, ch lock.Change, _ []lock.Def) bool {
-	return name == ch.Key.Name || name == ch.Key.Source || name == ch.Key.Source+"/"+ch.Key.Name
+// approves reports whether --approve name names the change: by the
+// upstream's name for it (or its URI), or all of a source.
+func approves(name string, ch lock.Change) bool {
+	return name == ch.Key.Name || name == ch.Key.Source
 }
 
 // servedDefs is loader.Served with the diagnostics printed.

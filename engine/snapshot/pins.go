@@ -340,10 +340,6 @@ func (s *Snapshot) LockDefs() ([]lock.Def, error) {
 	return out, nil
 }
 
-// Pinned reports whether the snapshot checks any contributor against a
-// lock: one exists, or a block declares its policy.
-func (s *Snapshot) Pinned() bool { return s.lockPath != "" }
-
 // Syncers calls fn for each live backend that can be asked to list what
 // it contributes now (adapter.Syncer), with its "TYPE NAME".
 func (s *Snapshot) Syncers(fn func(key string, b adapter.Syncer)) {
