@@ -88,9 +88,10 @@ type Config struct {
 // Options configure a Service.
 type Options struct {
 	Logger *slog.Logger
-	// State returns the shared state store in use (nil: none); grants go
-	// to its Redis when there is one.
-	State func() *sharedstate.Store
+	// Shared returns the shared store grants go to (Redis, when the
+	// config has a state block); nil, or a nil result: this process's
+	// memory.
+	Shared func() grants.Backend
 	// Transport carries the requests to authorization servers and to
 	// upstreams' metadata (nil: a clone of http.DefaultTransport).
 	Transport http.RoundTripper
@@ -100,7 +101,7 @@ type Options struct {
 // callback every flow's users come back to.
 type Service struct {
 	log   *slog.Logger
-	state func() *sharedstate.Store
+	shared func() grants.Backend
 	rt    http.RoundTripper
 	mem   *grants.Memory
 
@@ -120,7 +121,7 @@ func NewService(o Options) *Service {
 		tr.MaxIdleConnsPerHost = 8
 		o.Transport = tr
 	}
-	return &Service{log: o.Logger, state: o.State, rt: o.Transport, mem: grants.NewMemory(maxMemoryValues),
+	return &Service{log: o.Logger, shared: o.Shared, rt: o.Transport, mem: grants.NewMemory(maxMemoryValues),
 		flows: map[string]*Flow{}, waiters: map[string]map[chan struct{}]bool{}}
 }
 
@@ -132,21 +133,30 @@ func (s *Service) SetListener(base string) {
 	s.callback = strings.TrimSuffix(base, "/") + CallbackPath
 }
 
-// SetState sets where the shared state store is read from.
-func (s *Service) SetState(state func() *sharedstate.Store) {
+// SetShared sets where the shared store is read from (Options.Shared).
+func (s *Service) SetShared(shared func() grants.Backend) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.state = state
+	s.shared = shared
+}
+
+// SharedState is the grant backend of a shared state store: its Redis,
+// under its key prefix; nil for no store.
+func SharedState(st *sharedstate.Store) grants.Backend {
+	if st == nil {
+		return nil
+	}
+	return &grants.Redis{Client: st.Client(), Prefix: st.Key("grants")}
 }
 
 // backend is where values are stored now.
 func (s *Service) backend() grants.Backend {
 	s.mu.Lock()
-	state := s.state
+	shared := s.shared
 	s.mu.Unlock()
-	if state != nil {
-		if st := state(); st != nil {
-			return &grants.Redis{Client: st.Client(), Prefix: st.Key("grants")}
+	if shared != nil {
+		if b := shared(); b != nil {
+			return b
 		}
 	}
 	return s.mem

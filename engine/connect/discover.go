@@ -108,7 +108,7 @@ type protectedResource struct {
 	ScopesSupported      []string `json:"scopes_supported"`
 }
 
-var resourceMetadataParam = regexp.MustCompile(`resource_metadata="([^"]{1,2048})"`)
+var resourceMetadataParam = regexp.MustCompile(`resource_metadata="([^"]{1,1000})"`)
 
 // protectedResource reads the upstream's protected-resource metadata:
 // where its 401 says (WWW-Authenticate resource_metadata), else at the
