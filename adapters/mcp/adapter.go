@@ -46,6 +46,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/connect"
 	"github.com/mcpd/mcpd/engine/proc"
 )
 
@@ -53,6 +54,17 @@ import (
 // block is "mcp_server".
 type Adapter struct {
 	procs *proc.Supervisor // starts every stdio upstream's program
+	// connect runs the per-user connect flow of upstreams whose identity
+	// mode is user_authorization (userauth.go); nil: such upstreams load
+	// but cannot be called (validate, lint).
+	connect *connect.Service
+}
+
+// WithConnect gives the adapter the service that runs the per-user
+// connect flow (engine/connect) and receives its callbacks.
+func (a *Adapter) WithConnect(s *connect.Service) *Adapter {
+	a.connect = s
+	return a
 }
 
 // New returns the adapter. procs starts every stdio upstream's program and
@@ -110,5 +122,6 @@ var serverSchema = &adapter.Schema{
 	},
 	Blocks: []adapter.BlockSchema{
 		{Type: "expose", Schema: exposeSchema},
+		{Type: "identity", Schema: identitySchema},
 	},
 }

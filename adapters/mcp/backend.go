@@ -15,6 +15,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/connect"
 	"github.com/mcpd/mcpd/engine/proc"
 	"github.com/mcpd/mcpd/engine/requeststate"
 )
@@ -56,6 +57,10 @@ type serverConfig struct {
 	eager       bool // start = "load": connect when opened
 
 	expose *exposeConfig // nil: no bulk exposure
+	// user is the identity block in user_authorization mode (userauth.go);
+	// nil: calls carry no user's authorization.
+	user    *userAuthConfig
+	connect *connect.Service // runs user's flow
 
 	procs   *proc.Supervisor // starts a stdio upstream's program
 	unknown bool             // a value read an unset env var (validation only)
@@ -85,7 +90,7 @@ func (a *Adapter) DecodeBackend(b *adapter.BackendBlock) (adapter.BackendConfig,
 	}
 	attrs := content.Attributes
 	c := &serverConfig{name: b.Name, connectTimeout: defaultConnectTimeout, answerTimeout: defaultAnswerTimeout,
-		maxIdle: defaultMaxIdle, idleTimeout: defaultIdleTimeout, procs: a.procs}
+		maxIdle: defaultMaxIdle, idleTimeout: defaultIdleTimeout, procs: a.procs, connect: a.connect}
 	// A value that reads an unset environment variable, in a load that
 	// allows it (validation without secrets), is skipped: the loader
 	// reports the variable, and the server stays declared for its tools.
@@ -219,6 +224,11 @@ func (a *Adapter) DecodeBackend(b *adapter.BackendBlock) (adapter.BackendConfig,
 	if eb := d.SingleBlock(content.Blocks, "expose"); eb != nil {
 		c.expose = decodeExpose(d, eb)
 	}
+	if ib := d.SingleBlock(content.Blocks, "identity"); ib != nil {
+		if c.user = decodeIdentity(d, ib, c, b.Scope); c.user != nil {
+			checkUserMode(d, ib, c, attrs)
+		}
+	}
 	if d.HasErrors() {
 		return nil, d.Diags
 	}
@@ -283,6 +293,7 @@ func (c *serverConfig) Fingerprint() string {
 		w(c.headers[k])
 	}
 	w(c.protocolVersion)
+	w(c.user.fingerprint())
 	return hex.EncodeToString(h.Sum(nil))
 }
 

@@ -191,6 +191,12 @@ func (u *upstream) roundTrip(ctx context.Context, x *exchange) (mcp.Result, *ada
 	} else if x.rounds != nil {
 		params = answered(params, x.rounds.Responses, "") // sent with a first request: the upstream's to use or ignore
 	}
+	if u.user != nil {
+		if err := u.authorizeCaller(ctx, x); err != nil { // userauth.go
+			u.failures.Add(1)
+			return nil, nil, err
+		}
+	}
 	cs, err := u.session(ctx)
 	if err != nil {
 		u.failures.Add(1)

@@ -72,6 +72,7 @@ type upstream struct {
 	output       *outputLog // its stderr and stray stdout lines, bounded (output.go)
 
 	subs subscriptions // resource subscriptions of mcpd's clients (forward.go)
+	user *userAuth     // per-user sessions and flow (userauth.go); nil without user_authorization
 	gate *admitter     // what it sends, checked; what is left out, counted (admit.go, drop.go)
 }
 
@@ -114,6 +115,13 @@ func (c *serverConfig) Open() (adapter.Backend, error) {
 		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
 	})
 	u.client.AddReceivingMiddleware(u.relay.relayRoots, u.relay.relayElicit)
+	if c.user != nil {
+		if err := u.openUserAuth(c.connect); err != nil {
+			cancel()
+			return nil, err
+		}
+		u.pool.dial = u.dialUserPooled
+	}
 	// start = "load" is honoured by Watch, not here: every build opens
 	// its backends, a check-only one too (validate, list, the editor's
 	// diagnostics), and only a served config is watched.
@@ -316,6 +324,9 @@ func (u *upstream) sessionOptions() *mcp.ClientSessionOptions {
 // session returns the connected session, starting the upstream if it was
 // not and waiting for a connection up to connect_timeout (or ctx).
 func (u *upstream) session(ctx context.Context) (*mcp.ClientSession, error) {
+	if u.user != nil {
+		return u.userSession(ctx) // each user's own (userauth.go)
+	}
 	u.ensureStarted()
 	u.mu.Lock()
 	cs := u.cs
@@ -385,6 +396,7 @@ func (u *upstream) Close() error {
 	u.cancel()
 	u.holds.close()
 	u.pool.close()
+	u.closeUserAuth()
 	u.ensureStarted() // never started: done is closed by it
 	if cs != nil {
 		_ = cs.Close()
@@ -403,6 +415,9 @@ func (u *upstream) Close() error {
 
 // Ping checks that the upstream answers (adapter.Pinger, for /readyz).
 func (u *upstream) Ping(ctx context.Context) error {
+	if u.user != nil {
+		return nil // nothing to ask without a user's authorization
+	}
 	cs, err := u.session(ctx)
 	if err != nil {
 		return err

@@ -106,7 +106,9 @@ type Service struct {
 	mem   *grants.Memory
 
 	mu       sync.Mutex
-	flows    map[string]*Flow
+	// flows are each upstream's open flows, the latest last: a reload
+	// opens the new one before it closes the old.
+	flows    map[string][]*Flow
 	callback string                        // the listener's CallbackURL
 	waiters  map[string]map[chan struct{}]bool // grant key -> calls waiting for it
 }
@@ -122,7 +124,7 @@ func NewService(o Options) *Service {
 		o.Transport = tr
 	}
 	return &Service{log: o.Logger, shared: o.Shared, rt: o.Transport, mem: grants.NewMemory(maxMemoryValues),
-		flows: map[string]*Flow{}, waiters: map[string]map[chan struct{}]bool{}}
+		flows: map[string][]*Flow{}, waiters: map[string]map[chan struct{}]bool{}}
 }
 
 // SetListener tells the service where its HTTP listener is reached
@@ -175,8 +177,8 @@ func (s *Service) Check() error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for name, f := range s.flows {
-		if f.cfg.Key == nil {
+	for name, fs := range s.flows {
+		if fs[len(fs)-1].cfg.Key == nil {
 			return fmt.Errorf("mcp_server %q: grants are stored in the shared state (Redis) and its identity block has no grant_key: set grant_key = env(\"MCPD_GRANT_KEY\") (32 random bytes, hex or base64; the same on every replica)", name)
 		}
 	}
@@ -191,7 +193,7 @@ func (s *Service) Register(cfg Config) (*Flow, error) {
 		return nil, err
 	}
 	s.mu.Lock()
-	s.flows[cfg.Upstream] = f
+	s.flows[cfg.Upstream] = append(s.flows[cfg.Upstream], f)
 	s.mu.Unlock()
 	return f, nil
 }
@@ -199,7 +201,10 @@ func (s *Service) Register(cfg Config) (*Flow, error) {
 func (s *Service) flow(upstream string) *Flow {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.flows[upstream]
+	if fs := s.flows[upstream]; len(fs) > 0 {
+		return fs[len(fs)-1]
+	}
+	return nil
 }
 
 func (s *Service) callbackURL() string {
@@ -245,13 +250,22 @@ func newFlow(s *Service, cfg Config) (*Flow, error) {
 	return f, nil
 }
 
-// Close removes the flow from its service, unless a newer one of the
-// same upstream replaced it. Grants stay.
+// Close removes the flow from its service; the upstream's latest other
+// open flow, if any, takes the callbacks. Grants stay.
 func (f *Flow) Close() {
 	f.svc.mu.Lock()
 	defer f.svc.mu.Unlock()
-	if f.svc.flows[f.cfg.Upstream] == f {
+	fs := f.svc.flows[f.cfg.Upstream]
+	for i, g := range fs {
+		if g == f {
+			fs = append(fs[:i:i], fs[i+1:]...)
+			break
+		}
+	}
+	if len(fs) == 0 {
 		delete(f.svc.flows, f.cfg.Upstream)
+	} else {
+		f.svc.flows[f.cfg.Upstream] = fs
 	}
 }
 
