@@ -100,16 +100,16 @@ type Options struct {
 // Service is the process's connect flows, one per upstream, and the
 // callback every flow's users come back to.
 type Service struct {
-	log   *slog.Logger
+	log    *slog.Logger
 	shared func() grants.Backend
-	rt    http.RoundTripper
-	mem   *grants.Memory
+	rt     http.RoundTripper
+	mem    *grants.Memory
 
-	mu       sync.Mutex
+	mu sync.Mutex
 	// flows are each upstream's open flows, the latest last: a reload
 	// opens the new one before it closes the old.
 	flows    map[string][]*Flow
-	callback string                        // the listener's CallbackURL
+	callback string                            // the listener's CallbackURL
 	waiters  map[string]map[chan struct{}]bool // grant key -> calls waiting for it
 }
 
