@@ -19,9 +19,9 @@ import (
 
 	"github.com/mcpd/mcpd/adapters/builtin"
 	"github.com/mcpd/mcpd/engine/adapter"
-	"github.com/mcpd/mcpd/engine/connect"
 	"github.com/mcpd/mcpd/engine/buildinfo"
 	"github.com/mcpd/mcpd/engine/config"
+	"github.com/mcpd/mcpd/engine/connect"
 	"github.com/mcpd/mcpd/engine/loader"
 	"github.com/mcpd/mcpd/engine/proc"
 	"github.com/mcpd/mcpd/engine/snapshot"
