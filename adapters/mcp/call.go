@@ -138,6 +138,9 @@ func (h *handler) Call(ctx context.Context, req *adapter.Request) (*adapter.Outp
 	if ask != nil {
 		return &adapter.Output{InputRequired: ask}, nil
 	}
+	if h.up.user != nil {
+		h.up.user.redactResult(res) // userauth.go
+	}
 	if n := resultSize(res); n > h.maxBytes {
 		return nil, fmt.Errorf("the upstream's result is %d bytes, over this tool's max_output_bytes %d", n, h.maxBytes)
 	}

@@ -454,6 +454,9 @@ func (u *upstream) ServiceStatus() adapter.ServiceStatus {
 
 // redact replaces the block's secrets (header values, env values) in s.
 func (u *upstream) redact(s string) string {
+	if u.user != nil {
+		s = u.user.redact(s) // users' tokens (userauth.go)
+	}
 	for _, sec := range u.cfg.secrets {
 		if len(sec) >= 4 {
 			s = strings.ReplaceAll(s, sec, "[redacted]")

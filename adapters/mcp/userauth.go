@@ -234,6 +234,11 @@ type userAuth struct {
 	baseOnce sync.Once
 	base     http.RoundTripper // shared by every user's sessions
 
+	// sent are the tokens sent lately, newest last, that u.redact takes
+	// out of what the upstream answers (an error that echoes a request).
+	sentMu sync.Mutex
+	sent   []string
+
 	mu       sync.Mutex
 	sessions map[string]*list.Element // principal -> its session, in lru
 	lru      list.List                // of *userSession, most recent first
@@ -314,7 +319,7 @@ func (u *upstream) authorizeCaller(ctx context.Context, x *exchange) error {
 		return needAuthorization(err, link)
 	}
 	res, aerr := x.client.Ask(ctx, &mcp.ElicitParams{
-		Mode: "url", URL: link, ElicitationID: "mcpd-connect-" + u.cfg.name,
+		Mode: "url", URL: link, ElicitationID: fmt.Sprintf("mcpd-connect-%s-%d", u.cfg.name, time.Now().UnixNano()),
 		Message: fmt.Sprintf("%s. Open the link to sign in at its authorization server and allow mcpd to call it for you.", err.Error()),
 	})
 	if aerr != nil {
@@ -452,7 +457,7 @@ func (u *upstream) dialUserPooled(ctx context.Context) (*mcp.ClientSession, erro
 func (u *upstream) userHTTPClient(f *connect.Flow, pk string) *http.Client {
 	u.user.baseOnce.Do(func() { u.user.base = u.httpTransport() })
 	origin, _ := url.Parse(u.cfg.url)
-	tok := &userTokenTransport{flow: f, principal: pk, origin: origin, base: u.user.base}
+	tok := &userTokenTransport{ua: u.user, flow: f, principal: pk, origin: origin, base: u.user.base}
 	return outbound.Client(fmt.Sprintf("upstream %q", u.cfg.name),
 		&headerTransport{headers: u.cfg.headers, origin: origin, base: tok, max: maxUpstreamMessage, pending: &u.relay.pending, deep: u.gate.droppedDeep})
 }
@@ -460,6 +465,7 @@ func (u *upstream) userHTTPClient(f *connect.Flow, pk string) *http.Client {
 // userTokenTransport sets the principal's bearer token on each request to
 // the upstream's origin; a 401 tells the flow the token was refused.
 type userTokenTransport struct {
+	ua        *userAuth
 	flow      *connect.Flow
 	principal string
 	origin    *url.URL
@@ -477,6 +483,7 @@ func (t *userTokenTransport) RoundTrip(r *http.Request) (*http.Response, error) 
 		}
 		return nil, err
 	}
+	t.ua.remember(tok)
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+tok)
 	res, err := t.base.RoundTrip(r)
@@ -484,6 +491,47 @@ func (t *userTokenTransport) RoundTrip(r *http.Request) (*http.Response, error) 
 		t.flow.Refused(context.WithoutCancel(r.Context()), t.principal, tok)
 	}
 	return res, err
+}
+
+// maxRemembered bounds the tokens redacted from an upstream's answers.
+const maxRemembered = 64
+
+// remember adds tok to the tokens redacted.
+func (ua *userAuth) remember(tok string) {
+	ua.sentMu.Lock()
+	defer ua.sentMu.Unlock()
+	for i := len(ua.sent) - 1; i >= 0; i-- {
+		if ua.sent[i] == tok {
+			return
+		}
+	}
+	if len(ua.sent) >= maxRemembered {
+		ua.sent = append(ua.sent[:0], ua.sent[1:]...)
+	}
+	ua.sent = append(ua.sent, tok)
+}
+
+// redact takes the tokens sent lately out of s.
+func (ua *userAuth) redact(s string) string {
+	ua.sentMu.Lock()
+	defer ua.sentMu.Unlock()
+	for _, tok := range ua.sent {
+		if strings.Contains(s, tok) {
+			s = strings.ReplaceAll(s, tok, "[redacted]")
+		}
+	}
+	return s
+}
+
+// redactResult takes the tokens sent lately out of a result's texts: an
+// upstream that echoes its request must not hand a user's token to the
+// model.
+func (ua *userAuth) redactResult(res *mcp.CallToolResult) {
+	for _, c := range res.Content {
+		if t, ok := c.(*mcp.TextContent); ok {
+			t.Text = ua.redact(t.Text)
+		}
+	}
 }
 
 // disconnectTool is the tool a user revokes their own grant with.

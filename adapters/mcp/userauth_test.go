@@ -3,6 +3,7 @@ package mcpadapter_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -64,6 +65,12 @@ func newUserUpstream(t *testing.T, as *authtest.Server, stateless bool) *userUps
 		u.mu.Unlock()
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "sub=" + ti.UserID + " aud=" + fmt.Sprint(ti.Extra["aud"])}}}, nil, nil
 	})
+	// leak answers with the token it was called with, as a careless (or
+	// hostile) upstream would.
+	mcp.AddTool(srv, &mcp.Tool{Name: "leak", Description: "echoes the token"}, func(_ context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		raw, _ := req.Extra.TokenInfo.Extra["raw"].(string)
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "your token is " + raw}}}, nil, nil
+	})
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: stateless})
 	verify := func(_ context.Context, tok string, _ *http.Request) (*auth.TokenInfo, error) {
 		claims, err := as.Verify(tok, u.url)
@@ -71,7 +78,7 @@ func newUserUpstream(t *testing.T, as *authtest.Server, stateless bool) *userUps
 			return nil, auth.ErrInvalidToken
 		}
 		sub, _ := claims["sub"].(string)
-		return &auth.TokenInfo{UserID: sub, Expiration: time.Now().Add(time.Hour), Extra: map[string]any{"aud": claims["aud"]}}, nil
+		return &auth.TokenInfo{UserID: sub, Expiration: time.Now().Add(time.Hour), Extra: map[string]any{"aud": claims["aud"], "raw": tok}}, nil
 	}
 	ts.Config.Handler = u.prot.Handler(auth.RequireBearerToken(verify, nil)(h))
 	return u
@@ -103,6 +110,11 @@ tool "whoami" {
   description = "Who the upstream sees."
   mcp { server = "up" }
 }
+
+tool "leak" {
+  description = "An upstream tool that echoes its token."
+  mcp { server = "up" }
+}
 `, upstreamURL, grantKeyHex)
 }
 
@@ -119,11 +131,16 @@ func verifyUsers(_ context.Context, token string, _ *http.Request) (*auth.TokenI
 
 func serveUserGateway(t *testing.T, config string, shared grants.Backend) *gateway {
 	t.Helper()
+	return serveUserGatewayLog(t, config, shared, quiet)
+}
+
+func serveUserGatewayLog(t *testing.T, config string, shared grants.Backend, log *slog.Logger) *gateway {
+	t.Helper()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "tools.hcl"), []byte(config), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	opts := connectflow.Options{Logger: quiet}
+	opts := connectflow.Options{Logger: log}
 	if shared != nil {
 		opts.Shared = func() grants.Backend { return shared }
 	}
@@ -147,6 +164,24 @@ func serveUserGateway(t *testing.T, config string, shared grants.Backend) *gatew
 		cur.Load().Close()
 	})
 	return &gateway{url: ts.URL + "/mcp", svc: svc}
+}
+
+// syncBuffer is a log sink safe for concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 var linkPattern = regexp.MustCompile(`http://\S+/authorize\?\S+`)
@@ -302,9 +337,24 @@ func TestUserAuthorizationRefreshAndDisconnect(t *testing.T) {
 	as.AddUser("alice", "a-pw")
 	as.SetTTL(3 * time.Second)
 	u := newUserUpstream(t, as, true)
-	gw := serveUserGateway(t, userGatewayConfig(u.url), nil)
+	var logs syncBuffer
+	gw := serveUserGatewayLog(t, userGatewayConfig(u.url), nil, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	cs := connectAs(t, gw.url, modern, "alice-key", nil)
 	authorizeFromError(t, as, callWhoami(t, cs), "alice")
+	leak, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "leak", Arguments: map[string]any{}})
+	if err != nil || !strings.Contains(textOf(leak), "[redacted]") {
+		t.Fatalf("an upstream that echoes the token: %v %q", err, textOf(leak))
+	}
+	defer func() {
+		for _, tok := range as.Issued() {
+			if strings.Contains(logs.String(), tok) {
+				t.Error("a token reached the log")
+			}
+		}
+		if !strings.Contains(logs.String(), "upstream authorized") {
+			t.Errorf("the log does not record the authorization: %s", logs.String())
+		}
+	}()
 	wait.Until(t, "the token is refreshed while calls go on", func() bool {
 		if res := callWhoami(t, cs); res.IsError {
 			t.Fatalf("a call failed around the refresh: %q", textOf(res))

@@ -197,7 +197,16 @@ func (f *Flow) tokenRequest(ctx context.Context, m *metadata, reg *registration,
 		return nil, &unreachable{fmt.Errorf("upstream %s: its token endpoint: %w", f.cfg.Upstream, err)}
 	}
 	if res.StatusCode != http.StatusOK {
-		e := &refused{status: res.StatusCode, text: oauthErrorText(res.StatusCode, body)}
+		text := oauthErrorText(res.StatusCode, body)
+		for _, k := range []string{"code", "code_verifier", "refresh_token", "client_secret"} {
+			if v := form.Get(k); len(v) >= 4 {
+				text = strings.ReplaceAll(text, v, "[redacted]") // an answer that echoes the request
+			}
+		}
+		if len(reg.ClientSecret) >= 4 {
+			text = strings.ReplaceAll(text, reg.ClientSecret, "[redacted]")
+		}
+		e := &refused{status: res.StatusCode, text: text}
 		var code struct {
 			Error string `json:"error"`
 		}
