@@ -109,7 +109,7 @@ func decodeIdentity(d *adapter.Decoder, b *hcl.Block, c *serverConfig, scope *ad
 		return s, attr
 	}
 	if s, attr := str("issuer"); attr != nil {
-		if u, err := url.Parse(s); err != nil || u.Host == "" || (u.Scheme != "https" && !(u.Scheme == "http" && isLoopbackHost(u.Hostname()))) {
+		if err := connect.CheckEndpoint(s); err != nil {
 			d.Errorf(attr.Expr.Range(), "Invalid issuer", "issuer is the authorization server's https:// URL (http:// on loopback only); leave it out to read it from the upstream's protected-resource metadata.")
 		}
 		ua.flow.Issuer = s
@@ -208,10 +208,6 @@ func validToolName(s string) bool {
 		}
 	}
 	return true
-}
-
-func isLoopbackHost(h string) bool {
-	return h == "localhost" || h == "127.0.0.1" || h == "::1" || strings.HasPrefix(h, "127.")
 }
 
 // fingerprint identifies the block's user-authorization settings.

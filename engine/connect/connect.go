@@ -50,7 +50,7 @@ const (
 	// defaultGrantTTL is how long a grant with a refresh token is kept
 	// unused; a grant without one lives as long as its access token.
 	defaultGrantTTL = 30 * 24 * time.Hour
-	maxMemoryValues = 100000
+	maxMemoryValues = 10000
 	maxListed       = 10000
 	// discoveryTTL is how long discovered metadata is used; failures are
 	// retried after discoveryRetry, so that a down server is not asked

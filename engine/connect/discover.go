@@ -279,6 +279,11 @@ func readBounded(r io.Reader) ([]byte, error) {
 	return b, nil
 }
 
+// CheckEndpoint refuses an authorization server's or metadata URL that
+// is not https (http only on a loopback address, for a server on the same
+// machine), for the config's issuer as for what a peer names.
+func CheckEndpoint(raw string) error { return endpointOK(raw) }
+
 // endpointOK refuses an endpoint a peer named that is not https (http
 // only on a loopback address, for a server on the same machine).
 func endpointOK(raw string) error {
