@@ -378,6 +378,10 @@ func (u *upstream) handshake() string {
 // broken closes a session whose transport failed, so that the supervisor
 // connects again (an HTTP server restarted and forgot the session).
 func (u *upstream) broken(cs *mcp.ClientSession) {
+	if u.user != nil {
+		u.dropUserSession(cs) // userauth.go
+		return
+	}
 	u.mu.Lock()
 	current := u.cs == cs
 	u.mu.Unlock()

@@ -397,6 +397,7 @@ func (u *upstream) userSession(ctx context.Context) (*mcp.ClientSession, error) 
 		go func() {
 			_ = cs.Wait()
 			u.forgetUserSession(pk, cs)
+			_ = cs.Close() // what the session still holds (a listen stream)
 		}()
 		return cs, nil
 	}
@@ -410,6 +411,26 @@ func (u *upstream) forgetUserSession(pk string, cs *mcp.ClientSession) {
 	if e := ua.sessions[pk]; e != nil && e.Value.(*userSession).cs == cs {
 		ua.lru.Remove(e)
 		delete(ua.sessions, pk)
+	}
+}
+
+// dropUserSession closes cs, a user's session whose transport failed, so
+// that the user's next call connects a new one.
+func (u *upstream) dropUserSession(cs *mcp.ClientSession) {
+	ua := u.user
+	ua.mu.Lock()
+	found := false
+	for e := ua.lru.Front(); e != nil; e = e.Next() {
+		if s := e.Value.(*userSession); s.cs == cs {
+			ua.lru.Remove(e)
+			delete(ua.sessions, s.principal)
+			found = true
+			break
+		}
+	}
+	ua.mu.Unlock()
+	if found {
+		_ = cs.Close()
 	}
 }
 
@@ -479,14 +500,39 @@ func (t *userTokenTransport) RoundTrip(r *http.Request) (*http.Response, error) 
 		}
 		return nil, err
 	}
+	res, err := t.send(r, tok)
+	if err != nil || res.StatusCode != http.StatusUnauthorized {
+		return res, err
+	}
+	// Refused: the token expired on the way (a short-lived one), or was
+	// revoked. The grant is marked expired, and the request is sent once
+	// more with the token a refresh gives, when there is one and the body
+	// can be sent again.
+	t.flow.Refused(context.WithoutCancel(r.Context()), t.principal, tok)
+	if r.Body != nil && r.GetBody == nil {
+		return res, nil
+	}
+	fresh, ferr := t.flow.Token(r.Context(), t.principal)
+	if ferr != nil || fresh == tok {
+		return res, nil
+	}
+	if r.GetBody != nil {
+		body, berr := r.GetBody()
+		if berr != nil {
+			return res, nil
+		}
+		r = r.Clone(r.Context())
+		r.Body = body
+	}
+	res.Body.Close()
+	return t.send(r, fresh)
+}
+
+func (t *userTokenTransport) send(r *http.Request, tok string) (*http.Response, error) {
 	t.ua.remember(tok)
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+tok)
-	res, err := t.base.RoundTrip(r)
-	if err == nil && res.StatusCode == http.StatusUnauthorized {
-		t.flow.Refused(context.WithoutCancel(r.Context()), t.principal, tok)
-	}
-	return res, err
+	return t.base.RoundTrip(r)
 }
 
 // maxRemembered bounds the tokens redacted from an upstream's answers.

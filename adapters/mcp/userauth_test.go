@@ -355,11 +355,18 @@ func TestUserAuthorizationRefreshAndDisconnect(t *testing.T) {
 			t.Errorf("the log does not record the authorization: %s", logs.String())
 		}
 	}()
+	// The upstream refuses a token (here: the AS dropped the key that
+	// signed it): the grant is refreshed and the request sent again, and
+	// the call does not fail.
+	as.RotateKey(true)
+	if res := callWhoami(t, cs); res.IsError || as.Count("refresh_token", "alice") != 1 {
+		t.Fatalf("a call whose token the upstream refused: %q (refreshes: %d)", textOf(res), as.Count("refresh_token", "alice"))
+	}
 	wait.Until(t, "the token is refreshed while calls go on", func() bool {
 		if res := callWhoami(t, cs); res.IsError {
 			t.Fatalf("a call failed around the refresh: %q", textOf(res))
 		}
-		return as.Count("refresh_token", "alice") > 0
+		return as.Count("refresh_token", "alice") > 1
 	})
 	res, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "disconnect_up", Arguments: map[string]any{}})
 	if err != nil || res.IsError || !strings.Contains(textOf(res), "Disconnected") {
