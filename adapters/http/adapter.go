@@ -24,6 +24,7 @@ import (
 	"github.com/go-resty/resty/v2"
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/mcpd/mcpd/adapters/internal/identity"
 	"github.com/mcpd/mcpd/engine/adapter"
 )
 
@@ -34,14 +35,14 @@ type Adapter struct {
 	shared *resty.Client // for tools without a backend
 	// tokens are the OAuth tokens identity blocks obtained, for the life
 	// of the adapter: a reload keeps them.
-	tokens *tokenCache
+	tokens *identity.Cache
 	// chunks are the buffers response bodies are read into (readLimited),
 	// reused by every tool's calls.
 	chunks *sync.Pool
 }
 
 // New returns the HTTP adapter.
-func New() *Adapter { return &Adapter{tokens: newTokenCache(), chunks: &sync.Pool{}} }
+func New() *Adapter { return &Adapter{tokens: identity.NewCache(userAgent), chunks: &sync.Pool{}} }
 
 var (
 	_ adapter.BackendAdapter = (*Adapter)(nil)
@@ -94,7 +95,7 @@ type handler struct {
 	retryUnsafe bool
 	secrets     secrets
 	// identity obtains the bearer token of each call (nil: none).
-	identity *identity
+	identity *identity.Identity
 	chunks   *sync.Pool // the adapter's (readLimited); nil: none
 }
 
@@ -108,7 +109,7 @@ func (h *handler) Vars() []string { return []string{"status", "headers", "body",
 func (h *handler) Traits() adapter.Traits {
 	return adapter.Traits{
 		ReadsEval:      true,
-		ActsAsCaller:   h.identity != nil && h.identity.cfg.needsCaller(),
+		ActsAsCaller:   h.identity != nil && h.identity.Config().NeedsCaller(),
 		MaxOutputBytes: h.maxBytes,
 	}
 }
@@ -136,7 +137,7 @@ func (a *Adapter) CompileTool(b *adapter.ToolBlock) (adapter.Handler, hcl.Diagno
 	if attr := attrs["backend"]; attr != nil {
 		be, _ = adapter.LookupBackend[*liveBackend](d.Decoder, b, attr, "http_backend", `http_backend %q { base_url = "https://..." }`)
 	}
-	var idCfg *identityConfig
+	var idCfg *identity.Config
 	if be != nil {
 		idCfg = be.cfg.identity
 		h.client = be.client
@@ -231,21 +232,23 @@ func (a *Adapter) CompileTool(b *adapter.ToolBlock) (adapter.Handler, hcl.Diagno
 
 	// identity: the tool's replaces the backend's.
 	if ib := d.SingleBlock(content.Blocks, "identity"); ib != nil {
-		idCfg = d.decodeIdentity(ib, fmt.Sprintf("tool %q", b.Tool), &sec)
+		var vals []string
+		idCfg, vals = identity.Decode(d.Decoder, ib, fmt.Sprintf("tool %q", b.Tool))
+		sec.addAll(vals)
 	}
 	if idCfg != nil {
 		if attr := attrs["headers"]; attr != nil {
 			if keys, _, ok := staticKeys(attr.Expr); ok {
-				d.checkIdentityHeaders(attr, keys, idCfg)
+				identity.CheckHeaders(d.Decoder, attr, keys, idCfg)
 			} else if h.headers != nil && h.headers.static != nil {
 				names := make([]string, 0, len(h.headers.static))
 				for k := range h.headers.static {
 					names = append(names, k)
 				}
-				d.checkIdentityHeaders(attr, names, idCfg)
+				identity.CheckHeaders(d.Decoder, attr, names, idCfg)
 			}
 		}
-		h.identity = newIdentity(idCfg, a.tokens)
+		h.identity = identity.New(idCfg, a.tokens)
 	}
 
 	if d.Diags.HasErrors() {

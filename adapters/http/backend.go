@@ -16,6 +16,7 @@ import (
 	"github.com/go-resty/resty/v2"
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/mcpd/mcpd/adapters/internal/identity"
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/funcs"
 	"github.com/mcpd/mcpd/engine/outbound"
@@ -38,7 +39,7 @@ type backendConfig struct {
 	secrets secrets
 	// identity is the identity block (nil: the requests carry only the
 	// configured headers).
-	identity *identityConfig
+	identity *identity.Config
 }
 
 func (c *backendConfig) String() string   { return fmt.Sprintf("http_backend %q", c.name) }
@@ -99,13 +100,15 @@ func (a *Adapter) DecodeBackend(b *adapter.BackendBlock) (adapter.BackendConfig,
 		d.decodeTLS(tb, c)
 	}
 	if ib := d.SingleBlock(content.Blocks, "identity"); ib != nil {
-		c.identity = d.decodeIdentity(ib, c.String(), &c.secrets)
+		var vals []string
+		c.identity, vals = identity.Decode(d.Decoder, ib, c.String())
+		c.secrets.addAll(vals)
 		if attr := content.Attributes["headers"]; attr != nil && c.identity != nil {
 			names := make([]string, 0, len(c.headers))
 			for k := range c.headers {
 				names = append(names, k)
 			}
-			d.checkIdentityHeaders(attr, names, c.identity)
+			identity.CheckHeaders(d.Decoder, attr, names, c.identity)
 		}
 	}
 	c.secrets = c.secrets.finish()
@@ -228,7 +231,7 @@ func (c *backendConfig) Fingerprint() string {
 	str(string(c.caPEM))
 	str(string(c.certPEM))
 	str(string(c.keyPEM))
-	c.identity.fingerprint(str)
+	c.identity.Fingerprint(str)
 	return hex.EncodeToString(h.Sum(nil))
 }
 

@@ -19,11 +19,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 	"unicode/utf8"
 	"unsafe"
 
+	"github.com/mcpd/mcpd/adapters/internal/identity"
+	"github.com/mcpd/mcpd/adapters/internal/netmsg"
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/lifetime"
 	"github.com/mcpd/mcpd/engine/outbound"
@@ -93,7 +94,7 @@ func (h *handler) Call(ctx context.Context, req *adapter.Request) (*adapter.Outp
 		return fail("%s %s: request not sent: %v", h.method, display, err)
 	}
 
-	var g *grant
+	var g *identity.Grant
 	if h.identity != nil {
 		if g, err = h.authorize(ctx, hdr, &sec); err != nil {
 			return fail("%s %s: request not sent: %v", h.method, display, err)
@@ -105,11 +106,11 @@ func (h *handler) Call(ctx context.Context, req *adapter.Request) (*adapter.Outp
 	if err != nil {
 		return fail("%s %s: %v", h.method, display, err)
 	}
-	if g != nil && g.cached && aerr == nil && res.status == http.StatusUnauthorized {
+	if g != nil && g.Cached && aerr == nil && res.status == http.StatusUnauthorized {
 		// The backend refused a token from the cache: the AS may have
 		// revoked it, or the backend's clock runs ahead. One new token,
 		// one more try; a fresh token refused is the backend's answer.
-		h.identity.cache.drop(g.cacheKey, g.token)
+		h.identity.Drop(g)
 		if g, err = h.authorize(ctx, hdr, &sec); err != nil {
 			return fail("%s %s: the backend refused the cached token (401), and a new one could not be had: %v", h.method, display, err)
 		}
@@ -160,7 +161,7 @@ func (h *handler) send(ctx context.Context, target string, hdr http.Header, body
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return nil, nil, n, fmt.Errorf("%s while waiting to retry (after %d attempts)", canceledMsg(ctx), n)
+			return nil, nil, n, fmt.Errorf("%s while waiting to retry (after %d attempts)", netmsg.Canceled(ctx), n)
 		}
 	}
 }
@@ -168,14 +169,14 @@ func (h *handler) send(ctx context.Context, target string, hdr http.Header, body
 // authorize sets the call's Authorization header from the tool's identity,
 // adds the tokens involved to the call's secrets and tells the engine
 // which identity the call presents.
-func (h *handler) authorize(ctx context.Context, hdr http.Header, sec *secrets) (*grant, error) {
-	g, err := h.identity.token(ctx)
+func (h *handler) authorize(ctx context.Context, hdr http.Header, sec *secrets) (*identity.Grant, error) {
+	g, err := h.identity.Token(ctx)
 	if err != nil {
 		return nil, err
 	}
-	hdr.Set("Authorization", "Bearer "+g.token)
-	*sec = sec.with(g.redactor)
-	adapter.RecordDelegation(ctx, g.delegation)
+	hdr.Set("Authorization", "Bearer "+g.Token)
+	*sec = sec.with(g.Redactor)
+	adapter.RecordDelegation(ctx, g.Delegation)
 	return g, nil
 }
 
@@ -269,21 +270,11 @@ func (h *handler) attempt(ctx context.Context, target string, hdr http.Header, b
 	}
 	return &response{
 		status:     raw.StatusCode,
-		statusLine: statusLine(raw),
+		statusLine: netmsg.StatusLine(raw),
 		header:     raw.Header,
 		body:       data,
 		truncated:  truncated,
 	}, nil
-}
-
-func statusLine(r *http.Response) string {
-	if text := strings.TrimSpace(strings.TrimPrefix(r.Status, strconv.Itoa(r.StatusCode))); text != "" {
-		return fmt.Sprintf("%d %s", r.StatusCode, text)
-	}
-	if text := http.StatusText(r.StatusCode); text != "" {
-		return fmt.Sprintf("%d %s", r.StatusCode, text)
-	}
-	return strconv.Itoa(r.StatusCode)
 }
 
 // readLimited reads at most limit+1 bytes of the body, decompressing gzip
@@ -368,18 +359,18 @@ func (h *handler) classify(err error, parent, actx context.Context, prefix strin
 		return &attemptError{kindRedirect, prefix + named.Error()}
 	}
 	if parent.Err() != nil {
-		return &attemptError{kindCanceled, prefix + canceledMsg(parent)}
+		return &attemptError{kindCanceled, prefix + netmsg.Canceled(parent)}
 	}
 	if errors.Is(actx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) {
 		return &attemptError{kindTimeout, prefix + fmt.Sprintf("timed out after %s", h.timeout)}
 	}
-	inner := unwrapURLError(err)
+	inner := netmsg.UnwrapURLError(err)
 	// Name resolution first: a DNS timeout is a resolution failure, and
 	// the resolver's own error names the resolver's address, which is the
 	// host's business, not the model's.
 	var dnsErr *net.DNSError
 	if errors.As(inner, &dnsErr) {
-		return &attemptError{kindConnection, prefix + dnsMessage(dnsErr)}
+		return &attemptError{kindConnection, prefix + netmsg.DNS(dnsErr)}
 	}
 	var ne net.Error
 	if errors.As(inner, &ne) && ne.Timeout() {
@@ -395,61 +386,10 @@ func (h *handler) classify(err error, parent, actx context.Context, prefix strin
 	if errors.As(inner, &verr) || errors.As(inner, &uaerr) || errors.As(inner, &herr) || errors.As(inner, &cierr) || errors.As(inner, &rherr) {
 		return &attemptError{kindTLS, prefix + "TLS failed: " + inner.Error()}
 	}
-	if msg := connMessage(inner); msg != "" {
+	if msg := netmsg.Conn(inner); msg != "" {
 		return &attemptError{kindConnection, prefix + msg}
 	}
 	return &attemptError{kindConnection, prefix + "request failed: " + inner.Error()}
-}
-
-// dnsMessage says that a host name did not resolve, without the resolver's
-// address that net.DNSError carries ("lookup api.github.com on
-// 10.0.0.2:53: ...").
-func dnsMessage(e *net.DNSError) string {
-	switch {
-	case e.IsNotFound:
-		return fmt.Sprintf("cannot resolve host %s: no such host", e.Name)
-	case e.IsTimeout:
-		return fmt.Sprintf("cannot resolve host %s: the DNS lookup timed out", e.Name)
-	}
-	return fmt.Sprintf("cannot resolve host %s", e.Name)
-}
-
-// connMessage names the common ways a connection fails in a few words,
-// without the local and remote socket addresses that net.OpError prints;
-// "" for anything else.
-func connMessage(err error) string {
-	switch {
-	case errors.Is(err, syscall.ECONNREFUSED):
-		return "connection refused"
-	case errors.Is(err, syscall.ECONNRESET):
-		return "connection reset by the server"
-	case errors.Is(err, syscall.ENETUNREACH):
-		return "network unreachable"
-	case errors.Is(err, syscall.EHOSTUNREACH):
-		return "host unreachable"
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		return "the server closed the connection"
-	}
-	return ""
-}
-
-// unwrapURLError drops the *url.Error layers, whose text repeats the full
-// URL, query string included.
-func unwrapURLError(err error) error {
-	for {
-		var ue *url.Error
-		if !errors.As(err, &ue) {
-			return err
-		}
-		err = ue.Err
-	}
-}
-
-func canceledMsg(ctx context.Context) string {
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return "the call's deadline passed"
-	}
-	return "the call was canceled"
 }
 
 func (h *handler) retryable(res *response, aerr *attemptError) bool {

@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/mcpd/mcpd/adapters/internal/identity"
 	"github.com/mcpd/mcpd/engine/adapter"
 )
 
@@ -56,7 +57,7 @@ var (
 			{Name: "query"},
 			{Name: "timeout"},
 		},
-		Blocks: []adapter.BlockSchema{{Type: "retry", Schema: retrySchema}, {Type: "tls", Schema: tlsSchema}, {Type: "identity", Schema: identitySchema}},
+		Blocks: []adapter.BlockSchema{{Type: "retry", Schema: retrySchema}, {Type: "tls", Schema: tlsSchema}, {Type: "identity", Schema: identity.Schema}},
 	}
 	toolSchema = &adapter.Schema{
 		Attributes: []hcl.AttributeSchema{
@@ -73,7 +74,7 @@ var (
 			{Name: "timeout"},
 			{Name: "retry_unsafe"},
 		},
-		Blocks: []adapter.BlockSchema{{Type: "retry", Schema: retrySchema}, {Type: "identity", Schema: identitySchema}},
+		Blocks: []adapter.BlockSchema{{Type: "retry", Schema: retrySchema}, {Type: "identity", Schema: identity.Schema}},
 	}
 )
 

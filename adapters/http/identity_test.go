@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpd/mcpd/adapters/internal/identity"
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/adapter/adaptertest"
 	"github.com/mcpd/mcpd/engine/auth/authtest"
@@ -106,7 +107,7 @@ const apiAudience = "https://api.example.com"
 func newIdentityRig(t *testing.T) *identityRig {
 	r := &identityRig{as: authtest.Start(t), a: New(), clock: &fakeClock{t: time.Now()}}
 	r.api = authtest.API(t, r.as, apiAudience)
-	r.a.tokens.now = r.clock.Now
+	r.a.tokens.SetClock(r.clock.Now)
 	return r
 }
 
@@ -254,7 +255,7 @@ func TestRefreshFailureKeepsToken(t *testing.T) {
 		t.Fatalf("20 calls in the margin made %d token requests, want 1", n)
 	}
 	r.as.Refuse(nil)
-	r.clock.Advance(refreshRetry)
+	r.clock.Advance(identity.RefreshRetry)
 	if _, err := idCall(context.Background(), h); err != nil {
 		t.Fatal(err)
 	}

@@ -53,6 +53,13 @@ func (s *secrets) add(v string) {
 	}
 }
 
+// addAll records the secret values vals (see add).
+func (s *secrets) addAll(vals []string) {
+	for _, v := range vals {
+		s.add(v)
+	}
+}
+
 // authSchemes are the words of an Authorization header that are not
 // secret: redacting "Bearer" everywhere would mangle unrelated text.
 var authSchemes = map[string]bool{

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpd/mcpd/adapters/internal/identity"
 	"github.com/mcpd/mcpd/engine/adapter/adaptertest"
 	"github.com/mcpd/mcpd/engine/lifetime"
 	"github.com/mcpd/mcpd/engine/principal"
@@ -70,9 +71,9 @@ func TestHostileTokenLifetime(t *testing.T) {
 		{"expires_in 1e30", "1e30", "", lifetime.Max},
 		{"expires_in 2^63", "9223372036854775808", "", lifetime.Max},
 		{"expires_in \"1e30\"", `"1e30"`, "", lifetime.Max},
-		{"expires_in -5", "-5", "", defaultTokenLife},
-		{"expires_in 0", "0", "", defaultTokenLife},
-		{"expires_in \"abc\"", `"abc"`, "", defaultTokenLife},
+		{"expires_in -5", "-5", "", identity.DefaultTokenLife},
+		{"expires_in 0", "0", "", identity.DefaultTokenLife},
+		{"expires_in \"abc\"", `"abc"`, "", identity.DefaultTokenLife},
 		{"expires_in 0.001", "0.001", "", lifetime.Min},
 		{"exp 1e30", "", "1e30", lifetime.Max},
 		{"exp 2^63", "", "9223372036854775808", lifetime.Max},
@@ -86,7 +87,7 @@ func TestHostileTokenLifetime(t *testing.T) {
 				jwtExp := strings.Replace(c.jwtExp, "NOW+600", fmt.Sprint(clock.t.Unix()+600), 1)
 				h := newHostileAS(t, c.expiresIn, jwtExp)
 				a := New()
-				a.tokens.now = clock.Now
+				a.tokens.SetClock(clock.Now)
 				src := fmt.Sprintf(`http_backend "api" {
   base_url = %q
   identity {
@@ -125,7 +126,7 @@ http {
 					t.Fatalf("%d calls made %d token requests, want 1 (a lifetime of %s)", calls, n, c.life)
 				}
 				// Just before the refresh is due: still the same token.
-				margin := min(c.life/5, maxRefreshMargin)
+				margin := min(c.life/5, identity.MaxRefreshMargin)
 				clock.Advance(c.life - margin - 10*time.Millisecond)
 				call()
 				if n := h.requests.Load(); n != 1 {

@@ -45,6 +45,7 @@ package mcpadapter
 import (
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/mcpd/mcpd/adapters/internal/identity"
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/connect"
 	"github.com/mcpd/mcpd/engine/proc"
@@ -54,6 +55,9 @@ import (
 // block is "mcp_server".
 type Adapter struct {
 	procs *proc.Supervisor // starts every stdio upstream's program
+	// tokens are the OAuth tokens identity blocks obtained, for the life
+	// of the adapter: a reload keeps them.
+	tokens *identity.Cache
 	// connect runs the per-user connect flow of upstreams whose identity
 	// mode is user_authorization (userauth.go); nil: such upstreams load
 	// but cannot be called (validate, lint).
@@ -74,7 +78,7 @@ func New(procs *proc.Supervisor) *Adapter {
 	if procs == nil {
 		procs = proc.NewSupervisor()
 	}
-	return &Adapter{procs: procs}
+	return &Adapter{procs: procs, tokens: identity.NewCache(userAgent)}
 }
 
 var (
@@ -86,6 +90,9 @@ var (
 	_ adapter.Pinger          = (*upstream)(nil)
 	_ adapter.Handler         = (*handler)(nil)
 )
+
+// userAgent is what token requests send.
+const userAgent = "mcpd-mcp/1"
 
 // BackendBlock is the top-level block this adapter owns.
 func (a *Adapter) BackendBlock() string { return "mcp_server" }
@@ -119,9 +126,10 @@ var serverSchema = &adapter.Schema{
 		{Name: "max_idle_sessions"},
 		{Name: "idle_session_timeout"},
 		{Name: "start"},
+		{Name: "on_drift"},
 	},
 	Blocks: []adapter.BlockSchema{
 		{Type: "expose", Schema: exposeSchema},
-		{Type: "identity", Schema: identitySchema},
+		{Type: "identity", Schema: identity.Schema},
 	},
 }

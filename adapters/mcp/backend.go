@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/mcpd/mcpd/adapters/internal/identity"
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/connect"
 	"github.com/mcpd/mcpd/engine/proc"
@@ -57,10 +58,16 @@ type serverConfig struct {
 	eager       bool // start = "load": connect when opened
 
 	expose *exposeConfig // nil: no bulk exposure
-	// user is the identity block in user_authorization mode (userauth.go);
-	// nil: calls carry no user's authorization.
+	drift  driftPolicy   // on_drift (pin.go)
+
+	// identity is the OAuth identity of an HTTP upstream's requests (nil:
+	// the headers only), whose tokens the adapter's cache keeps.
+	identity *identity.Config
+	tokens   *identity.Cache
+	// user is the identity block in user_authorization mode (userauth.go):
+	// each user's own grant; connect runs its flow.
 	user    *userAuthConfig
-	connect *connect.Service // runs user's flow
+	connect *connect.Service
 
 	procs   *proc.Supervisor // starts a stdio upstream's program
 	unknown bool             // a value read an unset env var (validation only)
@@ -90,7 +97,7 @@ func (a *Adapter) DecodeBackend(b *adapter.BackendBlock) (adapter.BackendConfig,
 	}
 	attrs := content.Attributes
 	c := &serverConfig{name: b.Name, connectTimeout: defaultConnectTimeout, answerTimeout: defaultAnswerTimeout,
-		maxIdle: defaultMaxIdle, idleTimeout: defaultIdleTimeout, procs: a.procs, connect: a.connect}
+		maxIdle: defaultMaxIdle, idleTimeout: defaultIdleTimeout, procs: a.procs, tokens: a.tokens, connect: a.connect}
 	// A value that reads an unset environment variable, in a load that
 	// allows it (validation without secrets), is skipped: the loader
 	// reports the variable, and the server stays declared for its tools.
@@ -221,12 +228,17 @@ func (a *Adapter) DecodeBackend(b *adapter.BackendBlock) (adapter.BackendConfig,
 			}
 		}
 	}
+	c.drift = decodeOnDrift(d, attrs["on_drift"])
 	if eb := d.SingleBlock(content.Blocks, "expose"); eb != nil {
 		c.expose = decodeExpose(d, eb)
 	}
 	if ib := d.SingleBlock(content.Blocks, "identity"); ib != nil {
-		if c.user = decodeIdentity(d, ib, c, b.Scope); c.user != nil {
-			checkUserMode(d, ib, c, attrs)
+		if isUserMode(ib) { // userauth.go
+			if c.user = decodeUserIdentity(d, ib, c, b.Scope); c.user != nil {
+				checkUserMode(d, ib, c, attrs)
+			}
+		} else {
+			c.decodeIdentity(d, ib, cmdAttr, content.Attributes["headers"])
 		}
 	}
 	if d.HasErrors() {
@@ -293,6 +305,7 @@ func (c *serverConfig) Fingerprint() string {
 		w(c.headers[k])
 	}
 	w(c.protocolVersion)
+	c.identity.Fingerprint(w)
 	w(c.user.fingerprint())
 	return hex.EncodeToString(h.Sum(nil))
 }
@@ -335,4 +348,23 @@ func (c *serverConfig) environ() []string {
 		env = append(env, k+"="+merged[k])
 	}
 	return env
+}
+
+// decodeIdentity decodes the identity block of an HTTP upstream. A stdio
+// upstream has no HTTP requests to carry a token: its program gets what
+// it needs in env.
+func (c *serverConfig) decodeIdentity(d *adapter.Decoder, b *hcl.Block, cmdAttr, headersAttr *hcl.Attribute) {
+	if cmdAttr != nil {
+		d.Errorf(b.DefRange, "identity without url", "identity makes the HTTP requests to an upstream carry an OAuth token; mcp_server %q is a program spoken to over stdio (command), which sends no HTTP requests. Give the program its credentials in env, read with env() or file().", c.name)
+		return
+	}
+	cfg, secrets := identity.Decode(d, b, c.String())
+	c.secrets = append(c.secrets, secrets...)
+	if cfg == nil {
+		return
+	}
+	if headersAttr != nil && c.headers != nil {
+		identity.CheckHeaders(d, headersAttr, sortedKeys(c.headers), cfg)
+	}
+	c.identity = cfg
 }

@@ -43,9 +43,11 @@ func (h *handler) Vars() []string { return []string{"content", "structured", "is
 
 // Traits: only arguments computed per call need the evaluation context;
 // the upstream's elicitation, sampling and roots requests go to the
-// call's client (relay.go); one upstream result is capped.
+// call's client (relay.go); one upstream result is capped; it acts as the
+// caller when the upstream's identity is the caller's (identity.go).
 func (h *handler) Traits() adapter.Traits {
-	return adapter.Traits{ReadsEval: len(h.fixed) > 0, RelaysClientRequests: true, MaxOutputBytes: h.maxBytes}
+	return adapter.Traits{ReadsEval: len(h.fixed) > 0, RelaysClientRequests: true, MaxOutputBytes: h.maxBytes,
+		ActsAsCaller: h.up != nil && h.up.perCaller()}
 }
 
 // CompileTool decodes a tool's mcp block.
@@ -138,9 +140,6 @@ func (h *handler) Call(ctx context.Context, req *adapter.Request) (*adapter.Outp
 	if ask != nil {
 		return &adapter.Output{InputRequired: ask}, nil
 	}
-	if h.up.user != nil {
-		h.up.user.redactResult(res) // userauth.go
-	}
 	if n := resultSize(res); n > h.maxBytes {
 		return nil, fmt.Errorf("the upstream's result is %d bytes, over this tool's max_output_bytes %d", n, h.maxBytes)
 	}
@@ -200,11 +199,21 @@ func (u *upstream) roundTrip(ctx context.Context, x *exchange) (mcp.Result, *ada
 			return nil, nil, err
 		}
 	}
-	cs, err := u.session(ctx)
+	ctx, tok, err := u.authorize(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	cs, release, err := u.sessionFor(ctx, tok)
 	if err != nil {
 		u.failures.Add(1)
 		return nil, nil, err
 	}
+	held := false
+	defer func() {
+		if !held {
+			release()
+		}
+	}()
 	owner := ownerOf(ctx) // whose the upstream's messages of this request are (relay.go)
 	// The upstream sees what the calling client can answer, not what mcpd
 	// could relay: it asks only that (or refuses, as mcpd would), whether it
@@ -225,7 +234,12 @@ func (u *upstream) roundTrip(ctx context.Context, x *exchange) (mcp.Result, *ada
 				return nil, nil, err
 			}
 		}
-		return u.await(ctx, u.startHeld(owner, cs, s, x, params))
+		h := u.startHeld(owner, cs, s, x, params, tok)
+		// The caller's session is in use until the held call ends,
+		// whenever its client answers.
+		held = true
+		go func() { <-h.done; release() }()
+		return u.await(ctx, h)
 	}
 	// Progress and log records only when the client will receive them: a
 	// request that asks for neither is one a 2026-07-28 upstream answers
@@ -257,6 +271,7 @@ func (u *upstream) roundTrip(ctx context.Context, x *exchange) (mcp.Result, *ada
 			u.failures.Add(1)
 			return nil, nil, u.callError(ctx, cs, x.name, err)
 		}
+		redactResult(res, tok)
 		return res, nil, nil
 	}
 	// A 2026-07-28 upstream's log records are this request's when they
@@ -283,6 +298,7 @@ func (u *upstream) roundTrip(ctx context.Context, x *exchange) (mcp.Result, *ada
 		}
 		questions, state, asked := questionsOf(res)
 		if !asked {
+			redactResult(res, tok)
 			return res, nil, nil
 		}
 		// A 2026-07-28 upstream asks by input_required: its questions are
@@ -306,6 +322,18 @@ func (u *upstream) roundTrip(ctx context.Context, x *exchange) (mcp.Result, *ada
 		}
 		params = answered(params, responses, state)
 	}
+}
+
+// sessionFor is the session of the call under ctx, whose token is tok
+// (nil: the upstream has no identity): its caller's own with a per-caller
+// identity (callers.go), the supervisor's otherwise. release ends the
+// call's use of it.
+func (u *upstream) sessionFor(ctx context.Context, tok *callToken) (cs *mcp.ClientSession, release func(), err error) {
+	if tok == nil || !u.perCaller() {
+		cs, err = u.session(ctx)
+		return cs, func() {}, err
+	}
+	return u.callers.get(ctx, tok)
 }
 
 // maxInputRounds bounds the input_required rounds of one upstream call.

@@ -106,6 +106,44 @@ tool "t" {
     arguments = { b = args.nope }
   }
 }`, "nope"},
+		{"identity on stdio", `mcp_server "gh" {
+  command = ["x"]
+  identity {
+    mode = "client_credentials"
+  }
+}` + tool, "identity without url"},
+		{"identity mode", `mcp_server "gh" {
+  url = "https://mcp.example.com/mcp"
+  identity {
+    mode = "token-exchange"
+  }
+}` + tool, `Did you mean "token_exchange"?`},
+		{"identity passthrough without auth", `mcp_server "gh" {
+  url = "https://mcp.example.com/mcp"
+  identity {
+    mode     = "passthrough"
+    audience = "https://mcp.example.com"
+  }
+}` + tool, "this config has no auth block"},
+		{"identity beside an Authorization header", `mcp_server "gh" {
+  url     = "https://mcp.example.com/mcp"
+  headers = { authorization = "Bearer x" }
+  identity {
+    mode          = "client_credentials"
+    token_url     = "https://as.example.com/token"
+    client_id     = "mcpd"
+    client_secret = "s3cret-s3cret"
+  }
+}` + tool, "headers sets Authorization"},
+		{"identity token_url over http", `mcp_server "gh" {
+  url = "https://mcp.example.com/mcp"
+  identity {
+    mode          = "client_credentials"
+    token_url     = "http://as.example.com/token"
+    client_id     = "mcpd"
+    client_secret = "s3cret-s3cret"
+  }
+}` + tool, "must use https"},
 		{"valid", `mcp_server "gh" {
   command = ["/nonexistent/server", "stdio"]
   env     = { TOKEN = "secret-value" }
@@ -120,6 +158,16 @@ mcp_server "remote" {
   headers              = { Authorization = "Bearer x" }
   max_idle_sessions    = 0
   idle_session_timeout = "30s"
+}
+mcp_server "service" {
+  url = "https://tools.example.com/mcp"
+  identity {
+    mode          = "client_credentials"
+    token_url     = "https://as.example.com/token"
+    client_id     = "mcpd"
+    client_secret = "s3cret-s3cret"
+    scopes        = ["tools.read"]
+  }
 }
 tool "t" {
   description = "d"
@@ -148,6 +196,9 @@ tool "t" {
 					msgs = append(msgs, d.Summary+": "+d.Detail)
 					if d.Subject == nil || d.Subject.Start.Line == 0 {
 						t.Errorf("diagnostic without a range: %s", d.Summary)
+					}
+					if strings.Contains(d.Detail, "s3cret-s3cret") {
+						t.Errorf("a diagnostic shows the client secret: %s", d.Detail)
 					}
 				}
 			}

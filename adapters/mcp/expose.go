@@ -3,6 +3,8 @@ package mcpadapter
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"iter"
 	"path"
 	"reflect"
@@ -185,7 +187,8 @@ func (c *serverConfig) ContributedTools(b adapter.Backend) []adapter.Contributed
 			Name: name, Title: t.Title, Description: desc,
 			InputSchema: jsonObject(t.InputSchema), OutputSchema: jsonObject(t.OutputSchema),
 			Annotations: t.Annotations, Scopes: e.scopes,
-			Handler: &handler{tool: name, upTool: t.Name, up: u, forward: true, maxBytes: defaultMaxOutput},
+			Handler:  &handler{tool: name, upTool: t.Name, up: u, forward: true, maxBytes: defaultMaxOutput},
+			Declared: t,
 		})
 	}
 	return out
@@ -260,7 +263,7 @@ func (c *serverConfig) ContributedPrompts(b adapter.Backend) []adapter.Contribut
 		def := *p
 		def.Name = c.expose.prefix + p.Name
 		upName := p.Name
-		out = append(out, adapter.ContributedPrompt{Def: &def, Scopes: c.expose.scopes,
+		out = append(out, adapter.ContributedPrompt{Def: &def, Scopes: c.expose.scopes, Declared: p,
 			Get: func(ctx context.Context, req *adapter.PromptRequest) (*adapter.PromptOutput, error) {
 				return u.getPrompt(ctx, upName, req)
 			}})
@@ -271,10 +274,15 @@ func (c *serverConfig) ContributedPrompts(b adapter.Backend) []adapter.Contribut
 // readResource reads one resource of the upstream.
 func (u *upstream) readResource(ctx context.Context, uri string) (*mcp.ReadResourceResult, error) {
 	ctx = withHTTPAnswer(ctx) // for callError
-	cs, err := u.session(ctx)
+	ctx, tok, err := u.authorize(ctx)
 	if err != nil {
 		return nil, err
 	}
+	cs, release, err := u.sessionFor(ctx, tok)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	u.relay.sharedBy(ctx, cs)
 	res, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
 	if err != nil {
@@ -410,13 +418,13 @@ func (u *upstream) relistLoop() {
 
 // list lists the upstream's tools (resources, prompts: kinds) again, and
 // tells the watchers when a listing differs from the last one.
-func (u *upstream) list(kinds int) {
+func (u *upstream) list(kinds int) error {
 	e := u.cfg.expose
 	u.mu.Lock()
 	cs, l := u.cs, u.listing
 	u.mu.Unlock()
 	if cs == nil {
-		return
+		return errors.New("not connected")
 	}
 	ctx, cancel := context.WithTimeout(u.ctx, u.cfg.connectTimeout)
 	defer cancel()
@@ -451,7 +459,7 @@ func (u *upstream) list(kinds int) {
 	}
 	if err != nil {
 		u.log.Warn("listing the upstream failed; keeping the last listing", "err", u.redact(err.Error()))
-		return
+		return fmt.Errorf("listing upstream %s: %s", u.cfg.name, u.redact(err.Error()))
 	}
 	u.mu.Lock()
 	same := u.listed && reflect.DeepEqual(u.listing, next)
@@ -461,6 +469,7 @@ func (u *upstream) list(kinds int) {
 		u.log.Info("upstream listed", "tools", len(next.tools), "resources", len(next.resources), "templates", len(next.templates), "prompts", len(next.prompts))
 		u.notify()
 	}
+	return nil
 }
 
 func collect[T any](seq iter.Seq2[T, error]) ([]T, error) {

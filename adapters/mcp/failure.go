@@ -76,6 +76,26 @@ func recordHTTPAnswer(r *http.Request, res *http.Response) {
 	a.mu.Unlock()
 }
 
+// answerStatus is the status of the latest HTTP answer to the requests
+// made with ctx (withHTTPAnswer); 0: none.
+func answerStatus(ctx context.Context) int {
+	a, ok := ctx.Value(httpAnswerKey{}).(*httpAnswer)
+	if !ok {
+		return 0
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.status
+}
+
+// errUnauthorized is an upstream's 401 to the supervisor's handshake
+// (errors.Is of an unauthorizedError).
+var errUnauthorized = errors.New("the upstream requires authorization")
+
+type unauthorizedError struct{ error }
+
+func (unauthorizedError) Is(target error) bool { return target == errUnauthorized }
+
 // transportFailure says why a request to the upstream got no usable
 // answer: the status of an HTTP answer that was not a success, or what
 // became of the connection; err otherwise.

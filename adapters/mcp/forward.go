@@ -69,10 +69,15 @@ func (u *upstream) exposedPrompt(e *exposeConfig, name string) (string, bool) {
 // complete sends one completion/complete to the upstream.
 func (u *upstream) complete(ctx context.Context, params *mcp.CompleteParams) (*mcp.CompletionResultDetails, error) {
 	ctx = withHTTPAnswer(ctx) // for callError
-	cs, err := u.session(ctx)
+	ctx, tok, err := u.authorize(ctx)
 	if err != nil {
 		return nil, err
 	}
+	cs, release, err := u.sessionFor(ctx, tok)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	if caps := capabilities(cs); caps.Completions == nil {
 		return nil, nil
 	}

@@ -142,8 +142,12 @@ func (h *heldCall) ask(ctx context.Context, req mcp.InputRequest) (mcp.InputResp
 // (and so does not carry its caller, owner).
 // With a pooled session s, it runs on it (and gives it back); otherwise
 // on cs.
-func (u *upstream) startHeld(owner string, cs *mcp.ClientSession, s *pooledSession, x *exchange, params mcp.RequestParams) *heldCall {
+func (u *upstream) startHeld(owner string, cs *mcp.ClientSession, s *pooledSession, x *exchange, params mcp.RequestParams, tok *callToken) *heldCall {
 	ctx, cancel := context.WithCancel(withHTTPAnswer(u.ctx))
+	if tok != nil {
+		// The call's requests carry its token, as a call's not held does.
+		ctx = context.WithValue(ctx, callTokenKey{}, tok)
+	}
 	h := &heldCall{id: heldID(), kind: x.kind, name: x.name, ctx: ctx, cancel: cancel, done: make(chan struct{}), questions: make(chan *question)}
 	h.serving(x)
 	token, forgetProgress := u.relay.progressToken(h.progress)
@@ -165,6 +169,8 @@ func (u *upstream) startHeld(owner string, cs *mcp.ClientSession, s *pooledSessi
 		if err != nil {
 			u.failures.Add(1)
 			err = u.callError(ctx, cs, x.name, err)
+		} else {
+			redactResult(res, tok)
 		}
 		h.res, h.err = res, err
 		close(h.done)

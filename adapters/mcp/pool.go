@@ -131,14 +131,17 @@ func (p *sessionPool) take(ctx context.Context) (*pooledSession, error) {
 	return s, err
 }
 
-// ownerOf is the caller of a call under ctx, whose pooled sessions serve
-// no other caller: "" for one that is not authenticated.
+// ownerOf is the caller of a call under ctx, whose pooled sessions (and,
+// with a per-caller identity, sessions: identity.go) serve no other
+// caller: "" for one that is not authenticated. The issuer is part of it:
+// two authorization servers may name different people alike.
 func ownerOf(ctx context.Context) string {
 	p := principal.FromContext(ctx)
 	if p == nil {
 		return ""
 	}
-	return p.Method + ":" + p.Name
+	iss, _ := p.Claims["iss"].(string)
+	return p.Method + ":" + iss + "\x00" + p.Name
 }
 
 // connect connects a new session for the pool.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpd/mcpd/adapters/internal/identity"
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/buildinfo"
 	"github.com/mcpd/mcpd/engine/outbound"
@@ -53,6 +54,8 @@ type upstream struct {
 	restarts int                // connections lost and made again
 	state    string             // "idle", "connecting", "up", "down", "closed"
 	attempt  time.Time          // when the latest connection attempt began
+	// unauthorized: the latest connection was refused with HTTP 401.
+	unauthorized bool
 
 	// The latest listings (expose.go), and who to tell when they change.
 	listing  listing
@@ -65,14 +68,19 @@ type upstream struct {
 	relay *relays     // the calls in flight, and what the upstream sends that is theirs (relay.go)
 	holds holds       // calls held for their clients' answers (held.go)
 	pool  sessionPool // sessions of calls whose client can be asked (pool.go)
-	// poolHTTP carries the pool's sessions (dialPooled).
-	poolHTTPOnce sync.Once
-	poolHTTP     *http.Client
-	failures     atomic.Int64
-	output       *outputLog // its stderr and stray stdout lines, bounded (output.go)
+	// auth is the identity the requests carry (identity.go); nil: the
+	// block's headers only.
+	auth    upstreamAuth
+	callers callerSessions // each caller's session, for a per-caller identity (callers.go)
+	// sessionHTTP carries the pool's and the callers' sessions, each
+	// with a client of its own (dialSession).
+	sessionHTTPOnce sync.Once
+	sessionHTTP     http.RoundTripper
+	failures        atomic.Int64
+	output          *outputLog // its stderr and stray stdout lines, bounded (output.go)
 
 	subs subscriptions // resource subscriptions of mcpd's clients (forward.go)
-	user *userAuth     // per-user sessions and flow (userauth.go); nil without user_authorization
+	user *userAuth     // the per-user connect flow, also u.auth (userauth.go); nil without it
 	gate *admitter     // what it sends, checked; what is left out, counted (admit.go, drop.go)
 }
 
@@ -95,6 +103,16 @@ func (c *serverConfig) Open() (adapter.Backend, error) {
 	u.gate = &admitter{name: c.name, log: u.log}
 	u.relay = newRelays(c.name, u.log, u.redact, u.gate.checkForm)
 	u.pool = sessionPool{maxIdle: c.maxIdle, idleTimeout: c.idleTimeout, dial: u.dialPooled, log: u.log, redact: u.redact}
+	if c.identity != nil {
+		u.auth = identityAuth{identity.New(c.identity, c.tokens)}
+	}
+	if c.user != nil {
+		if err := u.openUserAuth(c.connect); err != nil { // userauth.go
+			cancel()
+			return nil, err
+		}
+	}
+	u.callers = callerSessions{dial: u.dialCaller, idleTimeout: c.idleTimeout, max: maxCallerSessions}
 	u.output = newOutputLog(u.log, u.redact)
 	u.client = mcp.NewClient(&mcp.Implementation{Name: "mcpd", Version: buildinfo.Read("", "").Version}, &mcp.ClientOptions{
 		ProgressNotificationHandler: u.relay.onProgress,
@@ -115,13 +133,6 @@ func (c *serverConfig) Open() (adapter.Backend, error) {
 		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
 	})
 	u.client.AddReceivingMiddleware(u.relay.relayRoots, u.relay.relayElicit)
-	if c.user != nil {
-		if err := u.openUserAuth(c.connect); err != nil {
-			cancel()
-			return nil, err
-		}
-		u.pool.dial = u.dialUserPooled
-	}
 	// start = "load" is honoured by Watch, not here: every build opens
 	// its backends, a check-only one too (validate, list, the editor's
 	// diagnostics), and only a served config is watched.
@@ -158,6 +169,9 @@ func (u *upstream) supervise() {
 		u.attempt = began
 		u.mu.Unlock()
 		cs, stop, err := u.connect()
+		u.mu.Lock()
+		u.unauthorized = errors.Is(err, errUnauthorized)
+		u.mu.Unlock()
 		if err == nil {
 			// The level first: a call that starts once the session is
 			// set may log at once, and the upstream drops records until
@@ -247,7 +261,7 @@ func (u *upstream) connect() (cs *mcp.ClientSession, stop func(), err error) {
 	var t mcp.Transport
 	stop = func() {}
 	if u.cfg.url != "" {
-		t = u.streamable(u.httpClient())
+		t = u.streamable(u.httpClient(u.newHeaderTransport(), u.supervisorAuth()))
 	} else {
 		p, err := startProcess(u.cfg, u.output.stderrWriter())
 		if err != nil {
@@ -268,18 +282,59 @@ func (u *upstream) connect() (cs *mcp.ClientSession, stop func(), err error) {
 		if ctx.Err() != nil && u.ctx.Err() == nil {
 			return nil, nil, fmt.Errorf("the handshake (%s) did not complete within connect_timeout %s", u.handshake(), u.cfg.connectTimeout)
 		}
-		return nil, nil, fmt.Errorf("the handshake (%s) failed: %s", u.handshake(), u.transportFailure(ctx, err))
+		failed := fmt.Errorf("the handshake (%s) failed: %s", u.handshake(), u.transportFailure(ctx, err))
+		if answerStatus(ctx) == http.StatusUnauthorized {
+			failed = unauthorizedError{failed}
+		}
+		return nil, nil, failed
 	}
 	stopProcess := stop
 	return cs, func() { _ = cs.Close(); stopProcess() }, nil
 }
 
-// dialPooled connects a session for the pool (pool.go), whose HTTP
-// connections its sessions share.
+// supervisorAuth is the identity of the supervisor's session: mcpd's own
+// (client_credentials), or none: with a per-caller identity, what mcpd
+// does on its own (listing, watching, subscriptions) carries no caller's
+// token.
+func (u *upstream) supervisorAuth() *sessionAuth {
+	switch {
+	case u.auth == nil:
+		return nil
+	case u.auth.perCaller():
+		return &sessionAuth{owner: supervisorSession}
+	}
+	return &sessionAuth{auth: u.auth}
+}
+
+// dialPooled connects a session for the pool (pool.go), bound to the
+// identity of the call under ctx.
 func (u *upstream) dialPooled(ctx context.Context) (*mcp.ClientSession, error) {
-	u.poolHTTPOnce.Do(func() {
-		u.poolHTTP = u.httpClient()
+	return u.dialSession(ctx, callTokenOf(ctx), "connecting a session for the call")
+}
+
+// dialCaller connects the session of tok's owner (callers.go).
+func (u *upstream) dialCaller(ctx context.Context, tok *callToken) (*mcp.ClientSession, error) {
+	return u.dialSession(ctx, tok, "connecting the caller's session")
+}
+
+// dialSession connects a session bound to tok's identity (nil: the
+// upstream has none), whose HTTP connections the pool's and the callers'
+// sessions share.
+func (u *upstream) dialSession(ctx context.Context, tok *callToken, what string) (*mcp.ClientSession, error) {
+	u.sessionHTTPOnce.Do(func() {
+		u.sessionHTTP = u.newHeaderTransport()
 	})
+	var sa *sessionAuth
+	if u.auth != nil {
+		sa = &sessionAuth{auth: u.auth}
+		if u.auth.perCaller() {
+			if tok == nil {
+				return nil, fmt.Errorf("upstream %s: %s: %w", u.cfg.name, what, errNoCallToken)
+			}
+			sa.owner = tok.owner
+			sa.latest.Store(tok)
+		}
+	}
 	// The session outlives the request, and must not inherit what the
 	// SDK's server put in the request's context (its protocol version
 	// would go to the upstream): it is made under the upstream's context,
@@ -288,7 +343,7 @@ func (u *upstream) dialPooled(ctx context.Context) (*mcp.ClientSession, error) {
 	cctx, cancel := context.WithTimeout(withHTTPAnswer(u.ctx), u.cfg.connectTimeout)
 	defer cancel()
 	defer context.AfterFunc(ctx, cancel)()
-	cs, err := u.client.Connect(cctx, u.streamable(u.poolHTTP), u.sessionOptions())
+	cs, err := u.client.Connect(cctx, u.streamable(u.httpClient(u.sessionHTTP, sa)), u.sessionOptions())
 	if err != nil {
 		u.failures.Add(1)
 		why := "the handshake (" + u.handshake() + ") failed: " + u.transportFailure(cctx, err)
@@ -298,7 +353,7 @@ func (u *upstream) dialPooled(ctx context.Context) (*mcp.ClientSession, error) {
 		}
 		// Reported as it is, even when the call's timeout ended the wait
 		// (adapter.UnavailableError).
-		return nil, &adapter.UnavailableError{Err: fmt.Errorf("upstream %s: connecting a session for the call: %s", u.cfg.name, why)}
+		return nil, &adapter.UnavailableError{Err: fmt.Errorf("upstream %s: %s: %s", u.cfg.name, what, why)}
 	}
 	u.setUpstreamLogLevel(cctx, cs)
 	return cs, nil
@@ -324,9 +379,6 @@ func (u *upstream) sessionOptions() *mcp.ClientSessionOptions {
 // session returns the connected session, starting the upstream if it was
 // not and waiting for a connection up to connect_timeout (or ctx).
 func (u *upstream) session(ctx context.Context) (*mcp.ClientSession, error) {
-	if u.user != nil {
-		return u.userSession(ctx) // each user's own (userauth.go)
-	}
 	u.ensureStarted()
 	u.mu.Lock()
 	cs := u.cs
@@ -378,8 +430,7 @@ func (u *upstream) handshake() string {
 // broken closes a session whose transport failed, so that the supervisor
 // connects again (an HTTP server restarted and forgot the session).
 func (u *upstream) broken(cs *mcp.ClientSession) {
-	if u.user != nil {
-		u.dropUserSession(cs) // userauth.go
+	if u.callers.broken(cs) {
 		return
 	}
 	u.mu.Lock()
@@ -400,6 +451,7 @@ func (u *upstream) Close() error {
 	u.cancel()
 	u.holds.close()
 	u.pool.close()
+	u.callers.close()
 	u.closeUserAuth()
 	u.ensureStarted() // never started: done is closed by it
 	if cs != nil {
@@ -418,9 +470,18 @@ func (u *upstream) Close() error {
 }
 
 // Ping checks that the upstream answers (adapter.Pinger, for /readyz).
+// With a per-caller identity, mcpd has no identity of its own to ask
+// with: the supervisor's session is pinged only when it was started (by
+// expose, start = "load" or a subscription), and an upstream that refuses
+// it for want of a caller's token (HTTP 401) has answered.
 func (u *upstream) Ping(ctx context.Context) error {
-	if u.user != nil {
-		return nil // nothing to ask without a user's authorization
+	if u.perCaller() {
+		u.mu.Lock()
+		idle, unauthorized := u.state == "idle", u.unauthorized
+		u.mu.Unlock()
+		if idle || unauthorized {
+			return nil
+		}
 	}
 	cs, err := u.session(ctx)
 	if err != nil {
@@ -453,14 +514,16 @@ func (u *upstream) ServiceStatus() adapter.ServiceStatus {
 	if u.output != nil {
 		st.StderrDropped, st.StrayLines = u.output.stderrDropped.Load(), u.output.strayLines.Load()
 	}
+	if st.State == "idle" && u.perCaller() && u.callers.count() > 0 {
+		// With a per-caller identity mcpd's own session may never start:
+		// the callers' sessions say the upstream is up.
+		st.State = "up"
+	}
 	return st
 }
 
 // redact replaces the block's secrets (header values, env values) in s.
 func (u *upstream) redact(s string) string {
-	if u.user != nil {
-		s = u.user.redact(s) // users' tokens (userauth.go)
-	}
 	for _, sec := range u.cfg.secrets {
 		if len(sec) >= 4 {
 			s = strings.ReplaceAll(s, sec, "[redacted]")
@@ -480,15 +543,25 @@ func (u *upstream) httpTransport() http.RoundTripper {
 	return t
 }
 
-// httpClient is a client of the HTTP upstream: the block's headers go
-// with its requests, and a redirect is refused, not followed (the
-// headers are the upstream's secrets, and what another address answers
-// must not be served as the upstream's tools). The error names the
-// upstream and the Location, so that the operator can set url to it.
-func (u *upstream) httpClient() *http.Client {
+// httpClient is a client of the HTTP upstream through rt, for one
+// session whose requests carry sa's identity (nil: none; identity.go). A
+// redirect is refused, not followed (the headers and the token are the
+// upstream's secrets, and what another address answers must not be
+// served as the upstream's tools). The error names the upstream and the
+// Location, so that the operator can set url to it.
+func (u *upstream) httpClient(rt http.RoundTripper, sa *sessionAuth) *http.Client {
 	origin, _ := url.Parse(u.cfg.url) // checked at load
-	return outbound.Client(fmt.Sprintf("upstream %q", u.cfg.name),
-		&headerTransport{headers: u.cfg.headers, origin: origin, base: u.httpTransport(), max: maxUpstreamMessage, pending: &u.relay.pending, deep: u.gate.droppedDeep})
+	if sa != nil {
+		rt = &authTransport{session: sa, origin: origin, next: rt}
+	}
+	return outbound.Client(fmt.Sprintf("upstream %q", u.cfg.name), rt)
+}
+
+// newHeaderTransport is a connection pool to the HTTP upstream whose
+// requests carry the block's headers.
+func (u *upstream) newHeaderTransport() http.RoundTripper {
+	origin, _ := url.Parse(u.cfg.url) // checked at load
+	return &headerTransport{headers: u.cfg.headers, origin: origin, base: u.httpTransport(), max: maxUpstreamMessage, pending: &u.relay.pending, deep: u.gate.droppedDeep}
 }
 
 // headerTransport adds the block's headers to every request to the

@@ -1,17 +1,13 @@
 package mcpadapter
 
 import (
-	"container/list"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
@@ -21,7 +17,7 @@ import (
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/connect"
 	"github.com/mcpd/mcpd/engine/grants"
-	"github.com/mcpd/mcpd/engine/outbound"
+	"github.com/mcpd/mcpd/engine/redact"
 )
 
 // An upstream whose identity block says mode = "user_authorization"
@@ -37,13 +33,12 @@ import (
 //	  }
 //	}
 //
-// Every session to such an upstream is made for one principal and carries
-// only that principal's token (refreshed under it as it nears expiry): a
-// session per user, made on the user's first call, at most maxUserSessions
-// per upstream (the least recently used is closed to make room), ended
-// when the user's grant is revoked. There is no session of the upstream's
-// own, so nothing is listed or connected without a user: the block
-// declares its tools one by one (no expose, no start = "load").
+// It is the upstream's identity hook (upstreamAuth, identity.go) as a
+// per-caller mode: every session to the upstream is made for one caller
+// and carries only that caller's token (callers.go, pool.go), and a token
+// the upstream refuses is refreshed once within the call. mcpd's own
+// session carries no token, so nothing is listed without a user: the
+// block declares its tools one by one (no expose, no start = "load").
 //
 // A call by a user without a grant asks the user to authorize: by a
 // URL-mode elicitation when the client declared it can show one (the call
@@ -57,9 +52,6 @@ import (
 // passthrough) are a service's or the caller's own token, not the user's
 // authorization at the upstream.
 const userModeName = "user_authorization"
-
-// maxUserSessions bounds an upstream's per-user sessions.
-const maxUserSessions = 256
 
 var identitySchema = &adapter.Schema{
 	Attributes: []hcl.AttributeSchema{
@@ -82,17 +74,26 @@ type userAuthConfig struct {
 	disconnectTool string
 }
 
-// decodeIdentity decodes the identity block of an mcp_server.
-func decodeIdentity(d *adapter.Decoder, b *hcl.Block, c *serverConfig, scope *adapter.Scope) *userAuthConfig {
+// isUserMode reports whether an identity block says mode =
+// "user_authorization" (decodeUserIdentity); the other modes are the
+// identity package's.
+func isUserMode(b *hcl.Block) bool {
+	attrs, _ := b.Body.JustAttributes()
+	a := attrs["mode"]
+	if a == nil {
+		return false
+	}
+	v, diags := a.Expr.Value(nil)
+	return !diags.HasErrors() && v.Type() == cty.String && v.IsKnown() && !v.IsNull() && v.AsString() == userModeName
+}
+
+// decodeUserIdentity decodes an identity block in user_authorization mode.
+func decodeUserIdentity(d *adapter.Decoder, b *hcl.Block, c *serverConfig, scope *adapter.Scope) *userAuthConfig {
 	content, ok := d.Content(b.Body, identitySchema)
 	if !ok {
 		return nil
 	}
 	attrs := content.Attributes
-	if mode, ok := d.String(attrs["mode"], "mode"); ok && mode != userModeName {
-		d.Errorf(attrs["mode"].Expr.Range(), "Unsupported identity mode", "mode %q is not supported on mcp_server in this build; %q calls the upstream with each user's own authorization (docs/gateway.md, \"Per-user authorization\").", mode, userModeName)
-		return nil
-	}
 	ua := &userAuthConfig{flow: connect.Config{Upstream: c.name}, disconnectTool: "disconnect_" + c.name}
 	for _, name := range []string{"client_secret", "grant_key"} {
 		if attr := attrs[name]; attr != nil && unknownAtLoad(attr, scope) {
@@ -222,34 +223,23 @@ func (ua *userAuthConfig) fingerprint() string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// userAuth is an open upstream's per-user side: its flow and the
-// sessions made for each principal.
+// userAuth is an open upstream's per-user side: its flow, as the
+// upstream's identity hook (upstreamAuth, identity.go). The sessions are
+// the identity's: each caller's own, made with and carrying only that
+// caller's token (callers.go, pool.go).
 type userAuth struct {
-	flow *connect.Flow // nil: this build has no connect service (validate, lint)
-
-	baseOnce sync.Once
-	base     http.RoundTripper // shared by every user's sessions
-
-	// sent are the tokens sent lately, newest last, that u.redact takes
-	// out of what the upstream answers (an error that echoes a request).
-	sentMu sync.Mutex
-	sent   []string
-
-	mu       sync.Mutex
-	sessions map[string]*list.Element // principal -> its session, in lru
-	lru      list.List                // of *userSession, most recent first
-	dialing  map[string]chan struct{} // principal -> closed when its connect ends
+	upstream string
+	flow     *connect.Flow // nil: this build has no connect service (validate, lint)
 }
 
-type userSession struct {
-	principal string
-	cs        *mcp.ClientSession
-}
+var _ upstreamAuth = (*userAuth)(nil)
 
-// openUserAuth registers the upstream's flow with the service.
+// openUserAuth registers the upstream's flow with the service and makes
+// it the upstream's identity.
 func (u *upstream) openUserAuth(svc *connect.Service) error {
-	ua := &userAuth{sessions: map[string]*list.Element{}, dialing: map[string]chan struct{}{}}
+	ua := &userAuth{upstream: u.cfg.name}
 	u.user = ua
+	u.auth = ua
 	if svc == nil {
 		return nil
 	}
@@ -263,56 +253,85 @@ func (u *upstream) openUserAuth(svc *connect.Service) error {
 	return nil
 }
 
-// closeUserAuth ends every user's session and unregisters the flow.
+// closeUserAuth unregisters the flow; grants stay.
 func (u *upstream) closeUserAuth() {
-	ua := u.user
-	if ua == nil {
-		return
-	}
-	ua.mu.Lock()
-	var all []*mcp.ClientSession
-	for e := ua.lru.Front(); e != nil; e = e.Next() {
-		all = append(all, e.Value.(*userSession).cs)
-	}
-	ua.sessions = map[string]*list.Element{}
-	ua.lru.Init()
-	ua.mu.Unlock()
-	for _, cs := range all {
-		_ = cs.Close()
-	}
-	if ua.flow != nil {
-		ua.flow.Close()
+	if u.user != nil && u.user.flow != nil {
+		u.user.flow.Close()
 	}
 }
 
-func (u *upstream) userFlow() (*connect.Flow, error) {
-	if u.user.flow == nil {
-		return nil, &adapter.UnavailableError{Err: fmt.Errorf("upstream %s authorizes each user, which needs `mcpd serve` (this command cannot receive the authorization)", u.cfg.name)}
+func (ua *userAuth) perCaller() bool { return true }
+
+func (ua *userAuth) flowOrErr() (*connect.Flow, error) {
+	if ua.flow == nil {
+		return nil, &adapter.UnavailableError{Err: fmt.Errorf("upstream %s authorizes each user, which needs `mcpd serve` (this command cannot receive the authorization)", ua.upstream)}
 	}
-	return u.user.flow, nil
+	return ua.flow, nil
 }
 
-// authorizeCaller makes sure the caller of x has a grant: when it has
-// none, it asks the client to have the user authorize (URL-mode
-// elicitation) and waits for the callback, or fails the call with the
-// link.
+// tokenForCall is the caller's own access token at the upstream; without
+// a grant, an error that holds the link to authorize.
+func (ua *userAuth) tokenForCall(ctx context.Context) (*callToken, error) {
+	f, err := ua.flowOrErr()
+	if err != nil {
+		return nil, err
+	}
+	pk := connect.PrincipalKeyOf(ctx)
+	tok, err := f.Token(ctx, pk)
+	if err != nil {
+		if connect.IsNeedAuthorization(err) {
+			if link, aerr := f.Authorize(ctx, pk); aerr == nil {
+				return nil, needAuthorization(err, link)
+			}
+		}
+		return nil, err
+	}
+	return ua.callToken(ctx, f, pk, tok), nil
+}
+
+func (ua *userAuth) callToken(ctx context.Context, f *connect.Flow, pk, tok string) *callToken {
+	t := &callToken{bearer: tok, owner: ownerOf(ctx), redactor: redact.New([]string{tok}),
+		delegation: adapter.Delegation{Mode: userModeName, Subject: pk}}
+	owner := t.owner
+	t.renew = func(rctx context.Context) (*callToken, error) {
+		// Refused (401): the token expired on the way, or was revoked.
+		// The grant is marked expired; a refresh gives the next one.
+		f.Refused(context.WithoutCancel(rctx), pk, tok)
+		fresh, err := f.Token(rctx, pk)
+		if err != nil {
+			return nil, err
+		}
+		if fresh == tok {
+			return nil, fmt.Errorf("upstream %s refused your authorization", ua.upstream)
+		}
+		n := ua.callToken(rctx, f, pk, fresh)
+		n.owner = owner
+		return n, nil
+	}
+	return t
+}
+
+// authorizeCaller makes sure the caller of x has a grant before the call
+// is made: a client that can show a URL (URL-mode elicitation) is asked
+// to have the user authorize, and the call waits for the callback; any
+// other gets the tool error with the link (tokenForCall).
 func (u *upstream) authorizeCaller(ctx context.Context, x *exchange) error {
-	f, err := u.userFlow()
+	f, err := u.user.flowOrErr()
 	if err != nil {
 		return err
+	}
+	caps := capabilitiesOf(x.client)
+	if caps == nil || caps.Elicitation == nil || caps.Elicitation.URL == nil {
+		return nil // tokenForCall answers with the link
 	}
 	pk := connect.PrincipalKeyOf(ctx)
 	_, err = f.Token(ctx, pk)
 	if err == nil || !connect.IsNeedAuthorization(err) {
-		return err
+		return nil // tokenForCall says what failed
 	}
 	link, aerr := f.Authorize(ctx, pk)
 	if aerr != nil {
 		return fmt.Errorf("%s; starting the authorization failed: %s", err.Error(), u.redact(aerr.Error()))
-	}
-	caps := capabilitiesOf(x.client)
-	if caps == nil || caps.Elicitation == nil || caps.Elicitation.URL == nil {
-		return needAuthorization(err, link)
 	}
 	res, aerr := x.client.Ask(ctx, &mcp.ElicitParams{
 		Mode: "url", URL: link, ElicitationID: fmt.Sprintf("mcpd-connect-%s-%d", u.cfg.name, time.Now().UnixNano()),
@@ -333,247 +352,6 @@ func (u *upstream) authorizeCaller(ctx context.Context, x *exchange) error {
 // needAuthorization is the tool error that gives the user the link.
 func needAuthorization(err error, link string) error {
 	return fmt.Errorf("%s: open %s in a browser, sign in and allow access, then call the tool again (the link works once, for 10 minutes)", err.Error(), link)
-}
-
-// userSession returns the calling principal's session, connecting it on
-// first use.
-func (u *upstream) userSession(ctx context.Context) (*mcp.ClientSession, error) {
-	f, err := u.userFlow()
-	if err != nil {
-		return nil, err
-	}
-	pk := connect.PrincipalKeyOf(ctx)
-	if _, err := f.Token(ctx, pk); err != nil {
-		if connect.IsNeedAuthorization(err) {
-			if link, aerr := f.Authorize(ctx, pk); aerr == nil {
-				return nil, needAuthorization(err, link)
-			}
-		}
-		return nil, err
-	}
-	ua := u.user
-	for {
-		ua.mu.Lock()
-		if e := ua.sessions[pk]; e != nil {
-			ua.lru.MoveToFront(e)
-			cs := e.Value.(*userSession).cs
-			ua.mu.Unlock()
-			return cs, nil
-		}
-		if ch := ua.dialing[pk]; ch != nil {
-			ua.mu.Unlock()
-			select {
-			case <-ch:
-				continue
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
-		}
-		ch := make(chan struct{})
-		ua.dialing[pk] = ch
-		ua.mu.Unlock()
-		cs, err := u.dialUser(ctx, f, pk)
-		ua.mu.Lock()
-		delete(ua.dialing, pk)
-		close(ch)
-		if err != nil {
-			ua.mu.Unlock()
-			return nil, err
-		}
-		var evicted *mcp.ClientSession
-		if ua.lru.Len() >= maxUserSessions {
-			last := ua.lru.Back()
-			s := last.Value.(*userSession)
-			ua.lru.Remove(last)
-			delete(ua.sessions, s.principal)
-			evicted = s.cs
-		}
-		s := &userSession{principal: pk, cs: cs}
-		ua.sessions[pk] = ua.lru.PushFront(s)
-		ua.mu.Unlock()
-		if evicted != nil {
-			_ = evicted.Close()
-		}
-		go func() {
-			_ = cs.Wait()
-			u.forgetUserSession(pk, cs)
-			_ = cs.Close() // what the session still holds (a listen stream)
-		}()
-		return cs, nil
-	}
-}
-
-// forgetUserSession drops pk's session if it is still cs.
-func (u *upstream) forgetUserSession(pk string, cs *mcp.ClientSession) {
-	ua := u.user
-	ua.mu.Lock()
-	defer ua.mu.Unlock()
-	if e := ua.sessions[pk]; e != nil && e.Value.(*userSession).cs == cs {
-		ua.lru.Remove(e)
-		delete(ua.sessions, pk)
-	}
-}
-
-// dropUserSession closes cs, a user's session whose transport failed, so
-// that the user's next call connects a new one.
-func (u *upstream) dropUserSession(cs *mcp.ClientSession) {
-	ua := u.user
-	ua.mu.Lock()
-	found := false
-	for e := ua.lru.Front(); e != nil; e = e.Next() {
-		if s := e.Value.(*userSession); s.cs == cs {
-			ua.lru.Remove(e)
-			delete(ua.sessions, s.principal)
-			found = true
-			break
-		}
-	}
-	ua.mu.Unlock()
-	if found {
-		_ = cs.Close()
-	}
-}
-
-// dialUser connects a session for principal pk: every request on it
-// carries pk's current token, and no other.
-func (u *upstream) dialUser(ctx context.Context, f *connect.Flow, pk string) (*mcp.ClientSession, error) {
-	began := time.Now()
-	cctx, cancel := context.WithTimeout(withHTTPAnswer(u.ctx), u.cfg.connectTimeout)
-	defer cancel()
-	defer context.AfterFunc(ctx, cancel)()
-	cs, err := u.client.Connect(cctx, u.streamable(u.userHTTPClient(f, pk)), u.sessionOptions())
-	if err != nil {
-		u.failures.Add(1)
-		why := "the handshake (" + u.handshake() + ") failed: " + u.transportFailure(cctx, err)
-		if cctx.Err() != nil {
-			why = fmt.Sprintf("the handshake (%s) did not complete within %s (connect_timeout %s)", u.handshake(), time.Since(began).Round(time.Millisecond), u.cfg.connectTimeout)
-		}
-		var na *connect.NeedAuthorization
-		if errors.As(err, &na) {
-			return nil, err
-		}
-		return nil, &adapter.UnavailableError{Err: fmt.Errorf("upstream %s: connecting a session for the call: %s", u.cfg.name, why)}
-	}
-	u.setUpstreamLogLevel(cctx, cs)
-	return cs, nil
-}
-
-// dialUserPooled is dialPooled for an upstream that authorizes per user:
-// the pool's session of a call is its caller's (the pool binds a session
-// to the principal it was made for).
-func (u *upstream) dialUserPooled(ctx context.Context) (*mcp.ClientSession, error) {
-	f, err := u.userFlow()
-	if err != nil {
-		return nil, err
-	}
-	return u.dialUser(ctx, f, connect.PrincipalKeyOf(ctx))
-}
-
-// userHTTPClient is a client of the upstream for pk's sessions: the
-// block's headers, then pk's token.
-func (u *upstream) userHTTPClient(f *connect.Flow, pk string) *http.Client {
-	u.user.baseOnce.Do(func() { u.user.base = u.httpTransport() })
-	origin, _ := url.Parse(u.cfg.url)
-	tok := &userTokenTransport{ua: u.user, flow: f, principal: pk, origin: origin, base: u.user.base}
-	return outbound.Client(fmt.Sprintf("upstream %q", u.cfg.name),
-		&headerTransport{headers: u.cfg.headers, origin: origin, base: tok, max: maxUpstreamMessage, pending: &u.relay.pending, deep: u.gate.droppedDeep})
-}
-
-// userTokenTransport sets the principal's bearer token on each request to
-// the upstream's origin; a 401 tells the flow the token was refused.
-type userTokenTransport struct {
-	ua        *userAuth
-	flow      *connect.Flow
-	principal string
-	origin    *url.URL
-	base      http.RoundTripper
-}
-
-func (t *userTokenTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	if !outbound.SameOrigin(r.URL, t.origin) {
-		return t.base.RoundTrip(r)
-	}
-	tok, err := t.flow.Token(r.Context(), t.principal)
-	if err != nil {
-		if r.Body != nil {
-			r.Body.Close()
-		}
-		return nil, err
-	}
-	res, err := t.send(r, tok)
-	if err != nil || res.StatusCode != http.StatusUnauthorized {
-		return res, err
-	}
-	// Refused: the token expired on the way (a short-lived one), or was
-	// revoked. The grant is marked expired, and the request is sent once
-	// more with the token a refresh gives, when there is one and the body
-	// can be sent again.
-	t.flow.Refused(context.WithoutCancel(r.Context()), t.principal, tok)
-	if r.Body != nil && r.GetBody == nil {
-		return res, nil
-	}
-	fresh, ferr := t.flow.Token(r.Context(), t.principal)
-	if ferr != nil || fresh == tok {
-		return res, nil
-	}
-	if r.GetBody != nil {
-		body, berr := r.GetBody()
-		if berr != nil {
-			return res, nil
-		}
-		r = r.Clone(r.Context())
-		r.Body = body
-	}
-	res.Body.Close()
-	return t.send(r, fresh)
-}
-
-func (t *userTokenTransport) send(r *http.Request, tok string) (*http.Response, error) {
-	t.ua.remember(tok)
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+tok)
-	return t.base.RoundTrip(r)
-}
-
-// maxRemembered bounds the tokens redacted from an upstream's answers.
-const maxRemembered = 64
-
-// remember adds tok to the tokens redacted.
-func (ua *userAuth) remember(tok string) {
-	ua.sentMu.Lock()
-	defer ua.sentMu.Unlock()
-	for i := len(ua.sent) - 1; i >= 0; i-- {
-		if ua.sent[i] == tok {
-			return
-		}
-	}
-	if len(ua.sent) >= maxRemembered {
-		ua.sent = append(ua.sent[:0], ua.sent[1:]...)
-	}
-	ua.sent = append(ua.sent, tok)
-}
-
-// redact takes the tokens sent lately out of s.
-func (ua *userAuth) redact(s string) string {
-	ua.sentMu.Lock()
-	defer ua.sentMu.Unlock()
-	for _, tok := range ua.sent {
-		if strings.Contains(s, tok) {
-			s = strings.ReplaceAll(s, tok, "[redacted]")
-		}
-	}
-	return s
-}
-
-// redactResult takes the tokens sent lately out of a result's texts: an
-// upstream that echoes its request must not hand a user's token to the
-// model.
-func (ua *userAuth) redactResult(res *mcp.CallToolResult) {
-	for _, c := range res.Content {
-		if t, ok := c.(*mcp.TextContent); ok {
-			t.Text = ua.redact(t.Text)
-		}
-	}
 }
 
 // disconnectTool is the tool a user revokes their own grant with.
@@ -601,7 +379,7 @@ func (h *disconnectHandler) Vars() []string { return nil }
 
 func (h *disconnectHandler) Call(ctx context.Context, _ *adapter.Request) (*adapter.Output, error) {
 	u := h.up
-	f, err := u.userFlow()
+	f, err := u.user.flowOrErr()
 	if err != nil {
 		return nil, err
 	}
@@ -609,17 +387,6 @@ func (h *disconnectHandler) Call(ctx context.Context, _ *adapter.Request) (*adap
 	had, err := f.Revoke(ctx, pk)
 	if err != nil {
 		return nil, fmt.Errorf("revoking your authorization of %s: %s", u.cfg.name, u.redact(err.Error()))
-	}
-	u.user.mu.Lock()
-	var cs *mcp.ClientSession
-	if e := u.user.sessions[pk]; e != nil {
-		cs = e.Value.(*userSession).cs
-		u.user.lru.Remove(e)
-		delete(u.user.sessions, pk)
-	}
-	u.user.mu.Unlock()
-	if cs != nil {
-		_ = cs.Close()
 	}
 	if !had {
 		return &adapter.Output{Text: fmt.Sprintf("mcpd held no authorization of yours for %s.", u.cfg.name)}, nil

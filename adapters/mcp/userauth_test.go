@@ -422,10 +422,11 @@ func TestUserAuthorizationConfigErrors(t *testing.T) {
     mode = "user_authorization"
   }
   expose {}`, "identity with expose"},
-		{"mode", `url = "http://127.0.0.1:1/mcp"
+		{"secret", `url = "http://127.0.0.1:1/mcp"
   identity {
-    mode = "client_credentials"
-  }`, "Unsupported identity mode"},
+    mode = "user_authorization"
+    client_secret = "s3cret-value"
+  }`, "client_secret without client_id"},
 		{"key", `url = "http://127.0.0.1:1/mcp"
   identity {
     mode = "user_authorization"

@@ -28,6 +28,7 @@ import (
 	"github.com/mcpd/mcpd/engine/event"
 	"github.com/mcpd/mcpd/engine/principal"
 	"github.com/mcpd/mcpd/engine/reload"
+	"github.com/mcpd/mcpd/engine/snapshot"
 )
 
 //go:embed assets
@@ -60,6 +61,11 @@ type Options struct {
 	// served, for the status the page is sent (see Status.Toolsets). It is
 	// called with the status, so it must return at once.
 	Toolsets func() []string
+	// Current, when not nil, is the snapshot being served: its drifts from
+	// the lock file are shown to admins, who may approve them (drift.go);
+	// Reload then makes the server read the lock file again.
+	Current func() *snapshot.Snapshot
+	Reload  func()
 }
 
 // Console is the state behind the page: the latest config status, the
@@ -69,6 +75,7 @@ type Console struct {
 
 	mu     sync.Mutex
 	status []byte // the latest Status, encoded; nil before the first
+	drifts []byte // the latest Drifts, encoded; nil before the first
 	calls  ring[*record]
 	subs   map[*subscriber]struct{}
 	closed bool
@@ -146,6 +153,11 @@ func (c *Console) SetReloadStatus(st reload.Status) {
 		s.Toolsets = []string{}
 	}
 	c.SetStatus(s)
+	if c.opts.Current != nil {
+		if snap := c.opts.Current(); snap != nil {
+			c.SetDrifts(DriftsOf(snap))
+		}
+	}
 }
 
 // SetStatus records the config status and sends it to every page open.
@@ -288,6 +300,7 @@ func (c *Console) Handler(prefix string) http.Handler {
 	files := http.StripPrefix(prefix, http.FileServerFS(sub))
 	mux := http.NewServeMux()
 	mux.Handle("GET "+prefix+"events", http.HandlerFunc(c.serveEvents))
+	mux.Handle("POST "+prefix+"lock/approve", http.HandlerFunc(c.serveApprove))
 	mux.Handle("GET "+prefix, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// The page is small and changes with the binary: no caching
 		// surprises after an upgrade, and no framing by other sites.

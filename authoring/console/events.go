@@ -70,6 +70,9 @@ func (c *Console) subscribeAs(who *principal.Principal) (*subscriber, []message,
 	if c.status != nil {
 		start = append(start, message{name: "status", data: c.status})
 	}
+	if c.drifts != nil && isAdmin(who) {
+		start = append(start, message{name: "drift", data: c.drifts})
+	}
 	c.calls.each(func(r *record) {
 		if data := r.data(who); data != nil {
 			start = append(start, message{name: "call", data: data})

@@ -103,6 +103,9 @@ var reference = []struct{ key, text string }{
 	{"http_backend.identity.audience", "The backend's identifier: asked for at the token endpoint, and for passthrough the value the caller's token's aud must contain."},
 	{"http_backend.identity.client_secret", "mcpd's client secret at the authorization server; read it with env() or file()."},
 	{"http.identity", "Replaces the backend's identity block for this tool (same attributes)."},
+	{"mcp_server.identity", "HTTP upstreams only: the OAuth token every request to the upstream carries, with an http_backend identity's attributes and modes. With \"token_exchange\" or \"passthrough\" each caller's calls go on sessions made with that caller's token, and mcpd's own requests (listing, expose) carry none. docs/gateway.md, \"Identity to the upstream\"."},
+	{"mcp_server.identity.mode", "\"client_credentials\" (mcpd's own token), \"token_exchange\" or \"passthrough\" (the caller's; they need an auth block with oauth)."},
+	{"mcp_server.identity.audience", "The upstream's identifier: asked for at the token endpoint, and for passthrough the value the caller's token's aud must contain."},
 }
 
 // doc returns the reference text of key, or "".

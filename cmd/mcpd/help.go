@@ -62,6 +62,7 @@ prompts that interpolate an optional argument without coalesce(), inline
 secrets, shell tools that inherit the whole environment. Exits 1 on config
 errors, and on warnings only with --strict.
 `,
+	"lock": lockUsage,
 	"fmt":  fmtUsage,
 	"lsp":  lspUsage,
 	"init": initUsage,
@@ -135,5 +136,5 @@ func helpCmd(args []string, stdout, stderr io.Writer) int {
 }
 
 func commandNames() []string {
-	return []string{"serve", "validate", "lint", "fmt", "lsp", "list", "call", "read", "prompt", "init", "import", "client-config", "grants", "version"}
+	return []string{"serve", "validate", "lint", "lock", "fmt", "lsp", "list", "call", "read", "prompt", "init", "import", "client-config", "grants", "version"}
 }

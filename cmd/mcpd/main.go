@@ -47,6 +47,7 @@ Usage:
   mcpd prompt   [-c PATH]... NAME [k=v ...] [--json]   render a prompt in-process
   mcpd test     [-c PATH]... [--run REGEX] [--json] [-v]  run the config's test blocks
   mcpd lint     [-c PATH]... [--format text|json]      a reviewer's warnings about a config
+  mcpd lock     [-c PATH]... [--check | --approve NAME]  pin what is served (mcpd.lock); --check for CI
   mcpd fmt      [--check] [PATH... | -]                rewrite config files in canonical form
   mcpd lsp                                             a language server on stdio, for editors
   mcpd init     [DIR]                                  scaffold a new project
@@ -95,6 +96,8 @@ func runIO(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = promptCmd(rest, stdout, stderr)
 	case "lint":
 		err = lintCmd(rest, stdout, stderr)
+	case "lock":
+		err = lockCmd(rest, stdout, stderr)
 	case "fmt":
 		err = fmtCmd(rest, stdin, stdout, stderr)
 	case "lsp":

@@ -74,12 +74,13 @@ func serveCmd(args []string, stderr io.Writer) error {
 	}
 	logger := c.logger(stderr)
 	var current snapshot.Current
+	var reloader *reload.Reloader // set below, before any request is served
 	con := newConsole(consoleOn(*ui, uiSet, *stdio, *addr), logger, func() []string {
 		if s := current.Load(); s != nil {
 			return s.ToolsetNames()
 		}
 		return nil
-	})
+	}, current.Load, func() { reloader.Trigger() })
 	// Every program mcpd started (shell tools, stdio upstreams) dies with
 	// it, with whatever it started, whichever way mcpd exits (see
 	// engine/proc): on return here, which every shutdown and the end of
@@ -108,7 +109,6 @@ func serveCmd(args []string, stderr io.Writer) error {
 		return err
 	}
 	defer closeAudit(auditLog, logger)
-	var reloader *reload.Reloader // set below, before any request is served
 	srv := serve.New(&current, serve.Options{ListTTL: *listTTL, Logger: logger, MaxInflight: limits.maxInflight, OutputBudget: int64(limits.maxOutputBudget), Streams: limits.streams(),
 		Metrics: metrics, Tracer: tracer, ShutdownDelay: ops.shutdownDelay, ShutdownGrace: ops.shutdownGrace, AnswerWait: answerWait,
 		Audit: auditLog, Generation: func() int { return reloader.Status().Generation() }, OnCall: onCall(con)})
@@ -132,6 +132,7 @@ func serveCmd(args []string, stderr io.Writer) error {
 	}
 	reloader.Init(l)
 	watchState(metrics, reloader, srv, &current)
+	watchDrift(&current, auditLog, metrics, func() int { return reloader.Status().Generation() })
 	admin := opsMux(health(ops, reloader, srv, &current), metrics)
 	if ops.adminAddr != "" {
 		stop, err := startAdmin(ops.adminAddr, admin, logger)

@@ -22,11 +22,13 @@ const uiPrefix = "/ui/"
 //
 // toolsets names the toolsets of the config being served, for the page's
 // toolset picker.
-func newConsole(on bool, logger *slog.Logger, toolsets func() []string) *console.Console {
+// current and reload let the console show the drifts from the lock file
+// and approve them (see console.Options).
+func newConsole(on bool, logger *slog.Logger, toolsets func() []string, current func() *snapshot.Snapshot, reload func()) *console.Console {
 	if !on {
 		return nil
 	}
-	return console.New(console.Options{Logger: logger, Toolsets: toolsets})
+	return console.New(console.Options{Logger: logger, Toolsets: toolsets, Current: current, Reload: reload})
 }
 
 // onCall is serve.Options.OnCall for con: nil without a console, so that
@@ -48,6 +50,7 @@ func mountConsole(mux *http.ServeMux, con *console.Console, srv *serve.Server, c
 	h := con.Handler(uiPrefix)
 	mux.Handle(uiPrefix, serve.HostGuard(httpOpts, h))
 	mux.Handle(uiPrefix+"events", serve.HostGuard(httpOpts, mw.Wrap(srv.LimitStreams(serve.StreamConsole, h))))
+	mux.Handle(uiPrefix+"lock/approve", serve.HostGuard(httpOpts, mw.Wrap(h)))
 }
 
 func consoleURL(scheme string, addr net.Addr) string {

@@ -162,6 +162,28 @@ type ContributedTool struct {
 	// Handler runs a call; its Request.Args are the arguments validated
 	// against InputSchema.
 	Handler Handler
+	// Declared is the tool as the backend itself declared it (an
+	// upstream's tools/list entry, before any prefix, rename or
+	// description of the config's): what the lock file pins
+	// (engine/lock). Nil: the tool is pinned as it is served.
+	Declared *mcp.Tool
+}
+
+// A DriftPolicy is a ToolContributor (or Resource-, PromptContributor)
+// whose block declares what happens to a contributed definition that
+// differs from the lock file, or that the lock does not hold (see
+// engine/lock): OnDrift returns "quarantine", "allow" or "refuse", and
+// whether the block set it (a block that did not is pinned only when a
+// lock file exists).
+type DriftPolicy interface {
+	OnDrift() (policy string, declared bool)
+}
+
+// A Syncer is a Backend that learns its contributions at run time and can
+// be asked to learn them now: Sync starts it if needed and returns once it
+// has listed what it contributes, or failed to (`mcpd lock`).
+type Syncer interface {
+	Sync(ctx context.Context) error
 }
 
 // A Watcher is a Backend whose contributions (ToolContributor) change at
@@ -209,6 +231,9 @@ type PromptContributor interface {
 type ContributedPrompt struct {
 	Def    *mcp.Prompt
 	Scopes []string
+	// Declared is the prompt as the backend declared it (before the
+	// config's prefix), for the lock file; nil: Def.
+	Declared *mcp.Prompt
 	// Get gets the prompt. Like the call of a handler that relays client
 	// requests (Traits.RelaysClientRequests), it may ask the
 	// request's client: through req.Client while it waits, or, for a client

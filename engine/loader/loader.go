@@ -9,6 +9,7 @@ package loader
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/hashicorp/hcl/v2"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/mcpd/mcpd/engine/auth"
 	"github.com/mcpd/mcpd/engine/config"
 	"github.com/mcpd/mcpd/engine/funcs"
+	"github.com/mcpd/mcpd/engine/lock"
 	"github.com/mcpd/mcpd/engine/snapshot"
 )
 
@@ -58,6 +60,9 @@ type Options struct {
 	// Overlay replaces the contents of config files by name, for an
 	// editor's unsaved buffers (see config.Options.Overlay).
 	Overlay map[string][]byte
+	// NoPinning loads the config without checking what backends contribute
+	// against the lock file (`mcpd lock`, which writes it).
+	NoPinning bool
 }
 
 // LoadWith is Load with options. Either way, a variable that env() reads
@@ -79,7 +84,18 @@ func LoadWith(paths []string, reg *adapter.Registry, prev *snapshot.Snapshot, ve
 	out.Config = cfg
 	// Compile even when loading found errors, so that one run reports every
 	// problem it can; the result is only kept when there were none.
-	snap, d := snapshot.BuildWith(cfg, reg, prev, version, snapshot.BuildOptions{CheckOnly: opts.CheckOnly})
+	// The lock file beside the config pins what upstreams contribute
+	// (engine/lock); a reload watches it, so that an approval takes effect.
+	lockPath := lock.PathFor(paths)
+	lockFile, err := lock.Read(lockPath)
+	if err != nil {
+		out.Diagnostics = append(out.Diagnostics, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Unreadable lock file",
+			Detail: err.Error() + " The lock file pins what upstream MCP servers declare; see docs/gateway.md."})
+		diags = append(diags, out.Diagnostics[len(out.Diagnostics)-1])
+	}
+	out.Referenced = append(slices.Clone(out.Referenced), lockPath)
+	snap, d := snapshot.BuildWith(cfg, reg, prev, version, snapshot.BuildOptions{CheckOnly: opts.CheckOnly,
+		Lock: lockFile, LockPath: lockPath, NoPinning: opts.NoPinning})
 	out.Diagnostics = append(out.Diagnostics, notRepeated(d, diags)...)
 	var prevAuth *auth.Config
 	if prev != nil {

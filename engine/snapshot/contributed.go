@@ -11,6 +11,7 @@ import (
 	"github.com/mcpd/mcpd/engine/config"
 	"github.com/mcpd/mcpd/engine/ident"
 	"github.com/mcpd/mcpd/engine/limits"
+	"github.com/mcpd/mcpd/engine/lock"
 	"github.com/mcpd/mcpd/engine/schema"
 )
 
@@ -35,9 +36,18 @@ func isContributor(c adapter.BackendConfig) bool {
 // addContributed adds what the backends contribute now, after the config's
 // own tools, resources and prompts, which win over contributed ones of the
 // same name (or URI).
-func (s *Snapshot) addContributed(prev *Snapshot, sl serverLimits) {
-	for _, ct := range s.contributedTools() {
+func (s *Snapshot) addContributed(prev *Snapshot, sl serverLimits, pins *pinGate) {
+	s.hideRefused(pins)
+	for _, kt := range s.contributedTools() {
+		ct := kt.ContributedTool
 		if _, declared := s.tools[ct.Name]; declared {
+			continue
+		}
+		pinned := ct.Name
+		if ct.Declared != nil {
+			pinned = ct.Declared.Name
+		}
+		if pins.hides(kt.key, lock.KindTool, pinned) {
 			continue
 		}
 		t := compileContributed(ct, sl)
@@ -66,7 +76,7 @@ func (s *Snapshot) addContributed(prev *Snapshot, sl serverLimits) {
 		if rc, ok := c.conf.(adapter.ResourceContributor); ok {
 			resources, tmpls := rc.ContributedResources(lb.backend)
 			for _, cr := range resources {
-				if _, dup := s.resources[cr.Def.URI]; dup || cr.Read == nil {
+				if _, dup := s.resources[cr.Def.URI]; dup || cr.Read == nil || pins.hides(c.key, lock.KindResource, cr.Def.URI) {
 					continue
 				}
 				r := &Resource{Def: cr.Def, src: &source{name: cr.Def.Name, remote: cr.Read, limits: lim, adapterType: "contributed"}, scopes: normScopes(cr.Scopes), from: from}
@@ -74,7 +84,7 @@ func (s *Snapshot) addContributed(prev *Snapshot, sl serverLimits) {
 				s.resources[r.Def.URI] = r
 			}
 			for _, ct := range tmpls {
-				if templates[ct.Def.URITemplate] || ct.Read == nil {
+				if templates[ct.Def.URITemplate] || ct.Read == nil || pins.hides(c.key, lock.KindTemplate, ct.Def.URITemplate) {
 					continue
 				}
 				t := contributedTemplate(ct, lim)
@@ -89,6 +99,10 @@ func (s *Snapshot) addContributed(prev *Snapshot, sl serverLimits) {
 		if pc, ok := c.conf.(adapter.PromptContributor); ok {
 			for _, cp := range pc.ContributedPrompts(lb.backend) {
 				if _, dup := s.prompts[cp.Def.Name]; dup || cp.Get == nil || !ident.ToolName(cp.Def.Name) {
+					continue
+				}
+				if declared := cp.Declared; declared != nil && pins.hides(c.key, lock.KindPrompt, declared.Name) ||
+					declared == nil && pins.hides(c.key, lock.KindPrompt, cp.Def.Name) {
 					continue
 				}
 				get := cp.Get
@@ -126,8 +140,8 @@ func contributedTemplate(ct adapter.ContributedTemplate, lim *limits.Limits) *Te
 // contributedTools asks every contributor what its live backend
 // contributes, in declaration order; a name contributed twice keeps its
 // first.
-func (s *Snapshot) contributedTools() []adapter.ContributedTool {
-	var out []adapter.ContributedTool
+func (s *Snapshot) contributedTools() []keyedTool {
+	var out []keyedTool
 	seen := map[string]string{}
 	for _, c := range s.contributors {
 		lb, ok := s.backends[c.key]
@@ -144,10 +158,16 @@ func (s *Snapshot) contributedTools() []adapter.ContributedTool {
 				continue
 			}
 			seen[ct.Name] = c.key
-			out = append(out, ct)
+			out = append(out, keyedTool{ct, c.key})
 		}
 	}
 	return out
+}
+
+// keyedTool is a contributed tool and its contributor's key.
+type keyedTool struct {
+	adapter.ContributedTool
+	key string
 }
 
 // compileContributed compiles one contributed tool. Its schemas come from

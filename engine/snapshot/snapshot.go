@@ -24,6 +24,7 @@ import (
 	"github.com/mcpd/mcpd/engine/config"
 	"github.com/mcpd/mcpd/engine/funcs"
 	"github.com/mcpd/mcpd/engine/limits"
+	"github.com/mcpd/mcpd/engine/lock"
 	"github.com/mcpd/mcpd/engine/redact"
 	"github.com/mcpd/mcpd/engine/requeststate"
 	"github.com/mcpd/mcpd/engine/sharedstate"
@@ -52,6 +53,11 @@ type Snapshot struct {
 	// contributors are the backend configs that contribute tools at run
 	// time (contributed.go).
 	contributors []contributor
+	// pins, drifts and lockPath: what was checked against the lock file
+	// (pins.go).
+	pins     *pinTracker
+	drifts   []Drift
+	lockPath string
 
 	fpOnce sync.Once // Fingerprints
 	fp     [3]string
@@ -111,6 +117,13 @@ type BuildOptions struct {
 	// compiled and checked, but its Redis is not dialed (there is no
 	// Store, as when its URL is unknown at load).
 	CheckOnly bool
+	// Lock is the lock file the contributed definitions are checked
+	// against (pins.go), read from LockPath; nil: there is none.
+	Lock     *lock.File
+	LockPath string
+	// NoPinning serves every contributed definition as listed, lock or
+	// not (`mcpd lock`, which records them).
+	NoPinning bool
 }
 
 // BuildWith is Build with options.
@@ -189,7 +202,7 @@ func BuildWith(cfg *config.Config, reg *adapter.Registry, prev *Snapshot, defaul
 		}
 	}
 	// Contributed tools first: a toolset's patterns select them too.
-	s.addContributed(prev, sl)
+	s.addContributed(prev, sl, s.checkPins(prev, opts))
 	diags = append(diags, s.compileToolsets(cfg)...)
 	if diags.HasErrors() {
 		s.closeBackends(prev)

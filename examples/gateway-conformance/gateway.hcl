@@ -18,6 +18,10 @@ mcp_server "fixtures" {
   env = {
     MCPD_CONFORMANCE_STATE = env("MCPD_CONFORMANCE_STATE", "/tmp/mcpd-conformance-state")
   }
+  # The fixtures change their own tool and prompt lists on purpose
+  # (test_trigger_tool_change): served as they change, each change logged
+  # and audited, rather than quarantined until mcpd.lock is updated.
+  on_drift = "allow"
   expose {
     resources = true
     prompts   = true

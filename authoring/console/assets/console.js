@@ -1340,6 +1340,50 @@ function replay(k, name, args) {
   form?.querySelector("button[type=submit]")?.focus();
 }
 
+// ---- drifts from the lock file ----------------------------------------------
+
+// renderDrift shows the upstream definitions that differ from the lock file
+// (sent to admins only), each with its diff, the findings on its text, and
+// a button that approves it into the lock file.
+const POLICY_TEXT = { quarantine: "quarantined: hidden until approved", allow: "served (on_drift = allow)", refuse: "its upstream is refused until approved" };
+
+function renderDrift(d) {
+  const box = $("drift");
+  box.hidden = d.drifts.length === 0;
+  $("drift-count").textContent = d.drifts.length ? String(d.drifts.length) : "";
+  $("drift-lock").textContent = d.lock || "mcpd.lock";
+  fill($("drift-list"), ...d.drifts.map((x) => {
+    const status = el("span", { class: "keys" }, "");
+    const button = el("button", { type: "button" }, "Approve");
+    button.addEventListener("click", async () => {
+      button.disabled = true;
+      status.textContent = "approving…";
+      try {
+        const resp = await fetch(new URL("lock/approve", document.baseURI).href, {
+          method: "POST",
+          headers: { "Content-Type": "application/json", ...authHeaders() },
+          body: JSON.stringify({ definitions: [{ source: x.source, kind: x.kind, name: x.name }] }),
+        });
+        if (!resp.ok) throw new Error((await resp.text()).trim() || "HTTP " + resp.status);
+        status.textContent = "approved; the server reloads the lock file";
+      } catch (e) {
+        button.disabled = false;
+        status.textContent = e.message;
+        status.className = "keys error";
+      }
+    });
+    return el(
+      "div",
+      { class: "item" },
+      el("div", { class: "what" }, `${x.kind} ${x.name} of ${x.source}` + (x.served && x.served !== x.name ? ` (served as ${x.served})` : "")),
+      el("div", {}, `${x.status} · ${POLICY_TEXT[x.policy] || x.policy}`),
+      el("pre", {}, x.diff),
+      ...x.findings.map((f) => el("div", { class: "finding" }, `${f.rule}${f.path ? " in " + f.path : ""}: ${f.message}`)),
+      el("div", { class: "actions" }, button, status),
+    );
+  }));
+}
+
 // ---- the event stream -----------------------------------------------------
 
 // follow reads the event stream with fetch (EventSource cannot send an
@@ -1394,6 +1438,7 @@ function handleEvent(frame) {
     live = false;
     setTimeout(() => (live = true), 0);
   } else if (name === "status") renderStatus(v);
+  else if (name === "drift") renderDrift(v);
   else if (name === "call") addCall(v, live);
 }
 

@@ -1,4 +1,4 @@
-package httpadapter
+package identity
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/sync/singleflight"
 
+	"github.com/mcpd/mcpd/adapters/internal/netmsg"
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/lifetime"
 	"github.com/mcpd/mcpd/engine/outbound"
@@ -35,13 +36,13 @@ const (
 const (
 	maxCachedTokens  = 10000
 	maxTokenResponse = 64 << 10
-	maxRefreshMargin = time.Minute
-	// defaultTokenLife is how long a token whose lifetime the AS did not
+	MaxRefreshMargin = time.Minute
+	// DefaultTokenLife is how long a token whose lifetime the AS did not
 	// say (no expires_in, not a JWT) is used.
-	defaultTokenLife = 5 * time.Minute
+	DefaultTokenLife = 5 * time.Minute
 )
 
-// tokenCache holds the tokens the adapter obtained, for the life of the
+// Cache holds the tokens the adapter obtained, for the life of the
 // process (a reload that keeps an identity keeps its tokens), keyed by the
 // identity's key and, for token exchange, the caller.
 //
@@ -52,11 +53,12 @@ const (
 // that finds no token, or one already expired, waits, and concurrent calls
 // for the same key wait for the same request (singleflight): one request
 // per key, however many callers. A background refresh that fails is not
-// tried again for refreshRetry, so that an AS that is down is not asked
+// tried again for RefreshRetry, so that an AS that is down is not asked
 // once per call.
-type tokenCache struct {
-	now    func() time.Time
-	client *http.Client
+type Cache struct {
+	now       func() time.Time
+	client    *http.Client
+	userAgent string
 
 	mu sync.RWMutex
 	m  map[string]*cachedToken
@@ -76,15 +78,16 @@ type cachedToken struct {
 	failedAt atomic.Int64
 }
 
-// refreshRetry is the least time between two background refreshes of a
+// RefreshRetry is the least time between two background refreshes of a
 // token after one failed.
-const refreshRetry = 5 * time.Second
+const RefreshRetry = 5 * time.Second
 
-func newTokenCache() *tokenCache {
+func NewCache(userAgent string) *Cache {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 8
-	return &tokenCache{
-		now: time.Now,
+	return &Cache{
+		userAgent: userAgent,
+		now:       time.Now,
 		// A token endpoint that redirects would have the client's
 		// credentials (and a caller's token, for an exchange) re-sent
 		// elsewhere, and a token from there used: never followed.
@@ -93,13 +96,13 @@ func newTokenCache() *tokenCache {
 	}
 }
 
-func (c *tokenCache) lookup(key string) *cachedToken {
+func (c *Cache) lookup(key string) *cachedToken {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	return c.m[key]
 }
 
-func (c *tokenCache) store(key string, t *cachedToken) {
+func (c *Cache) store(key string, t *cachedToken) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.m) >= maxCachedTokens {
@@ -120,7 +123,7 @@ func (c *tokenCache) store(key string, t *cachedToken) {
 }
 
 // drop forgets key's token if it is still tok (a backend refused it).
-func (c *tokenCache) drop(key, tok string) {
+func (c *Cache) drop(key, tok string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if t := c.m[key]; t != nil && t.token == tok {
@@ -132,11 +135,11 @@ func (c *tokenCache) drop(key, tok string) {
 // may still be used. cached reports that it came from the cache. A fetch
 // runs under its own timeout, not the caller's context: other calls may be
 // waiting for it; a caller whose context ends stops waiting.
-func (c *tokenCache) get(ctx context.Context, key string, timeout time.Duration, fetch func(context.Context) (*cachedToken, error)) (t *cachedToken, cached bool, err error) {
+func (c *Cache) get(ctx context.Context, key string, timeout time.Duration, fetch func(context.Context) (*cachedToken, error)) (t *cachedToken, cached bool, err error) {
 	now := c.now()
 	if t := c.lookup(key); t != nil && now.Before(t.expiry) {
 		if !now.Before(t.refreshAt) {
-			if f := t.failedAt.Load(); f == 0 || now.Sub(time.Unix(0, f)) >= refreshRetry {
+			if f := t.failedAt.Load(); f == 0 || now.Sub(time.Unix(0, f)) >= RefreshRetry {
 				// Due: one refresh in the background; this call goes on
 				// with the token, valid for the rest of its margin.
 				c.sf.DoChan(key, c.fetcher(ctx, key, timeout, fetch, t))
@@ -152,13 +155,13 @@ func (c *tokenCache) get(ctx context.Context, key string, timeout time.Duration,
 		}
 		return r.Val.(*cachedToken), false, nil
 	case <-ctx.Done():
-		return nil, false, fmt.Errorf("%s while waiting for a token", canceledMsg(ctx))
+		return nil, false, fmt.Errorf("%s while waiting for a token", netmsg.Canceled(ctx))
 	}
 }
 
 // fetcher is the singleflight function that fetches key's token; old is
 // the token a background refresh replaces (nil for a call that waits).
-func (c *tokenCache) fetcher(ctx context.Context, key string, timeout time.Duration, fetch func(context.Context) (*cachedToken, error), old *cachedToken) func() (any, error) {
+func (c *Cache) fetcher(ctx context.Context, key string, timeout time.Duration, fetch func(context.Context) (*cachedToken, error), old *cachedToken) func() (any, error) {
 	return func() (any, error) {
 		if t := c.lookup(key); t != nil && t != old && c.now().Before(t.refreshAt) {
 			return t, nil // fetched while this call looked
@@ -183,47 +186,48 @@ func (c *tokenCache) fetcher(ctx context.Context, key string, timeout time.Durat
 	}
 }
 
-// identity is an identity block at call time: its config and the
+// Identity is an identity block at call time: its config and the
 // adapter's token cache.
-type identity struct {
-	cfg   *identityConfig
+type Identity struct {
+	cfg   *Config
 	key   string
-	cache *tokenCache
+	cache *Cache
 }
 
-func newIdentity(cfg *identityConfig, cache *tokenCache) *identity {
+// New is the identity of cfg, whose tokens cache keeps; nil for a nil cfg.
+func New(cfg *Config, cache *Cache) *Identity {
 	if cfg == nil {
 		return nil
 	}
-	return &identity{cfg: cfg, key: cfg.key(), cache: cache}
+	return &Identity{cfg: cfg, key: cfg.Key(), cache: cache}
 }
 
-// grant is the token one call sends, and what to record of it.
-type grant struct {
-	token      string
-	cacheKey   string // "" for passthrough: nothing to drop on a 401
-	cached     bool
-	delegation adapter.Delegation
-	// redactor redacts the token sent from what the backend answers.
-	redactor *redact.Redactor
+// Grant is the token one call sends, and what to record of it.
+type Grant struct {
+	Token      string
+	CacheKey   string // "" for passthrough: nothing to drop on a 401
+	Cached     bool   // it came from the cache (a 401 may mean it was revoked)
+	Delegation adapter.Delegation
+	// Redactor redacts the token sent from what the backend answers.
+	Redactor *redact.Redactor
 }
 
-// token returns the bearer token for one call of a tool, as the mode
+// Token returns the bearer token for one call of a tool, as the mode
 // says. Its errors say what failed and never contain a token or secret.
-func (id *identity) token(ctx context.Context) (*grant, error) {
+func (id *Identity) Token(ctx context.Context) (*Grant, error) {
 	cfg := id.cfg
-	switch cfg.mode {
-	case modeClientCredentials:
-		t, cached, err := id.cache.get(ctx, id.key, cfg.timeout, func(fctx context.Context) (*cachedToken, error) {
-			return id.request(fctx, url.Values{"grant_type": {"client_credentials"}}, "", time.Time{}, secrets{})
+	switch cfg.Mode {
+	case ModeClientCredentials:
+		t, cached, err := id.cache.get(ctx, id.key, cfg.Timeout, func(fctx context.Context) (*cachedToken, error) {
+			return id.request(fctx, url.Values{"grant_type": {"client_credentials"}}, "", time.Time{}, nil)
 		})
 		if err != nil {
 			return nil, err
 		}
-		return &grant{token: t.token, cacheKey: id.key, cached: cached, redactor: t.redactor,
-			delegation: adapter.Delegation{Mode: cfg.mode, Subject: t.subject, Actor: t.actor}}, nil
+		return &Grant{Token: t.token, CacheKey: id.key, Cached: cached, Redactor: t.redactor,
+			Delegation: adapter.Delegation{Mode: cfg.Mode, Subject: t.subject, Actor: t.actor}}, nil
 
-	case modeTokenExchange:
+	case ModeTokenExchange:
 		p := principal.FromContext(ctx)
 		sub := p.Token()
 		if sub == nil {
@@ -240,25 +244,21 @@ func (id *identity) token(ctx context.Context) (*grant, error) {
 		// that vouches for it.
 		iss, _ := p.Claims["iss"].(string)
 		key := id.key + "\x00" + iss + "\x00" + p.Name
-		t, cached, err := id.cache.get(ctx, key, cfg.timeout, func(fctx context.Context) (*cachedToken, error) {
+		t, cached, err := id.cache.get(ctx, key, cfg.Timeout, func(fctx context.Context) (*cachedToken, error) {
 			form := url.Values{
 				"grant_type":           {grantTokenExchange},
 				"subject_token":        {sub.Reveal()},
 				"subject_token_type":   {tokenTypeAccessToken},
 				"requested_token_type": {tokenTypeAccessToken},
 			}
-			var subSec secrets
-			subSec.add(sub.Reveal())
-			return id.request(fctx, form, p.Name, sub.Expiry(), subSec.finish())
+			return id.request(fctx, form, p.Name, sub.Expiry(), redact.New([]string{sub.Reveal()}))
 		})
 		if err != nil {
 			// The AS may quote the subject token back in its error.
-			var s secrets
-			s.add(sub.Reveal())
-			return nil, errors.New(s.finish().redact(err.Error()))
+			return nil, errors.New(redact.New([]string{sub.Reveal()}).String(err.Error()))
 		}
-		return &grant{token: t.token, cacheKey: key, cached: cached, redactor: t.redactor,
-			delegation: adapter.Delegation{Mode: cfg.mode, Subject: t.subject, Actor: t.actor}}, nil
+		return &Grant{Token: t.token, CacheKey: key, Cached: cached, Redactor: t.redactor,
+			Delegation: adapter.Delegation{Mode: cfg.Mode, Subject: t.subject, Actor: t.actor}}, nil
 
 	default: // passthrough
 		p := principal.FromContext(ctx)
@@ -267,7 +267,7 @@ func (id *identity) token(ctx context.Context) (*grant, error) {
 			return nil, errNoCallerToken(cfg, p)
 		}
 		aud := p.Audience()
-		if !contains(aud, cfg.audience) {
+		if !contains(aud, cfg.Audience) {
 			// The confused deputy: a token issued for another service
 			// (mcpd itself, usually) must not reach this one.
 			got := "no aud claim"
@@ -275,20 +275,20 @@ func (id *identity) token(ctx context.Context) (*grant, error) {
 				got = "aud " + strings.Join(quoteAll(aud), ", ")
 			}
 			return nil, fmt.Errorf("%s refused to forward the caller's token: it was issued for %s, not for %q; only a token whose audience includes the backend may be forwarded (ask the authorization server for one, or configure mode = %q)",
-				cfg, got, cfg.audience, modeTokenExchange)
+				cfg, got, cfg.Audience, ModeTokenExchange)
 		}
 		if err := id.callerExpired(tok); err != nil {
 			return nil, err
 		}
-		return &grant{token: tok.Reveal(), redactor: id.passthroughRedactor(tok),
-			delegation: adapter.Delegation{Mode: cfg.mode, Subject: p.Name}}, nil
+		return &Grant{Token: tok.Reveal(), Redactor: id.passthroughRedactor(tok),
+			Delegation: adapter.Delegation{Mode: cfg.Mode, Subject: p.Name}}, nil
 	}
 }
 
 // callerExpired is the tool error for a caller's token past its expiry,
 // nil for one that is not: the verifier accepts a token up to its leeway
 // after exp, but mcpd sends on (or exchanges) only live tokens.
-func (id *identity) callerExpired(tok *principal.Token) error {
+func (id *Identity) callerExpired(tok *principal.Token) error {
 	if exp := tok.Expiry(); !exp.IsZero() && !id.cache.now().Before(exp) {
 		return fmt.Errorf("%s: the caller's token expired at %s; the client must get a new one", id.cfg, exp.UTC().Format(time.RFC3339))
 	}
@@ -304,14 +304,14 @@ func unixSeconds(t time.Time) float64 {
 // passthroughRedactor is the redactor of a caller's token, built once per
 // token (a client sends the same one on many calls) and kept in the cache
 // until the token expires.
-func (id *identity) passthroughRedactor(tok *principal.Token) *redact.Redactor {
+func (id *Identity) passthroughRedactor(tok *principal.Token) *redact.Redactor {
 	key := id.key + "\x00passthrough\x00" + tok.Reveal()
 	now := id.cache.now()
 	if t := id.cache.lookup(key); t != nil && now.Before(t.expiry) {
 		return t.redactor
 	}
 	r := redact.New([]string{tok.Reveal()})
-	exp := now.Add(defaultTokenLife)
+	exp := now.Add(DefaultTokenLife)
 	if e := tok.Expiry(); !e.IsZero() {
 		// The caller's exp, as the AS set it: bounded like every lifetime
 		// from a peer, so that an entry is not kept for ever.
@@ -322,12 +322,12 @@ func (id *identity) passthroughRedactor(tok *principal.Token) *redact.Redactor {
 	return r
 }
 
-func errNoCallerToken(cfg *identityConfig, p *principal.Principal) error {
+func errNoCallerToken(cfg *Config, p *principal.Principal) error {
 	who := "this call has no verified caller (stdio, or HTTP without auth)"
 	if p != nil {
 		who = fmt.Sprintf("the caller authenticated with %s, not an OAuth access token", methodName(p.Method))
 	}
-	return fmt.Errorf("%s (mode = %q) needs the caller's OAuth access token, and %s; call this tool over HTTP with a token from the authorization server", cfg, cfg.mode, who)
+	return fmt.Errorf("%s (mode = %q) needs the caller's OAuth access token, and %s; call this tool over HTTP with a token from the authorization server", cfg, cfg.Mode, who)
 }
 
 func methodName(m string) string {
@@ -371,58 +371,58 @@ type tokenResponse struct {
 // credentials); the token is not used past notAfter (the caller's token's
 // expiry) when that is set. The AS's error text is redacted with sec (the
 // caller's token), before it is cut short.
-func (id *identity) request(ctx context.Context, form url.Values, subject string, notAfter time.Time, sec secrets) (*cachedToken, error) {
+func (id *Identity) request(ctx context.Context, form url.Values, subject string, notAfter time.Time, sec *redact.Redactor) (*cachedToken, error) {
 	cfg := id.cfg
 	what := "the client credentials grant"
-	if cfg.mode == modeTokenExchange {
+	if cfg.Mode == ModeTokenExchange {
 		what = "the token exchange"
 	}
 	fail := func(format string, args ...any) error {
-		return fmt.Errorf("%s: %s at %s failed: %s", cfg, what, cfg.tokenURL, fmt.Sprintf(format, args...))
+		return fmt.Errorf("%s: %s at %s failed: %s", cfg, what, cfg.TokenURL, fmt.Sprintf(format, args...))
 	}
-	if cfg.audience != "" {
-		form.Set("audience", cfg.audience)
+	if cfg.Audience != "" {
+		form.Set("audience", cfg.Audience)
 	}
-	if cfg.resource != "" {
-		form.Set("resource", cfg.resource)
+	if cfg.Resource != "" {
+		form.Set("resource", cfg.Resource)
 	}
-	if len(cfg.scopes) > 0 {
-		form.Set("scope", strings.Join(cfg.scopes, " "))
+	if len(cfg.Scopes) > 0 {
+		form.Set("scope", strings.Join(cfg.Scopes, " "))
 	}
-	if cfg.clientAuth == "post" {
-		form.Set("client_id", cfg.clientID)
-		form.Set("client_secret", cfg.clientSecret)
+	if cfg.ClientAuth == "post" {
+		form.Set("client_id", cfg.ClientID)
+		form.Set("client_secret", cfg.ClientSecret)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, cfg.tokenURL, strings.NewReader(form.Encode()))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, cfg.TokenURL, strings.NewReader(form.Encode()))
 	if err != nil {
 		return nil, fail("%v", err)
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Accept", "application/json")
-	req.Header.Set("User-Agent", userAgent)
-	if cfg.clientAuth == "basic" {
+	req.Header.Set("User-Agent", id.cache.userAgent)
+	if cfg.ClientAuth == "basic" {
 		// RFC 6749 §2.3.1: both form-encoded before Basic encoding.
-		cred := url.QueryEscape(cfg.clientID) + ":" + url.QueryEscape(cfg.clientSecret)
+		cred := url.QueryEscape(cfg.ClientID) + ":" + url.QueryEscape(cfg.ClientSecret)
 		req.Header.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(cred)))
 	}
 	start := id.cache.now()
 	resp, err := id.cache.client.Do(req)
 	if err != nil {
-		return nil, fail("%s", tokenNetError(ctx, err, cfg.timeout))
+		return nil, fail("%s", tokenNetError(ctx, err, cfg.Timeout))
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxTokenResponse))
 	if err != nil {
-		return nil, fail("reading the answer: %s", tokenNetError(ctx, err, cfg.timeout))
+		return nil, fail("reading the answer: %s", tokenNetError(ctx, err, cfg.Timeout))
 	}
 	var tr tokenResponse
 	jsonErr := json.Unmarshal(body, &tr)
 	if resp.StatusCode != http.StatusOK {
-		msg := fmt.Sprintf("the authorization server answered %s", statusLine(resp))
+		msg := fmt.Sprintf("the authorization server answered %s", netmsg.StatusLine(resp))
 		if jsonErr == nil && tr.Error != "" {
-			msg += ": " + oneLine(sec.redact(tr.Error), 64)
+			msg += ": " + oneLine(sec.String(tr.Error), 64)
 			if tr.ErrorDesc != "" {
-				msg += ": " + oneLine(sec.redact(tr.ErrorDesc), 300)
+				msg += ": " + oneLine(sec.String(tr.ErrorDesc), 300)
 			}
 		}
 		return nil, fail("%s", msg)
@@ -448,7 +448,7 @@ func (id *identity) request(ctx context.Context, form url.Values, subject string
 		}
 	}
 	if !said {
-		life = defaultTokenLife
+		life = DefaultTokenLife
 	}
 	expiry := start.Add(life)
 	if !notAfter.IsZero() && notAfter.Before(expiry) {
@@ -457,13 +457,13 @@ func (id *identity) request(ctx context.Context, form url.Values, subject string
 		expiry = notAfter
 	}
 	life = expiry.Sub(start)
-	margin := min(life/5, maxRefreshMargin)
+	margin := min(life/5, MaxRefreshMargin)
 	t := &cachedToken{token: tr.AccessToken, redactor: redact.New([]string{tr.AccessToken}), expiry: expiry, refreshAt: expiry.Add(-margin), subject: subject}
 	if s, ok := claims["sub"].(string); ok && s != "" {
 		t.subject = s
 	}
 	if t.subject == "" {
-		t.subject = cfg.clientID
+		t.subject = cfg.ClientID
 	}
 	if act, ok := claims["act"].(map[string]any); ok {
 		t.actor, _ = act["sub"].(string)
@@ -531,16 +531,31 @@ func tokenNetError(ctx context.Context, err error, timeout time.Duration) string
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Sprintf("the authorization server did not answer within %s", timeout)
 	}
-	inner := unwrapURLError(err)
+	inner := netmsg.UnwrapURLError(err)
 	if re := (*outbound.RedirectError)(nil); errors.As(inner, &re) {
 		return re.Error()
 	}
 	var dnsErr *net.DNSError
 	if errors.As(inner, &dnsErr) {
-		return dnsMessage(dnsErr)
+		return netmsg.DNS(dnsErr)
 	}
-	if msg := connMessage(inner); msg != "" {
+	if msg := netmsg.Conn(inner); msg != "" {
 		return "cannot reach the authorization server: " + msg
 	}
 	return "cannot reach the authorization server: " + inner.Error()
 }
+
+// Config is the identity's block.
+func (id *Identity) Config() *Config { return id.cfg }
+
+// Drop forgets g's token, which the backend refused (401), so that the
+// next Token fetches another; a passthrough grant has nothing to drop.
+func (id *Identity) Drop(g *Grant) {
+	if g.CacheKey != "" {
+		id.cache.drop(g.CacheKey, g.Token)
+	}
+}
+
+// SetClock makes the cache read the time from now: for tests, before the
+// first token is asked for.
+func (c *Cache) SetClock(now func() time.Time) { c.now = now }

@@ -1,4 +1,9 @@
-package httpadapter
+// Package identity is the identity block of mcpd's outbound HTTP: which
+// OAuth 2.0 bearer token a backend's (http_backend) or an upstream MCP
+// server's (mcp_server) requests carry, and the cache that obtains those
+// tokens from the authorization server. The HTTP adapter and the MCP
+// adapter share it; neither imports the other.
+package identity
 
 import (
 	"crypto/sha256"
@@ -9,6 +14,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -16,6 +22,8 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/funcs"
+	"github.com/mcpd/mcpd/engine/redact"
 	"github.com/mcpd/mcpd/engine/suggest"
 )
 
@@ -31,24 +39,26 @@ import (
 //     deputy the MCP specification forbids).
 //
 // An identity block sits in an http_backend, or in a tool's http block,
-// where it replaces the backend's.
+// where it replaces the backend's, or in an mcp_server block with a url.
 
 // Identity modes.
 const (
-	modeClientCredentials = "client_credentials"
-	modeTokenExchange     = "token_exchange"
-	modePassthrough       = "passthrough"
+	ModeClientCredentials = "client_credentials"
+	ModeTokenExchange     = "token_exchange"
+	ModePassthrough       = "passthrough"
 )
 
-var identityModes = []string{modeClientCredentials, modeTokenExchange, modePassthrough}
+var identityModes = []string{ModeClientCredentials, ModeTokenExchange, ModePassthrough}
 
 // Defaults and limits of an identity block.
 const (
 	defaultTokenTimeout = 10 * time.Second
+	minTokenTimeout     = time.Millisecond
 	maxTokenTimeout     = 5 * time.Minute
 )
 
-var identitySchema = &adapter.Schema{
+// Schema is the schema of an identity block.
+var Schema = &adapter.Schema{
 	Attributes: []hcl.AttributeSchema{
 		{Name: "mode", Required: true},
 		{Name: "token_url"},
@@ -62,30 +72,30 @@ var identitySchema = &adapter.Schema{
 	},
 }
 
-// identityConfig is one decoded identity block. It holds the client
-// secret: it prints as its owner only.
-type identityConfig struct {
-	owner        string // `http_backend "crm"` or `tool "x"`, for messages
-	mode         string
-	tokenURL     string
-	clientID     string
-	clientSecret string
-	clientAuth   string // "basic" (client_secret_basic) or "post" (client_secret_post)
-	audience     string
-	resource     string
-	scopes       []string
-	timeout      time.Duration
+// Config is one decoded identity block. It holds the client secret: it
+// prints as its owner only.
+type Config struct {
+	Owner        string // `http_backend "crm"`, `tool "x"` or `mcp_server "gh"`, for messages
+	Mode         string
+	TokenURL     string
+	ClientID     string
+	ClientSecret string
+	ClientAuth   string // "basic" (client_secret_basic) or "post" (client_secret_post)
+	Audience     string
+	Resource     string
+	Scopes       []string
+	Timeout      time.Duration
 }
 
-func (c *identityConfig) String() string   { return "identity of " + c.owner }
-func (c *identityConfig) GoString() string { return c.String() }
+func (c *Config) String() string   { return "identity of " + c.Owner }
+func (c *Config) GoString() string { return c.String() }
 
-// key identifies the token this identity obtains, secret included (a
+// Key identifies the token this identity obtains, secret included (a
 // rotated secret is a new client), as a hash: the token cache is keyed by
 // it, never by the secret itself.
-func (c *identityConfig) key() string {
+func (c *Config) Key() string {
 	h := sha256.New()
-	for _, s := range []string{"identity/v1", c.mode, c.tokenURL, c.clientID, c.clientSecret, c.clientAuth, c.audience, c.resource, strings.Join(c.scopes, " ")} {
+	for _, s := range []string{"identity/v1", c.Mode, c.TokenURL, c.ClientID, c.ClientSecret, c.ClientAuth, c.Audience, c.Resource, strings.Join(c.Scopes, " ")} {
 		var n [8]byte
 		binary.BigEndian.PutUint64(n[:], uint64(len(s)))
 		h.Write(n[:])
@@ -94,16 +104,18 @@ func (c *identityConfig) key() string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// needsCaller reports whether the mode sends the caller's identity, which
+// NeedsCaller reports whether the mode sends the caller's identity, which
 // only a caller verified with an OAuth token has.
-func (c *identityConfig) needsCaller() bool { return c.mode != modeClientCredentials }
+func (c *Config) NeedsCaller() bool { return c.Mode != ModeClientCredentials }
 
-// decodeIdentity decodes an identity block of owner. The values env() and
-// file() read (the client secret) are added to sec.
-func (d *decoder) decodeIdentity(b *hcl.Block, owner string, sec *secrets) *identityConfig {
-	content, ok := d.Content(b.Body, identitySchema)
+// Decode decodes an identity block of owner. It returns the values env()
+// and file() read in it and the client secret, which the owner must never
+// show (nil when there are none), and nil for a block with errors, which
+// are in d.
+func Decode(d *adapter.Decoder, b *hcl.Block, owner string) (*Config, []string) {
+	content, ok := d.Content(b.Body, Schema)
 	if !ok {
-		return nil
+		return nil, nil
 	}
 	attrs := content.Attributes
 	unknown := map[string]bool{}
@@ -116,27 +128,27 @@ func (d *decoder) decodeIdentity(b *hcl.Block, owner string, sec *secrets) *iden
 			unknown[name] = true
 		}
 	}
-	hasUnknown := func(_ *hcl.BodyContent, name string) bool { return unknown[name] }
-	c := &identityConfig{owner: owner, clientAuth: "basic", timeout: defaultTokenTimeout}
+	var secrets []string
+	c := &Config{Owner: owner, ClientAuth: "basic", Timeout: defaultTokenTimeout}
 	good := true
 	modeAttr := attrs["mode"]
 	if modeAttr == nil {
 		// Required, and reported by Content; it may also have been an
 		// unknown value.
-		return nil
+		return nil, nil
 	}
 	if m, ok := d.String(modeAttr, "identity.mode"); ok {
 		if !slices.Contains(identityModes, m) {
-			msg := fmt.Sprintf("identity.mode must be one of %q, %q or %q; got %q.", modeClientCredentials, modeTokenExchange, modePassthrough, m)
+			msg := fmt.Sprintf("identity.mode must be one of %q, %q or %q; got %q.", ModeClientCredentials, ModeTokenExchange, ModePassthrough, m)
 			if s := suggest.Closest(m, identityModes); s != "" {
 				msg += fmt.Sprintf(" Did you mean %q?", s)
 			}
 			d.Errorf(modeAttr.Expr.Range(), "Invalid identity.mode", "%s", msg)
-			return nil
+			return nil, nil
 		}
-		c.mode = m
+		c.Mode = m
 	} else {
-		return nil
+		return nil, nil
 	}
 
 	str := func(name string) (string, *hcl.Attribute) {
@@ -144,7 +156,7 @@ func (d *decoder) decodeIdentity(b *hcl.Block, owner string, sec *secrets) *iden
 		if attr == nil {
 			return "", nil
 		}
-		collectSecrets(d, attr.Expr, sec)
+		secrets = append(secrets, secretCalls(d, attr.Expr)...)
 		s, ok := d.String(attr, "identity."+name)
 		if !ok {
 			good = false
@@ -152,19 +164,19 @@ func (d *decoder) decodeIdentity(b *hcl.Block, owner string, sec *secrets) *iden
 		return s, attr
 	}
 	var urlAttr, idAttr, secretAttr, audAttr, resAttr *hcl.Attribute
-	c.tokenURL, urlAttr = str("token_url")
-	c.clientID, idAttr = str("client_id")
-	c.clientSecret, secretAttr = str("client_secret")
-	c.audience, audAttr = str("audience")
-	c.resource, resAttr = str("resource")
-	if c.clientSecret != "" {
-		sec.add(c.clientSecret) // a literal secret is a secret all the same
+	c.TokenURL, urlAttr = str("token_url")
+	c.ClientID, idAttr = str("client_id")
+	c.ClientSecret, secretAttr = str("client_secret")
+	c.Audience, audAttr = str("audience")
+	c.Resource, resAttr = str("resource")
+	if c.ClientSecret != "" {
+		secrets = append(secrets, c.ClientSecret) // a literal secret is a secret all the same
 	}
 	if attr := attrs["client_auth"]; attr != nil {
 		if s, ok := d.String(attr, "identity.client_auth"); ok {
 			switch s {
 			case "basic", "post":
-				c.clientAuth = s
+				c.ClientAuth = s
 			default:
 				d.Errorf(attr.Expr.Range(), "Invalid identity.client_auth", `identity.client_auth is how mcpd authenticates to the token endpoint: "basic" (HTTP Basic, client_secret_basic, the default) or "post" (in the form, client_secret_post); got %q.`, s)
 				good = false
@@ -172,22 +184,22 @@ func (d *decoder) decodeIdentity(b *hcl.Block, owner string, sec *secrets) *iden
 		}
 	}
 	if attr := attrs["scopes"]; attr != nil {
-		c.scopes = d.decodeScopes(attr)
+		c.Scopes = decodeScopes(d, attr)
 	}
 	if attr := attrs["timeout"]; attr != nil {
-		if dur, ok := d.Duration(attr, "identity.timeout", minTimeout, maxTokenTimeout); ok {
-			c.timeout = dur
+		if dur, ok := d.Duration(attr, "identity.timeout", minTokenTimeout, maxTokenTimeout); ok {
+			c.Timeout = dur
 		}
 	}
-	if urlAttr != nil && c.tokenURL != "" {
-		if msg := checkTokenURL(c.tokenURL); msg != "" {
+	if urlAttr != nil && c.TokenURL != "" {
+		if msg := checkTokenURL(c.TokenURL); msg != "" {
 			d.Errorf(urlAttr.Expr.Range(), "Invalid identity.token_url", "identity.token_url: %s.", msg)
 			good = false
 		}
 	}
-	if resAttr != nil && c.resource != "" {
-		if u, err := url.Parse(c.resource); err != nil || !u.IsAbs() || u.Fragment != "" {
-			d.Errorf(resAttr.Expr.Range(), "Invalid identity.resource", "identity.resource is the backend's resource indicator (RFC 8707): an absolute URI without a fragment, such as https://api.example.com; got %q.", c.resource)
+	if resAttr != nil && c.Resource != "" {
+		if u, err := url.Parse(c.Resource); err != nil || !u.IsAbs() || u.Fragment != "" {
+			d.Errorf(resAttr.Expr.Range(), "Invalid identity.resource", "identity.resource is the backend's resource indicator (RFC 8707): an absolute URI without a fragment, such as https://api.example.com; got %q.", c.Resource)
 			good = false
 		}
 	}
@@ -200,8 +212,8 @@ func (d *decoder) decodeIdentity(b *hcl.Block, owner string, sec *secrets) *iden
 		}
 	}
 
-	switch c.mode {
-	case modePassthrough:
+	switch c.Mode {
+	case ModePassthrough:
 		// The caller's token goes as it is: there is no client, and no
 		// token endpoint.
 		for _, name := range []string{"token_url", "client_id", "client_secret", "client_auth", "resource", "scopes", "timeout"} {
@@ -210,11 +222,11 @@ func (d *decoder) decodeIdentity(b *hcl.Block, owner string, sec *secrets) *iden
 				good = false
 			}
 		}
-		if a := d.Scope.Auth; audAttr != nil && a != nil && a.Audience != "" && c.audience == a.Audience {
-			d.Errorf(audAttr.Expr.Range(), "Passthrough to this server's audience", `identity.audience is %q, the audience of the tokens mcpd itself accepts (auth): every token a client sends mcpd would be forwarded to this backend. Set the backend's own identifier, which its tokens list in aud.`, c.audience)
+		if a := d.Scope.Auth; audAttr != nil && a != nil && a.Audience != "" && c.Audience == a.Audience {
+			d.Errorf(audAttr.Expr.Range(), "Passthrough to this server's audience", `identity.audience is %q, the audience of the tokens mcpd itself accepts (auth): every token a client sends mcpd would be forwarded to this backend. Set the backend's own identifier, which its tokens list in aud.`, c.Audience)
 			good = false
 		}
-		if audAttr == nil && !hasUnknown(content, "audience") {
+		if audAttr == nil && !unknown["audience"] {
 			d.Errorf(modeAttr.Range, "Missing identity.audience", `mode = "passthrough" needs audience: the backend's identifier, which the caller's token must list in its aud claim to be forwarded (e.g. audience = "https://api.example.com").`)
 			good = false
 		}
@@ -228,32 +240,52 @@ func (d *decoder) decodeIdentity(b *hcl.Block, owner string, sec *secrets) *iden
 			{"client_id", idAttr, `mcpd's client id at the authorization server, e.g. client_id = env("API_CLIENT_ID")`},
 			{"client_secret", secretAttr, `mcpd's client secret, e.g. client_secret = env("API_CLIENT_SECRET") or file("/run/secrets/api")`},
 		} {
-			if req.attr == nil && !hasUnknown(content, req.name) {
-				d.Errorf(modeAttr.Range, "Missing identity."+req.name, "mode = %q needs %s: %s.", c.mode, req.name, req.hint)
+			if req.attr == nil && !unknown[req.name] {
+				d.Errorf(modeAttr.Range, "Missing identity."+req.name, "mode = %q needs %s: %s.", c.Mode, req.name, req.hint)
 				good = false
 			}
 		}
-		if c.mode == modeTokenExchange && audAttr == nil && resAttr == nil && !hasUnknown(content, "audience") && !hasUnknown(content, "resource") {
+		if c.Mode == ModeTokenExchange && audAttr == nil && resAttr == nil && !unknown["audience"] && !unknown["resource"] {
 			d.Errorf(modeAttr.Range, "Missing identity.audience", `mode = "token_exchange" needs audience (or resource): the backend the exchanged token is for, e.g. audience = "https://api.example.com". A token for any audience is what token exchange exists to avoid.`)
 			good = false
 		}
 	}
 
-	if c.needsCaller() {
+	if c.NeedsCaller() {
 		why := `mode = %q sends the caller's identity, which comes from the caller's OAuth access token`
 		switch a := d.Scope.Auth; {
 		case a == nil:
-			d.Errorf(modeAttr.Expr.Range(), "Identity without auth", why+", but this config has no auth block: every call is anonymous. Add auth { resource = \"...\" oauth { ... } }, or use mode = %q for the service's own identity.", c.mode, modeClientCredentials)
+			d.Errorf(modeAttr.Expr.Range(), "Identity without auth", why+", but this config has no auth block: every call is anonymous. Add auth { resource = \"...\" oauth { ... } }, or use mode = %q for the service's own identity.", c.Mode, ModeClientCredentials)
 			good = false
 		case !a.OAuth:
-			d.Errorf(modeAttr.Expr.Range(), "Identity without OAuth", why+", but the auth block (%s) only has API keys, which never leave mcpd. Add an oauth block to it, or use mode = %q for the service's own identity.", c.mode, posOf(a.Range), modeClientCredentials)
+			d.Errorf(modeAttr.Expr.Range(), "Identity without OAuth", why+", but the auth block (%s) only has API keys, which never leave mcpd. Add an oauth block to it, or use mode = %q for the service's own identity.", c.Mode, posOf(a.Range), ModeClientCredentials)
 			good = false
 		}
 	}
 	if !good {
-		return nil
+		return nil, secrets
 	}
-	return c
+	return c, secrets
+}
+
+// secretCalls are the values that env(), file() and filebase64() read in
+// expr, recorded the way the engine records them for the whole config
+// (funcs.RecordingTable; an env() default is not a secret).
+func secretCalls(d *adapter.Decoder, expr hcl.Expression) []string {
+	var set redact.Set
+	funcs.EvalSecretCalls(expr, &hcl.EvalContext{Functions: funcs.RecordingTable(d.Scope.Dir, &set)})
+	return set.Values()
+}
+
+// unknownAtLoad reports whether attr is a valid load-time expression whose
+// value is not wholly known: it reads an unset environment variable in a
+// load that allows that (funcs.Options.UnsetEnvUnknown).
+func unknownAtLoad(attr *hcl.Attribute, scope *adapter.Scope) bool {
+	if len(attr.Expr.Variables()) > 0 {
+		return false
+	}
+	v, d := attr.Expr.Value(scope.EvalContext())
+	return !d.HasErrors() && !v.IsWhollyKnown()
 }
 
 // isLoopback reports whether host (a name or an IP, without port) is the
@@ -271,7 +303,7 @@ func posOf(r hcl.Range) string {
 }
 
 // decodeScopes reads a list of OAuth scopes.
-func (d *decoder) decodeScopes(attr *hcl.Attribute) []string {
+func decodeScopes(d *adapter.Decoder, attr *hcl.Attribute) []string {
 	v, ok := d.Value(attr, "identity.scopes")
 	if !ok {
 		return nil
@@ -285,12 +317,25 @@ func (d *decoder) decodeScopes(attr *hcl.Attribute) []string {
 	for it := v.ElementIterator(); it.Next(); {
 		_, ev := it.Element()
 		if ev.IsNull() || ev.Type() != cty.String || ev.AsString() == "" || strings.ContainsAny(ev.AsString(), " \t\r\n\"\\") {
-			d.Errorf(attr.Expr.Range(), "Invalid identity.scopes", "%s; got %s.", hint, describeValue(ev))
+			d.Errorf(attr.Expr.Range(), "Invalid identity.scopes", "%s; got %s.", hint, describe(ev))
 			return nil
 		}
 		out = append(out, ev.AsString())
 	}
 	return out
+}
+
+// describe shows a scope that is not one.
+func describe(v cty.Value) string {
+	switch {
+	case v.IsNull():
+		return "null"
+	case v.Type() == cty.String:
+		return strconv.Quote(v.AsString())
+	case v.Type() == cty.Number:
+		return v.AsBigFloat().Text('g', -1)
+	}
+	return v.Type().FriendlyName()
 }
 
 // checkTokenURL requires an absolute https URL (http only for a loopback
@@ -313,23 +358,24 @@ func checkTokenURL(s string) string {
 	return ""
 }
 
-// checkIdentityHeaders refuses an Authorization header beside an identity
-// block: the identity sets it on every request.
-func (d *decoder) checkIdentityHeaders(attr *hcl.Attribute, names []string, id *identityConfig) {
+// CheckHeaders refuses an Authorization header beside an identity block
+// (names are the header names attr sets): the identity sets it on every
+// request.
+func CheckHeaders(d *adapter.Decoder, attr *hcl.Attribute, names []string, id *Config) {
 	for _, n := range names {
 		if http.CanonicalHeaderKey(n) == "Authorization" {
-			d.Errorf(attr.Expr.Range(), "Authorization set twice", "headers sets Authorization, which the %s sets on every request (mode = %q); remove it from headers.", id, id.mode)
+			d.Errorf(attr.Expr.Range(), "Authorization set twice", "headers sets Authorization, which the %s sets on every request (mode = %q); remove it from headers.", id, id.Mode)
 			return
 		}
 	}
 }
 
-// fingerprint adds the identity's settings to a backend's fingerprint.
-func (c *identityConfig) fingerprint(str func(string)) {
+// Fingerprint adds the identity's settings to a backend's fingerprint.
+func (c *Config) Fingerprint(str func(string)) {
 	if c == nil {
 		str("no identity")
 		return
 	}
-	str(c.key())
-	str(c.timeout.String())
+	str(c.Key())
+	str(c.Timeout.String())
 }
