@@ -17,6 +17,7 @@ import (
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/connect"
 	"github.com/mcpd/mcpd/engine/grants"
+	"github.com/mcpd/mcpd/engine/ident"
 	"github.com/mcpd/mcpd/engine/redact"
 )
 
@@ -156,11 +157,11 @@ func decodeUserIdentity(d *adapter.Decoder, b *hcl.Block, c *serverConfig, scope
 		ua.flow.Timeout, _ = d.Duration(attr, "timeout", 100*time.Millisecond, time.Minute)
 	}
 	if s, attr := str("disconnect_tool"); attr != nil {
-		if s != "" && !validToolName(s) {
+		if s != "" && !ident.ToolName(s) {
 			d.Errorf(attr.Expr.Range(), "Invalid disconnect_tool", "disconnect_tool is a tool name (1-128 of A-Z a-z 0-9 _ . -), or \"\" for none.")
 		}
 		ua.disconnectTool = s
-	} else if !validToolName(ua.disconnectTool) {
+	} else if !ident.ToolName(ua.disconnectTool) {
 		ua.disconnectTool = ""
 	}
 	return ua
@@ -197,18 +198,6 @@ func parseGrantKey(s string) ([]byte, error) {
 		}
 	}
 	return nil, fmt.Errorf("a grant key is %d random bytes, written as 64 hex digits or in base64 (e.g. `openssl rand -hex 32`)", grants.KeySize)
-}
-
-func validToolName(s string) bool {
-	if len(s) == 0 || len(s) > 128 {
-		return false
-	}
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '.' || r == '-') {
-			return false
-		}
-	}
-	return true
 }
 
 // fingerprint identifies the block's user-authorization settings.
