@@ -4,6 +4,7 @@ package builtin
 
 import (
 	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/connect"
 	"github.com/mcpd/mcpd/engine/proc"
 
 	httpadapter "github.com/mcpd/mcpd/adapters/http"
@@ -21,11 +22,18 @@ func Register(reg *adapter.Registry) { RegisterWithSupervisor(reg, nil) }
 // engine/proc), for a server to kill them all on its way out; nil: one
 // supervisor of their own, whose programs end when the process does.
 func RegisterWithSupervisor(reg *adapter.Registry, procs *proc.Supervisor) {
+	RegisterServing(reg, procs, nil)
+}
+
+// RegisterServing is RegisterWithSupervisor for a server: conn runs the
+// per-user connect flow of MCP upstreams that authorize each user
+// (engine/connect); nil: such upstreams load but cannot be called.
+func RegisterServing(reg *adapter.Registry, procs *proc.Supervisor, conn *connect.Service) {
 	if procs == nil {
 		procs = proc.NewSupervisor()
 	}
 	reg.Register("http", httpadapter.New())
 	reg.Register("shell", shell.NewWithSupervisor(procs))
 	reg.Register("sql", sqladapter.New())
-	reg.Register("mcp", mcpadapter.New(procs))
+	reg.Register("mcp", mcpadapter.New(procs).WithConnect(conn))
 }

@@ -47,6 +47,7 @@ import (
 
 	"github.com/mcpd/mcpd/adapters/internal/identity"
 	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/connect"
 	"github.com/mcpd/mcpd/engine/proc"
 )
 
@@ -57,6 +58,17 @@ type Adapter struct {
 	// tokens are the OAuth tokens identity blocks obtained, for the life
 	// of the adapter: a reload keeps them.
 	tokens *identity.Cache
+	// connect runs the per-user connect flow of upstreams whose identity
+	// mode is user_authorization (userauth.go); nil: such upstreams load
+	// but cannot be called (validate, lint).
+	connect *connect.Service
+}
+
+// WithConnect gives the adapter the service that runs the per-user
+// connect flow (engine/connect) and receives its callbacks.
+func (a *Adapter) WithConnect(s *connect.Service) *Adapter {
+	a.connect = s
+	return a
 }
 
 // New returns the adapter. procs starts every stdio upstream's program and

@@ -16,6 +16,7 @@ import (
 
 	"github.com/mcpd/mcpd/adapters/internal/identity"
 	"github.com/mcpd/mcpd/engine/adapter"
+	"github.com/mcpd/mcpd/engine/connect"
 	"github.com/mcpd/mcpd/engine/proc"
 	"github.com/mcpd/mcpd/engine/requeststate"
 )
@@ -71,6 +72,10 @@ type serverConfig struct {
 	// the headers only), whose tokens the adapter's cache keeps.
 	identity *identity.Config
 	tokens   *identity.Cache
+	// user is the identity block in user_authorization mode (userauth.go):
+	// each user's own grant; connect runs its flow.
+	user    *userAuthConfig
+	connect *connect.Service
 
 	procs   *proc.Supervisor // starts a stdio upstream's program
 	unknown bool             // a value read an unset env var (validation only)
@@ -100,7 +105,7 @@ func (a *Adapter) DecodeBackend(b *adapter.BackendBlock) (adapter.BackendConfig,
 	}
 	attrs := content.Attributes
 	c := &serverConfig{name: b.Name, connectTimeout: defaultConnectTimeout, answerTimeout: defaultAnswerTimeout,
-		maxIdle: defaultMaxIdle, idleTimeout: defaultIdleTimeout, procs: a.procs, tokens: a.tokens}
+		maxIdle: defaultMaxIdle, idleTimeout: defaultIdleTimeout, procs: a.procs, tokens: a.tokens, connect: a.connect}
 	// A value that reads an unset environment variable, in a load that
 	// allows it (validation without secrets), is skipped: the loader
 	// reports the variable, and the server stays declared for its tools.
@@ -240,7 +245,13 @@ func (a *Adapter) DecodeBackend(b *adapter.BackendBlock) (adapter.BackendConfig,
 		c.expose = decodeExpose(d, eb)
 	}
 	if ib := d.SingleBlock(content.Blocks, "identity"); ib != nil {
-		c.decodeIdentity(d, ib, cmdAttr, content.Attributes["headers"])
+		if isUserMode(ib) { // userauth.go
+			if c.user = decodeUserIdentity(d, ib, c, b.Scope); c.user != nil {
+				checkUserMode(d, ib, c, attrs)
+			}
+		} else {
+			c.decodeIdentity(d, ib, cmdAttr, content.Attributes["headers"])
+		}
 	}
 	if d.HasErrors() {
 		return nil, d.Diags
@@ -307,6 +318,7 @@ func (c *serverConfig) Fingerprint() string {
 	}
 	w(c.protocolVersion)
 	c.identity.Fingerprint(w)
+	w(c.user.fingerprint())
 	return hex.EncodeToString(h.Sum(nil))
 }
 

@@ -193,6 +193,12 @@ func (u *upstream) roundTrip(ctx context.Context, x *exchange) (mcp.Result, *ada
 	} else if x.rounds != nil {
 		params = answered(params, x.rounds.Responses, "") // sent with a first request: the upstream's to use or ignore
 	}
+	if u.user != nil {
+		if err := u.authorizeCaller(ctx, x); err != nil { // userauth.go
+			u.failures.Add(1)
+			return nil, nil, err
+		}
+	}
 	ctx, tok, err := u.authorize(ctx)
 	if err != nil {
 		return nil, nil, err

@@ -157,6 +157,9 @@ func (e *exposeConfig) matches(name string) bool {
 // (adapter.ToolContributor).
 func (c *serverConfig) ContributedTools(b adapter.Backend) []adapter.ContributedTool {
 	u, ok := b.(*upstream)
+	if ok && c.user != nil {
+		return u.disconnectTools() // userauth.go
+	}
 	if !ok || c.expose == nil {
 		return nil
 	}

@@ -81,6 +81,7 @@ type upstream struct {
 	output          *outputLog // its stderr and stray stdout lines, bounded (output.go)
 
 	subs subscriptions // resource subscriptions of mcpd's clients (forward.go)
+	user *userAuth     // the per-user connect flow, also u.auth (userauth.go); nil without it
 	gate *admitter     // what it sends, checked; what is left out, counted (admit.go, drop.go)
 }
 
@@ -105,6 +106,12 @@ func (c *serverConfig) Open() (adapter.Backend, error) {
 	u.pool = sessionPool{maxIdle: c.maxIdle, idleTimeout: c.idleTimeout, dial: u.dialPooled, log: u.log, redact: u.redact}
 	if c.identity != nil {
 		u.auth = identityAuth{identity.New(c.identity, c.tokens)}
+	}
+	if c.user != nil {
+		if err := u.openUserAuth(c.connect); err != nil { // userauth.go
+			cancel()
+			return nil, err
+		}
 	}
 	u.callers = callerSessions{dial: u.dialCaller, idleTimeout: c.idleTimeout, max: maxCallerSessions}
 	u.output = newOutputLog(u.log, u.redact)
@@ -468,6 +475,7 @@ func (u *upstream) Close() error {
 	u.holds.close()
 	u.pool.close()
 	u.callers.close()
+	u.closeUserAuth()
 	u.ensureStarted() // never started: done is closed by it
 	if cs != nil {
 		_ = cs.Close()

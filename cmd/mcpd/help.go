@@ -17,6 +17,15 @@ default (and each toolset on /mcp/NAME), or one client on stdin/stdout
 with --stdio (one toolset with --toolset). It runs until interrupted and
 reloads when the config files change.
 `,
+	"grants": `usage: mcpd grants [-c PATH]... list [UPSTREAM] [--json]
+       mcpd grants [-c PATH]... revoke UPSTREAM PRINCIPAL
+
+Lists or revokes the grants users gave mcpd to call upstreams whose
+identity mode is "user_authorization" (docs/gateway.md, "Per-user
+authorization"): those in the Redis of the config's state block, which
+every replica shares. A revoked grant's tokens are also revoked at the
+authorization server when it offers revocation. No token is printed.
+`,
 	"validate": `usage: mcpd validate [-c PATH]... [--format text|json]
 
 Loads and compiles the config and prints every error and warning with
@@ -127,5 +136,5 @@ func helpCmd(args []string, stdout, stderr io.Writer) int {
 }
 
 func commandNames() []string {
-	return []string{"serve", "validate", "lint", "lock", "fmt", "lsp", "list", "call", "read", "prompt", "init", "import", "client-config", "version"}
+	return []string{"serve", "validate", "lint", "lock", "fmt", "lsp", "list", "call", "read", "prompt", "init", "import", "client-config", "grants", "version"}
 }

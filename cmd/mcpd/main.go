@@ -21,6 +21,7 @@ import (
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/buildinfo"
 	"github.com/mcpd/mcpd/engine/config"
+	"github.com/mcpd/mcpd/engine/connect"
 	"github.com/mcpd/mcpd/engine/loader"
 	"github.com/mcpd/mcpd/engine/proc"
 	"github.com/mcpd/mcpd/engine/snapshot"
@@ -81,6 +82,8 @@ func runIO(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	switch cmd {
 	case "serve":
 		err = serveCmd(rest, stderr)
+	case "grants":
+		err = grantsCmd(rest, stdout, stderr)
 	case "validate":
 		err = validateCmd(rest, stdout, stderr)
 	case "list":
@@ -145,6 +148,14 @@ func registry() *adapter.Registry { return registryWith(nil) }
 func registryWith(procs *proc.Supervisor) *adapter.Registry {
 	reg := adapter.NewRegistry()
 	builtin.RegisterWithSupervisor(reg, procs)
+	return reg
+}
+
+// registryServing is registryWith for a server, whose MCP upstreams that
+// authorize each user run their flow through conn (connect.go).
+func registryServing(procs *proc.Supervisor, conn *connect.Service) *adapter.Registry {
+	reg := adapter.NewRegistry()
+	builtin.RegisterServing(reg, procs, conn)
 	return reg
 }
 

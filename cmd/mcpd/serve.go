@@ -89,12 +89,16 @@ func serveCmd(args []string, stderr io.Writer) error {
 	// SIGKILL, by the supervisor's helper process.
 	procs := proc.NewSupervisor()
 	defer endPrograms(procs, logger)
-	reg := registryWith(procs)
+	conn := newConnect(logger, &current)
+	reg := registryServing(procs, conn)
 	l, err := load(c, reg, stderr)
 	if err != nil {
 		return err
 	}
 	current.Swap(l.Snapshot)
+	if err := conn.Check(); err != nil {
+		return err
+	}
 	defer func() { current.Load().Close() }()
 	metrics, tracer, flushTraces, err := telemetrySetup(ops, logger)
 	if err != nil {
@@ -179,6 +183,7 @@ func serveCmd(args []string, stderr io.Writer) error {
 		AllowedHosts: hosts, AllowedOrigins: origins, JSONResponse: *jsonResp, NoFastPath: *noFastPath, NoLegacyFastPath: *noLegacyFastPath, SessionTimeout: *sessionTimeout,
 	})
 	mountMCP(mux, srv.HTTPHandler(httpOpts), &current, authRequired, httpOpts, logger)
+	mountConnect(mux, conn, scheme, ln, httpOpts)
 	if ops.adminAddr == "" {
 		mux.Handle("/", serve.HostGuard(httpOpts, admin))
 	}

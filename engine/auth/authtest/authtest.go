@@ -54,6 +54,7 @@ type Server struct {
 	counts  map[string]int // "grant key" -> requests answered with a token
 	issued  []string       // every token issued or minted
 	reqs    int
+	ac      authCode // the authorization-code grant (authcode.go)
 }
 
 // Refusal is an OAuth error the token endpoint answers every request with
@@ -69,6 +70,7 @@ type Refusal struct {
 // registered.
 func Start(t testing.TB) *Server {
 	s := &Server{t: t, clients: map[string]string{"mcpd": "mcpd-secret-0123456789"}, ttl: time.Hour, counts: map[string]int{}}
+	s.ac.init()
 	s.RotateKey(false)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -85,6 +87,7 @@ func (s *Server) serve(ln net.Listener) {
 	mux.HandleFunc("GET /.well-known/oauth-authorization-server", s.metadata)
 	mux.HandleFunc("GET /jwks", s.jwks)
 	mux.HandleFunc("POST /token", s.token)
+	s.routeAuthCode(mux)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	s.mu.Lock()
 	s.srv = srv
@@ -275,14 +278,19 @@ func (s *Server) Verify(raw, aud string) (map[string]any, error) {
 	if err := std.ValidateWithLeeway(jwt.Expected{Issuer: s.Issuer(), AnyAudience: jwt.Audience{aud}, Time: time.Now()}, 0); err != nil {
 		return nil, err
 	}
+	if s.revokedToken(raw) {
+		return nil, errors.New("the token was revoked")
+	}
 	return all, nil
 }
 
 func (s *Server) metadata(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{
+	md := map[string]any{
 		"issuer": s.Issuer(), "jwks_uri": s.JWKSURL(), "token_endpoint": s.TokenURL(),
-		"grant_types_supported": []string{GrantClientCredentials, GrantTokenExchange},
-	})
+		"grant_types_supported": []string{GrantClientCredentials, GrantTokenExchange, GrantAuthorizationCode, GrantRefreshToken},
+	}
+	s.authCodeMetadata(md)
+	writeJSON(w, http.StatusOK, md)
 }
 
 func (s *Server) jwks(w http.ResponseWriter, _ *http.Request) {
@@ -311,6 +319,10 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := r.ParseForm(); err != nil {
 		writeErr(w, &oauthError{400, "invalid_request", err.Error()})
+		return
+	}
+	if gt := r.PostForm.Get("grant_type"); gt == GrantAuthorizationCode || gt == GrantRefreshToken {
+		s.userToken(w, r, refuse, ttl)
 		return
 	}
 	client, oerr := s.authenticate(r)
