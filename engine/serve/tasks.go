@@ -235,8 +235,17 @@ func (s *Server) callAsTask(ctx context.Context, t *snapshot.Tool, req *mcp.Call
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "creating the task: " + err.Error()}, true
 	}
-	return &createTaskResult{ResultType: "task", taskFields: fieldsOf(rec)}, nil, true
+	out := &createTaskResult{ResultType: "task", taskFields: fieldsOf(rec)}
+	// The task's id in _meta too, where a client whose SDK decodes a
+	// tools/call answer as a CallToolResult (and drops the Task's fields:
+	// the Go SDK's) still finds it.
+	out.Meta = mcp.Meta{metaRelatedTask: map[string]any{"taskId": rec.ID}}
+	return out, nil, true
 }
+
+// metaRelatedTask is the _meta key of 2025-11-25's tasks that names the
+// task a message belongs to.
+const metaRelatedTask = "io.modelcontextprotocol/related-task"
 
 // taskRound runs one round of a task's call: the tool as the current
 // snapshot has it, with the answers to the round before.

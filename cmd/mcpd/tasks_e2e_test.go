@@ -1,0 +1,271 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpd/mcpd/internal/wait"
+)
+
+// tasksConfig has tools that run as tasks: one that runs a program for a
+// while, one whose program starts a grandchild and waits (to see
+// cancellation kill the process group), one that asks before it runs,
+// and one that runs only as a task. Two API keys are two callers.
+const tasksConfig = `
+auth {
+  header = "X-Api-Key"
+  api_key "alice" {
+    value = "alice-key-0123456789"
+  }
+  api_key "bob" {
+    value = "bob-key-0123456789"
+  }
+}
+
+tool "build" {
+  description = "Runs for a few seconds"
+  param "seconds" {
+    type = "integer"
+  }
+  task {
+    ttl            = "1m"
+    max_per_caller = 3
+  }
+  shell {
+    command = ["sh", "-c", "sleep \"$1\"; echo built", "sh", args.seconds]
+  }
+}
+
+tool "spawn" {
+  description = "Starts a grandchild and waits for it"
+  param "pidfile" {
+    type = "string"
+  }
+  task {}
+  shell {
+    command = ["sh", "-c", "sleep 300 & echo $! > \"$1\"; wait", "sh", args.pidfile]
+    timeout = "10m"
+  }
+}
+
+tool "deploy" {
+  description = "Asks before it runs"
+  task {}
+  ask "go" {
+    elicit = "Deploy now?"
+    field "ok" { type = "boolean" }
+  }
+  shell {
+    command = ["echo", "deployed"]
+  }
+}
+
+tool "only_task" {
+  description = "Runs only as a task"
+  task {
+    mode = "required"
+  }
+  result {
+    content "text" {
+      text = "ran"
+    }
+  }
+}
+`
+
+// taskParams and the results of the extension's methods, for the go-sdk
+// client's custom requests (the SDK does not implement tasks).
+type taskParams struct {
+	mcp.ParamsBase
+	TaskID         string         `json:"taskId"`
+	InputResponses map[string]any `json:"inputResponses,omitempty"`
+}
+
+type taskResult struct {
+	mcp.ResultBase
+	ResultType    string                     `json:"resultType"`
+	TaskID        string                     `json:"taskId"`
+	Status        string                     `json:"status"`
+	StatusMessage string                     `json:"statusMessage"`
+	TTLMs         int64                      `json:"ttlMs"`
+	Result        *mcp.CallToolResult        `json:"result"`
+	Error         *struct{ Code int64 }      `json:"error"`
+	InputRequests map[string]json.RawMessage `json:"inputRequests"`
+}
+
+// connectTasks connects a 2026-07-28 go-sdk client that declares the tasks
+// extension, as the caller whose API key is key.
+func connectTasks(t *testing.T, endpoint, key string, declare bool) *mcp.ClientSession {
+	t.Helper()
+	caps := &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{}}
+	if declare {
+		caps.Extensions = map[string]any{"io.modelcontextprotocol/tasks": map[string]any{}}
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "tasks-test", Version: "1"}, &mcp.ClientOptions{Capabilities: caps})
+	for _, m := range []string{"tasks/get", "tasks/update", "tasks/cancel"} {
+		if err := mcp.AddSendingCustomMethod[*taskParams, *taskResult](client, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hc := &http.Client{Transport: keyTransport{header: "X-Api-Key", value: key, base: http.DefaultTransport}}
+	cs, err := client.Connect(bounded(t), &mcp.StreamableClientTransport{Endpoint: endpoint, MaxRetries: -1, HTTPClient: hc}, &mcp.ClientSessionOptions{ProtocolVersion: "2026-07-28"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+func taskCall(t *testing.T, cs *mcp.ClientSession, method, id string, answers map[string]any) (*taskResult, error) {
+	t.Helper()
+	return mcp.CallCustomMethod[*taskParams, *taskResult](bounded(t), cs, method, &taskParams{TaskID: id, InputResponses: answers})
+}
+
+// startTask calls a tool and returns the id of the task it answered with,
+// which the Go SDK's CallToolResult keeps in _meta.
+func startTask(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any) string {
+	t.Helper()
+	res, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("calling %s: %v", name, err)
+	}
+	rel, _ := res.Meta["io.modelcontextprotocol/related-task"].(map[string]any)
+	id, _ := rel["taskId"].(string)
+	if id == "" {
+		t.Fatalf("calling %s answered no task: %+v", name, res)
+	}
+	return id
+}
+
+func awaitStatus(t *testing.T, cs *mcp.ClientSession, id string, want ...string) *taskResult {
+	t.Helper()
+	var last *taskResult
+	wait.Until(t, "task "+id+" to be "+strings.Join(want, " or "), func() bool {
+		r, err := taskCall(t, cs, "tasks/get", id, nil)
+		if err != nil {
+			t.Fatalf("tasks/get: %v", err)
+		}
+		last = r
+		for _, w := range want {
+			if r.Status == w {
+				return true
+			}
+		}
+		return false
+	})
+	return last
+}
+
+// A real go-sdk client of the 2026-07-28 protocol runs a shell task for a
+// few seconds and polls it, answers the question a task asks through
+// tasks/update, and cancels a task whose program started a grandchild:
+// the process group is gone after. Another caller is told of the tasks
+// exactly what an unknown id gets, and can neither see nor cancel them.
+func TestTasksE2E(t *testing.T) {
+	t.Parallel()
+	dir := writeConfig(t, tasksConfig)
+	s := startOps(t, dir)
+	alice := connectTasks(t, s.endpoint, "alice-key-0123456789", true)
+	bob := connectTasks(t, s.endpoint, "bob-key-0123456789", true)
+
+	t.Run("poll a running task", func(t *testing.T) {
+		id := startTask(t, alice, "build", map[string]any{"seconds": 2})
+		r, err := taskCall(t, alice, "tasks/get", id, nil)
+		if err != nil || r.Status != "working" || r.TTLMs != 60000 {
+			t.Fatalf("tasks/get at once: %+v, %v; want working, ttlMs 60000", r, err)
+		}
+		r = awaitStatus(t, alice, id, "completed")
+		if r.Result == nil || r.Result.IsError || !strings.Contains(textOf(r.Result), "built") {
+			t.Fatalf("result %+v, want the program's output", r.Result)
+		}
+	})
+
+	t.Run("another caller", func(t *testing.T) {
+		id := startTask(t, alice, "build", map[string]any{"seconds": 5})
+		for _, m := range []string{"tasks/get", "tasks/cancel", "tasks/update"} {
+			_, err := taskCall(t, bob, m, id, map[string]any{})
+			_, errUnknown := taskCall(t, bob, m, "0123456789abcdef0123456789abcdef", map[string]any{})
+			if rpcCode(err) != -32602 || err.Error() != errUnknown.Error() {
+				t.Errorf("%s of another's task: %v; want exactly what an unknown id gets: %v", m, err, errUnknown)
+			}
+		}
+		if r := awaitStatus(t, alice, id, "working", "completed"); r.Status != "working" {
+			t.Errorf("bob's cancel reached alice's task: %s", r.Status)
+		}
+		taskCall(t, alice, "tasks/cancel", id, nil)
+	})
+
+	t.Run("cancel kills the process group", func(t *testing.T) {
+		pidfile := filepath.Join(t.TempDir(), "grandchild.pid")
+		id := startTask(t, alice, "spawn", map[string]any{"pidfile": pidfile})
+		pid := readPIDFile(t, pidfile)
+		t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+		if processGone(pid) {
+			t.Fatal("the grandchild is not running before the cancel")
+		}
+		ack, err := taskCall(t, alice, "tasks/cancel", id, nil)
+		if err != nil || ack.ResultType != "complete" || ack.TaskID != "" {
+			t.Fatalf("tasks/cancel: %+v, %v; want an empty ack", ack, err)
+		}
+		if r := awaitStatus(t, alice, id, "cancelled", "completed", "failed"); r.Status != "cancelled" {
+			t.Fatalf("status %s after cancel, want cancelled", r.Status)
+		}
+		wait.Until(t, "the grandchild to be killed", func() bool { return processGone(pid) })
+		// Idempotent: a cancel of an ended task is the same ack.
+		if ack, err := taskCall(t, alice, "tasks/cancel", id, nil); err != nil || ack.ResultType != "complete" {
+			t.Fatalf("second tasks/cancel: %+v, %v", ack, err)
+		}
+	})
+
+	t.Run("answer what the task asks", func(t *testing.T) {
+		id := startTask(t, alice, "deploy", nil)
+		r := awaitStatus(t, alice, id, "input_required")
+		if _, ok := r.InputRequests["go"]; !ok || len(r.InputRequests) != 1 {
+			t.Fatalf("inputRequests %v, want the question \"go\"", r.InputRequests)
+		}
+		ack, err := taskCall(t, alice, "tasks/update", id, map[string]any{"go": map[string]any{"action": "accept", "content": map[string]any{"ok": true}}})
+		if err != nil || ack.ResultType != "complete" {
+			t.Fatalf("tasks/update: %+v, %v", ack, err)
+		}
+		r = awaitStatus(t, alice, id, "completed", "failed")
+		if r.Result == nil || !strings.Contains(textOf(r.Result), "deployed") {
+			t.Fatalf("task %+v, want it completed with the program's output", r)
+		}
+	})
+
+	t.Run("per caller bound", func(t *testing.T) {
+		carol := connectTasks(t, s.endpoint, "bob-key-0123456789", true)
+		var ids []string
+		for range 3 {
+			ids = append(ids, startTask(t, carol, "build", map[string]any{"seconds": 30}))
+		}
+		res, err := carol.CallTool(bounded(t), &mcp.CallToolParams{Name: "build", Arguments: map[string]any{"seconds": 30}})
+		if err != nil || !res.IsError || !strings.Contains(textOf(res), "tasks/cancel") {
+			t.Fatalf("a fourth task: %+v, %v; want a tool error saying to wait or cancel", res, err)
+		}
+		for _, id := range ids {
+			taskCall(t, carol, "tasks/cancel", id, nil)
+		}
+	})
+
+	t.Run("a client that does not use tasks", func(t *testing.T) {
+		plain := connectTasks(t, s.endpoint, "alice-key-0123456789", false)
+		res, err := plain.CallTool(bounded(t), &mcp.CallToolParams{Name: "build", Arguments: map[string]any{"seconds": 0}})
+		if err != nil || res.IsError || textOf(res) != "built\n" && textOf(res) != "built" {
+			t.Fatalf("plain call: %+v, %v; want the result itself", res, err)
+		}
+		_, err = plain.CallTool(bounded(t), &mcp.CallToolParams{Name: "only_task"})
+		if rpcCode(err) != -32021 {
+			t.Fatalf("a task-only tool: %v, want -32021", err)
+		}
+		if _, err := taskCall(t, plain, "tasks/get", "x", nil); rpcCode(err) != -32021 {
+			t.Fatalf("tasks/get without the extension: %v, want -32021", err)
+		}
+	})
+}
