@@ -206,7 +206,7 @@ type Task struct {
 	Mode *hcl.Attribute `hcl:"mode,optional"`
 	// TTL is how long a task is kept once it has ended ("1h").
 	TTL *hcl.Attribute `hcl:"ttl,optional"`
-	// MaxPerCaller bounds the tasks of one caller, running or kept.
+	// MaxPerCaller bounds the tasks of one caller that have not ended.
 	MaxPerCaller *hcl.Attribute `hcl:"max_per_caller,optional"`
 	// PollInterval is the interval clients are told to poll at ("1s").
 	PollInterval *hcl.Attribute `hcl:"poll_interval,optional"`

@@ -331,19 +331,44 @@ func taskHeaders(w http.ResponseWriter, r *http.Request, maxBody int64) bool {
 		return true // the SDK meets the same and answers it
 	}
 	var msg struct {
+		ID     json.RawMessage `json:"id"`
 		Params struct {
 			TaskID *string `json:"taskId"`
 		} `json:"params"`
 	}
-	if json.Unmarshal(body, &msg) != nil || msg.Params.TaskID == nil {
+	if json.Unmarshal(body, &msg) != nil || msg.Params.TaskID == nil || !validID(msg.ID) {
 		return true // not one request, or no taskId: the SDK's answer
 	}
 	if *msg.Params.TaskID != name {
-		writeJSONRPCError(w, http.StatusBadRequest, mcp.CodeHeaderMismatch,
-			fmt.Sprintf("header mismatch: the Mcp-Name header %q does not match params.taskId %q", name, *msg.Params.TaskID))
+		out, _ := json.Marshal(map[string]any{
+			"jsonrpc": "2.0",
+			"id":      msg.ID,
+			"error": map[string]any{"code": mcp.CodeHeaderMismatch,
+				"message": fmt.Sprintf("header mismatch: the Mcp-Name header %q does not match params.taskId %q", name, *msg.Params.TaskID)},
+		})
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		w.Write(append(out, '\n'))
 		return false
 	}
 	return true
+}
+
+// validID reports whether a JSON-RPC id is one to echo: a string or a
+// number.
+func validID(id json.RawMessage) bool {
+	if len(id) == 0 {
+		return false
+	}
+	var v any
+	if json.Unmarshal(id, &v) != nil {
+		return false
+	}
+	switch v.(type) {
+	case string, float64:
+		return true
+	}
+	return false
 }
 
 // stopTasks shuts down the tasks this process runs: they get the

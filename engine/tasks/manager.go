@@ -46,6 +46,10 @@ type Options struct {
 	// MaxResultBytes bounds a result kept in the store (default 4 MiB):
 	// a larger one fails the task.
 	MaxResultBytes int
+	// MaxKeptPerCaller bounds the tasks of one caller in the store, ended
+	// ones kept for their TTL included (default 1000); a tool's
+	// max_per_caller bounds those not ended.
+	MaxKeptPerCaller int
 	// Logger gets the manager's errors (default slog.Default()).
 	Logger *slog.Logger
 	// Observe, when not nil, hears of each task created and ended.
@@ -54,8 +58,11 @@ type Options struct {
 	Now func() time.Time
 }
 
-// DefaultMaxResultBytes bounds a task's kept result.
-const DefaultMaxResultBytes = 4 << 20
+// Defaults of Options.
+const (
+	DefaultMaxResultBytes   = 4 << 20
+	DefaultMaxKeptPerCaller = 1000
+)
 
 // Manager creates, runs, answers and cancels tasks on a Store.
 type Manager struct {
@@ -84,6 +91,9 @@ func NewManager(store Store, opts Options) *Manager {
 	}
 	if opts.Renew <= 0 || opts.Renew >= opts.Lease {
 		opts.Renew = opts.Lease / 3
+	}
+	if opts.MaxKeptPerCaller <= 0 {
+		opts.MaxKeptPerCaller = DefaultMaxKeptPerCaller
 	}
 	if opts.MaxResultBytes <= 0 {
 		opts.MaxResultBytes = DefaultMaxResultBytes
@@ -121,7 +131,7 @@ func (m *Manager) Start(ctx context.Context, base context.Context, owner, tool s
 	if max <= 0 {
 		max = DefaultMaxPerCaller
 	}
-	if err := m.store.Create(ctx, r, max); err != nil {
+	if err := m.store.Create(ctx, r, max, m.opts.MaxKeptPerCaller); err != nil {
 		return nil, err
 	}
 	runCtx, cancel := context.WithCancel(context.WithValue(context.WithoutCancel(base), handleKey{}, &handle{m: m, owner: owner, id: r.ID}))

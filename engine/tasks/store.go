@@ -11,9 +11,9 @@ import (
 // that share them. Every method is safe for concurrent use; a record a
 // Store returns is the caller's own copy.
 type Store interface {
-	// Create adds r, unless its owner already holds max tasks that have
-	// not expired (ErrTooMany).
-	Create(ctx context.Context, r *Record, max int) error
+	// Create adds r, unless its owner already holds maxActive tasks that
+	// have not ended, or maxAll that have not expired (ErrTooMany).
+	Create(ctx context.Context, r *Record, maxActive, maxAll int) error
 	// Get returns owner's task id, or ErrNotFound: a task of another
 	// owner is not found either.
 	Get(ctx context.Context, owner, id string) (*Record, error)
@@ -48,7 +48,7 @@ func NewMemory(max int) *Memory {
 	return &Memory{max: max, now: time.Now, byID: map[string]*Record{}, byOwner: map[string]map[string]struct{}{}}
 }
 
-func (m *Memory) Create(_ context.Context, r *Record, max int) error {
+func (m *Memory) Create(_ context.Context, r *Record, maxActive, maxAll int) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.now()
@@ -57,7 +57,13 @@ func (m *Memory) Create(_ context.Context, r *Record, max int) error {
 		m.expire(id, now)
 	}
 	own = m.byOwner[r.Owner]
-	if len(own) >= max {
+	active := 0
+	for id := range own {
+		if !m.byID[id].Status.Terminal() {
+			active++
+		}
+	}
+	if active >= maxActive || len(own) >= maxAll {
 		return ErrTooMany
 	}
 	if len(m.byID) >= m.max {

@@ -52,7 +52,7 @@ type Policy struct {
 	Mode Mode
 	// TTL is how long a task is kept once it has ended.
 	TTL time.Duration
-	// MaxPerCaller bounds the tasks of one caller, running or kept.
+	// MaxPerCaller bounds the tasks of one caller that have not ended.
 	MaxPerCaller int
 	// PollInterval is the interval clients are told to poll at.
 	PollInterval time.Duration
