@@ -175,7 +175,7 @@ func New(current *snapshot.Current, opts Options) *Server {
 	}
 	s.tasks = opts.Tasks
 	if s.tasks == nil {
-		s.tasks = tasks.NewManager(tasks.NewMemory(0), tasks.Options{Logger: opts.Logger})
+		s.tasks = newTaskManager(current, opts)
 	}
 	s.eps = map[string]*endpoint{}
 	s.mcp = s.endpoint("").srv

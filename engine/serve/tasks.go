@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpd/mcpd/engine/principal"
+	"github.com/mcpd/mcpd/engine/sharedstate"
 	"github.com/mcpd/mcpd/engine/snapshot"
 	"github.com/mcpd/mcpd/engine/tasks"
 )
@@ -377,4 +378,18 @@ func (s *Server) stopTasks(ctx context.Context) error {
 	gctx, cancel := context.WithTimeout(ctx, s.opts.ShutdownGrace)
 	defer cancel()
 	return s.tasks.Shutdown(gctx)
+}
+
+// newTaskManager returns the manager of the tasks of a server that was
+// given none: in the shared state when the config at start has a state
+// block (the state of the config current at each operation, which a
+// reload may change), so that every replica answers for every task; in
+// memory otherwise. A reload that adds or removes the state block does not
+// move the tasks: that takes a restart.
+func newTaskManager(current *snapshot.Current, opts Options) *tasks.Manager {
+	var store tasks.Store = tasks.NewMemory(0)
+	if current.Load().State() != nil {
+		store = tasks.NewRedis(func() *sharedstate.Store { return current.Load().State() }, 0)
+	}
+	return tasks.NewManager(store, tasks.Options{Logger: opts.Logger})
 }

@@ -440,6 +440,9 @@ func (m *Manager) awaitAnswers(ctx context.Context, l *local, r *Record) (map[st
 // (cancelled, or failed by a poller that found its lease run out).
 func (m *Manager) finish(r *Record, out Outcome) {
 	now := m.opts.Now()
+	if out.Err == nil && !json.Valid(out.Result) {
+		out = Outcome{Err: &Error{Code: codeInternal, Message: "the task's result is not JSON"}}
+	}
 	if out.Err == nil && len(out.Result) > m.opts.MaxResultBytes {
 		out = Outcome{Err: &Error{Code: codeInternal, Message: fmt.Sprintf("the task's result of %d bytes is larger than the %d bytes a task may keep", len(out.Result), m.opts.MaxResultBytes)}}
 	}
