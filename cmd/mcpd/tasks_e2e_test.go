@@ -2,14 +2,17 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpd/mcpd/engine/sharedstate/sharedstatetest"
 	"github.com/mcpd/mcpd/internal/wait"
 )
 
@@ -266,6 +269,77 @@ func TestTasksE2E(t *testing.T) {
 		}
 		if _, err := taskCall(t, plain, "tasks/get", "x", nil); rpcCode(err) != -32021 {
 			t.Fatalf("tasks/get without the extension: %v, want -32021", err)
+		}
+	})
+}
+
+// Two replicas share one Redis: a task created on one is polled, answered
+// and cancelled on the other (the program's process group on the first is
+// killed), and a replica killed with SIGKILL mid-task leaves its task
+// failed once its lease runs out, not working forever.
+func TestTasksAcrossReplicas(t *testing.T) {
+	t.Parallel()
+	url := sharedstatetest.URL(t)
+	prefix := sharedstatetest.Prefix(t, url)
+	dir := writeConfig(t, fmt.Sprintf("server {\n  state {\n    redis = %q\n    key_prefix = %q\n  }\n}\n", url, prefix)+tasksConfig)
+	a, b := startOps(t, dir), startOps(t, dir)
+	onA := connectTasks(t, a.endpoint, "alice-key-0123456789", true)
+	onB := connectTasks(t, b.endpoint, "alice-key-0123456789", true)
+	bobOnB := connectTasks(t, b.endpoint, "bob-key-0123456789", true)
+
+	t.Run("created on one, polled on the other", func(t *testing.T) {
+		id := startTask(t, onA, "build", map[string]any{"seconds": 1})
+		if r, err := taskCall(t, onB, "tasks/get", id, nil); err != nil || r.Status != "working" {
+			t.Fatalf("tasks/get on B at once: %+v, %v", r, err)
+		}
+		if _, err := taskCall(t, bobOnB, "tasks/get", id, nil); rpcCode(err) != -32602 {
+			t.Fatalf("another caller on B: %v, want -32602", err)
+		}
+		r := awaitStatus(t, onB, id, "completed")
+		if !strings.Contains(textOf(r.Result), "built") {
+			t.Fatalf("result on B: %+v", r.Result)
+		}
+	})
+
+	t.Run("answered on the other", func(t *testing.T) {
+		id := startTask(t, onA, "deploy", nil)
+		awaitStatus(t, onB, id, "input_required")
+		if _, err := taskCall(t, onB, "tasks/update", id, map[string]any{"go": map[string]any{"action": "accept", "content": map[string]any{"ok": true}}}); err != nil {
+			t.Fatal(err)
+		}
+		r := awaitStatus(t, onA, id, "completed", "failed")
+		if r.Result == nil || !strings.Contains(textOf(r.Result), "deployed") {
+			t.Fatalf("task %+v, want it completed on A with B's answer", r)
+		}
+	})
+
+	t.Run("cancelled on the other", func(t *testing.T) {
+		pidfile := filepath.Join(t.TempDir(), "grandchild.pid")
+		id := startTask(t, onA, "spawn", map[string]any{"pidfile": pidfile})
+		pid := readPIDFile(t, pidfile)
+		t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+		if _, err := taskCall(t, bobOnB, "tasks/cancel", id, nil); rpcCode(err) != -32602 {
+			t.Fatalf("another caller's cancel: %v, want -32602", err)
+		}
+		if processGone(pid) {
+			t.Fatal("another caller's cancel reached the program")
+		}
+		if _, err := taskCall(t, onB, "tasks/cancel", id, nil); err != nil {
+			t.Fatal(err)
+		}
+		if r, _ := taskCall(t, onA, "tasks/get", id, nil); r.Status != "cancelled" {
+			t.Fatalf("status on A after a cancel on B: %s", r.Status)
+		}
+		wait.Until(t, "A to kill the program B cancelled", func() bool { return processGone(pid) })
+	})
+
+	t.Run("a replica killed mid-task", func(t *testing.T) {
+		id := startTask(t, onA, "build", map[string]any{"seconds": 120})
+		a.cmd.Process.Signal(syscall.SIGKILL)
+		waitExit(t, a.cmd, 10*time.Second)
+		r := awaitStatus(t, onB, id, "failed", "completed", "cancelled")
+		if r.Status != "failed" || r.Error == nil {
+			t.Fatalf("the task of a killed replica: %+v, want failed", r)
 		}
 	})
 }
