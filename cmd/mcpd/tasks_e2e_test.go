@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -173,7 +174,8 @@ func awaitStatus(t *testing.T, cs *mcp.ClientSession, id string, want ...string)
 func TestTasksE2E(t *testing.T) {
 	t.Parallel()
 	dir := writeConfig(t, tasksConfig)
-	s := startOps(t, dir)
+	auditPath := filepath.Join(t.TempDir(), "audit.log")
+	s := startOps(t, dir, "--audit-log", auditPath)
 	alice := connectTasks(t, s.endpoint, "alice-key-0123456789", true)
 	bob := connectTasks(t, s.endpoint, "bob-key-0123456789", true)
 
@@ -254,6 +256,29 @@ func TestTasksE2E(t *testing.T) {
 		}
 		for _, id := range ids {
 			taskCall(t, carol, "tasks/cancel", id, nil)
+		}
+	})
+
+	t.Run("metrics and audit", func(t *testing.T) {
+		_, scrape := httpGet(t, s.base+"/metrics")
+		for _, want := range []string{`mcpd_tasks_total{event="created"}`, `mcpd_tasks_total{event="cancelled"}`, `mcpd_task_duration_seconds_count{status="completed"}`, "mcpd_tasks_running "} {
+			if !strings.Contains(scrape, want) {
+				t.Errorf("/metrics lacks %s", want)
+			}
+		}
+		wait.Until(t, "the audit lines of the tasks", func() bool {
+			b, _ := os.ReadFile(auditPath)
+			return strings.Contains(string(b), `"outcome":"cancelled"`) && strings.Contains(string(b), `"outcome":"completed"`)
+		})
+		b, _ := os.ReadFile(auditPath)
+		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			var e map[string]any
+			if err := json.Unmarshal([]byte(line), &e); err != nil {
+				t.Fatalf("audit line %q: %v", line, err)
+			}
+			if e["kind"] == "task" && (e["principal"] != "alice" && e["principal"] != "bob" || e["task"] == "" || e["name"] == "") {
+				t.Errorf("task audit line without its caller, task or tool: %s", line)
+			}
 		}
 	})
 

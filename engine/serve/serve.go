@@ -175,7 +175,7 @@ func New(current *snapshot.Current, opts Options) *Server {
 	}
 	s.tasks = opts.Tasks
 	if s.tasks == nil {
-		s.tasks = newTaskManager(current, opts)
+		s.tasks = s.newTaskManager()
 	}
 	s.eps = map[string]*endpoint{}
 	s.mcp = s.endpoint("").srv

@@ -17,10 +17,13 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpd/mcpd/engine/audit"
+	"github.com/mcpd/mcpd/engine/event"
 	"github.com/mcpd/mcpd/engine/principal"
 	"github.com/mcpd/mcpd/engine/sharedstate"
 	"github.com/mcpd/mcpd/engine/snapshot"
 	"github.com/mcpd/mcpd/engine/tasks"
+	"github.com/mcpd/mcpd/engine/telemetry"
 )
 
 // Tools as tasks: the io.modelcontextprotocol/tasks extension (SEP-2663,
@@ -227,7 +230,11 @@ func (s *Server) callAsTask(ctx context.Context, t *snapshot.Tool, req *mcp.Call
 		return s.taskRound(ctx, name, args, caller, caps, answers, state)
 	}
 	base := principal.NewContext(context.Background(), caller)
-	rec, err := s.tasks.Start(ctx, base, owner, name, p, run)
+	spec := tasks.Spec{Owner: owner, Caller: event.LocalPrincipal, AuthMethod: "none", Tool: name, Policy: p}
+	if caller != nil {
+		spec.Caller, spec.AuthMethod = caller.Name, caller.Method
+	}
+	rec, err := s.tasks.Start(ctx, base, spec, run)
 	if errors.Is(err, tasks.ErrTooMany) {
 		return markCall(req.Session, &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{
 			Text: fmt.Sprintf("You already hold %d tasks of this tool (or the server holds as many tasks as it may): wait for one to end, or cancel one with tasks/cancel, then call again.", p.MaxPerCaller),
@@ -386,10 +393,38 @@ func (s *Server) stopTasks(ctx context.Context) error {
 // reload may change), so that every replica answers for every task; in
 // memory otherwise. A reload that adds or removes the state block does not
 // move the tasks: that takes a restart.
-func newTaskManager(current *snapshot.Current, opts Options) *tasks.Manager {
+func (s *Server) newTaskManager() *tasks.Manager {
+	current := s.current
 	var store tasks.Store = tasks.NewMemory(0)
 	if current.Load().State() != nil {
 		store = tasks.NewRedis(func() *sharedstate.Store { return current.Load().State() }, 0)
 	}
-	return tasks.NewManager(store, tasks.Options{Logger: opts.Logger})
+	var m *tasks.Manager
+	record := s.opts.Metrics.Tasks(func() telemetry.TaskStats { return telemetry.TaskStats{Running: m.Running(), Oldest: m.Oldest()} })
+	m = tasks.NewManager(store, tasks.Options{Logger: s.opts.Logger, Observe: func(ev tasks.Event) { s.taskEvent(ev, record) }})
+	return m
+}
+
+// taskEvent records a task's creation or end: in the metrics, and as one
+// audit line (Kind "task", the event as Outcome, how long it ran as
+// Duration), on the replica where it happened.
+func (s *Server) taskEvent(ev tasks.Event, record func(string, time.Duration)) {
+	r := ev.Record
+	age := r.Updated.Sub(r.Created)
+	if ev.Kind == "created" {
+		age = 0
+	}
+	record(ev.Kind, age)
+	if s.opts.Audit == nil {
+		return
+	}
+	e := &audit.Entry{Time: time.Now(), Principal: r.Caller, AuthMethod: r.AuthMethod, Kind: "task", Name: r.Tool,
+		Outcome: ev.Kind, Duration: age, Task: r.ID}
+	if r.Status == tasks.Failed && r.Error != nil {
+		e.Error = r.Error.Message
+	}
+	if s.opts.Generation != nil {
+		e.Generation = s.opts.Generation()
+	}
+	s.opts.Audit.Record(e)
 }

@@ -77,8 +77,9 @@ type Manager struct {
 
 // local is a task this process runs.
 type local struct {
-	cancel context.CancelFunc
-	wake   chan struct{} // answers arrived
+	started time.Time
+	cancel  context.CancelFunc
+	wake    chan struct{} // answers arrived
 }
 
 // NewManager returns a manager of the tasks in store.
@@ -113,7 +114,8 @@ func (m *Manager) Store() Store { return m.store }
 // Start creates a task of owner's for tool and runs it in the background
 // with base's values (not its cancellation): the record is in the store
 // before Start returns, so that a tasks/get that follows at once finds it.
-func (m *Manager) Start(ctx context.Context, base context.Context, owner, tool string, p Policy, run Run) (*Record, error) {
+func (m *Manager) Start(ctx context.Context, base context.Context, spec Spec, run Run) (*Record, error) {
+	owner, p := spec.Owner, spec.Policy
 	m.mu.Lock()
 	closing := m.closing
 	m.mu.Unlock()
@@ -122,7 +124,7 @@ func (m *Manager) Start(ctx context.Context, base context.Context, owner, tool s
 	}
 	now := m.opts.Now()
 	r := &Record{
-		ID: newID(), Owner: owner, Tool: tool, Status: Working,
+		ID: newID(), Owner: owner, Caller: spec.Caller, AuthMethod: spec.AuthMethod, Tool: spec.Tool, Status: Working,
 		Created: now, Updated: now, TTL: p.TTL, Poll: p.PollInterval,
 		Replica: m.opts.Replica, Lease: now.Add(m.opts.Lease),
 	}
@@ -135,7 +137,7 @@ func (m *Manager) Start(ctx context.Context, base context.Context, owner, tool s
 		return nil, err
 	}
 	runCtx, cancel := context.WithCancel(context.WithValue(context.WithoutCancel(base), handleKey{}, &handle{m: m, owner: owner, id: r.ID}))
-	l := &local{cancel: cancel, wake: make(chan struct{}, 1)}
+	l := &local{cancel: cancel, wake: make(chan struct{}, 1), started: now}
 	m.mu.Lock()
 	m.runs[r.ID] = l
 	m.wg.Add(1)
@@ -296,6 +298,22 @@ func (m *Manager) Running() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return len(m.runs)
+}
+
+// Oldest is the age of the oldest task this process runs; 0 for none.
+func (m *Manager) Oldest() time.Duration {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var first time.Time
+	for _, l := range m.runs {
+		if first.IsZero() || l.started.Before(first) {
+			first = l.started
+		}
+	}
+	if first.IsZero() {
+		return 0
+	}
+	return m.opts.Now().Sub(first)
 }
 
 // Shutdown refuses new tasks and waits until ctx ends for the tasks this

@@ -47,6 +47,15 @@ func (m Mode) String() string {
 	return "never"
 }
 
+// Spec is what a task is created for: whose, which tool, how.
+type Spec struct {
+	// Owner is the key the task is bound to; Caller and AuthMethod name
+	// the caller for people (Record).
+	Owner, Caller, AuthMethod string
+	Tool                      string
+	Policy                    Policy
+}
+
 // Policy is a tool's task block, compiled.
 type Policy struct {
 	Mode Mode
@@ -83,11 +92,15 @@ func (s Status) Terminal() bool {
 
 // Record is one task as a store keeps it.
 type Record struct {
-	ID      string `json:"id"`
-	Owner   string `json:"owner"` // the caller's key (OwnerKey)
-	Tool    string `json:"tool"`
-	Status  Status `json:"status"`
-	Message string `json:"message,omitempty"` // what the task is doing, or why it ended
+	ID    string `json:"id"`
+	Owner string `json:"owner"` // the caller's key
+	// Caller names the caller and AuthMethod how it was verified, for the
+	// audit log and the console.
+	Caller     string `json:"caller,omitempty"`
+	AuthMethod string `json:"auth_method,omitempty"`
+	Tool       string `json:"tool"`
+	Status     Status `json:"status"`
+	Message    string `json:"message,omitempty"` // what the task is doing, or why it ended
 	// Created and Updated are when the task was created and last changed.
 	Created time.Time `json:"created"`
 	Updated time.Time `json:"updated"`

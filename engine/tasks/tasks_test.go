@@ -86,7 +86,7 @@ func TestLifecycle(t *testing.T) {
 			ctx := context.Background()
 			m := tasks.NewManager(newStore(), tasks.Options{Renew: 20 * time.Millisecond, Lease: time.Second})
 			release := make(chan struct{})
-			r, err := m.Start(ctx, ctx, "alice", "build", policy, func(ctx context.Context, _ map[string]json.RawMessage, _ string) tasks.Outcome {
+			r, err := m.Start(ctx, ctx, tasks.Spec{Owner: "alice", Tool: "build", Policy: policy}, func(ctx context.Context, _ map[string]json.RawMessage, _ string) tasks.Outcome {
 				tasks.Report(ctx, "half way", true)
 				select {
 				case <-release:
@@ -134,7 +134,7 @@ func TestCancelEndsTheCall(t *testing.T) {
 			ctx := context.Background()
 			m := tasks.NewManager(newStore(), tasks.Options{Renew: 20 * time.Millisecond, Lease: time.Second})
 			var ended atomic.Bool
-			r, err := m.Start(ctx, ctx, "alice", "wait", policy, func(ctx context.Context, _ map[string]json.RawMessage, _ string) tasks.Outcome {
+			r, err := m.Start(ctx, ctx, tasks.Spec{Owner: "alice", Tool: "wait", Policy: policy}, func(ctx context.Context, _ map[string]json.RawMessage, _ string) tasks.Outcome {
 				<-ctx.Done()
 				ended.Store(true)
 				return result("too late")
@@ -161,7 +161,7 @@ func TestAnswers(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			m := tasks.NewManager(newStore(), tasks.Options{Renew: 20 * time.Millisecond, Lease: time.Second})
-			r, err := m.Start(ctx, ctx, "alice", "ask", policy, func(ctx context.Context, answers map[string]json.RawMessage, state string) tasks.Outcome {
+			r, err := m.Start(ctx, ctx, tasks.Spec{Owner: "alice", Tool: "ask", Policy: policy}, func(ctx context.Context, answers map[string]json.RawMessage, state string) tasks.Outcome {
 				if answers == nil {
 					return tasks.Outcome{Inputs: map[string]json.RawMessage{"a": json.RawMessage(`{}`), "b": json.RawMessage(`{}`)}, State: "s1"}
 				}
@@ -194,16 +194,16 @@ func TestBounds(t *testing.T) {
 				<-ctx.Done()
 				return tasks.Outcome{}
 			}
-			a, _ := m.Start(ctx, ctx, "alice", "t", policy, block)
-			m.Start(ctx, ctx, "alice", "t", policy, block)
-			if _, err := m.Start(ctx, ctx, "alice", "t", policy, block); !errors.Is(err, tasks.ErrTooMany) {
+			a, _ := m.Start(ctx, ctx, tasks.Spec{Owner: "alice", Tool: "t", Policy: policy}, block)
+			m.Start(ctx, ctx, tasks.Spec{Owner: "alice", Tool: "t", Policy: policy}, block)
+			if _, err := m.Start(ctx, ctx, tasks.Spec{Owner: "alice", Tool: "t", Policy: policy}, block); !errors.Is(err, tasks.ErrTooMany) {
 				t.Fatalf("a third running task: %v, want ErrTooMany", err)
 			}
-			if _, err := m.Start(ctx, ctx, "bob", "t", policy, block); err != nil {
+			if _, err := m.Start(ctx, ctx, tasks.Spec{Owner: "bob", Tool: "t", Policy: policy}, block); err != nil {
 				t.Fatalf("another caller: %v", err)
 			}
 			m.Cancel(ctx, "alice", a.ID)
-			if _, err := m.Start(ctx, ctx, "alice", "t", policy, block); err != nil {
+			if _, err := m.Start(ctx, ctx, tasks.Spec{Owner: "alice", Tool: "t", Policy: policy}, block); err != nil {
 				t.Fatalf("after a cancel: %v", err)
 			}
 			// alice now holds 3 (one cancelled, kept): the store-wide bound.
@@ -214,7 +214,7 @@ func TestBounds(t *testing.T) {
 			for _, r := range b {
 				m.Cancel(ctx, r.Owner, r.ID)
 			}
-			if _, err := m.Start(ctx, ctx, "alice", "t", policy, block); !errors.Is(err, tasks.ErrTooMany) {
+			if _, err := m.Start(ctx, ctx, tasks.Spec{Owner: "alice", Tool: "t", Policy: policy}, block); !errors.Is(err, tasks.ErrTooMany) {
 				t.Fatalf("past the kept bound: %v, want ErrTooMany", err)
 			}
 		})
@@ -232,7 +232,7 @@ func TestLostReplica(t *testing.T) {
 			now.Store(time.Now().UnixNano())
 			clock := func() time.Time { return time.Unix(0, now.Load()) }
 			dead := tasks.NewManager(store, tasks.Options{Lease: time.Second, Renew: time.Hour, Now: clock})
-			r, err := dead.Start(ctx, ctx, "alice", "t", policy, func(ctx context.Context, _ map[string]json.RawMessage, _ string) tasks.Outcome {
+			r, err := dead.Start(ctx, ctx, tasks.Spec{Owner: "alice", Tool: "t", Policy: policy}, func(ctx context.Context, _ map[string]json.RawMessage, _ string) tasks.Outcome {
 				<-ctx.Done()
 				return tasks.Outcome{}
 			})
@@ -262,7 +262,7 @@ func BenchmarkGet(b *testing.B) {
 			}
 			ctx := context.Background()
 			m := tasks.NewManager(store, tasks.Options{})
-			r, err := m.Start(ctx, ctx, "alice", "t", policy, func(context.Context, map[string]json.RawMessage, string) tasks.Outcome {
+			r, err := m.Start(ctx, ctx, tasks.Spec{Owner: "alice", Tool: "t", Policy: policy}, func(context.Context, map[string]json.RawMessage, string) tasks.Outcome {
 				return result("done, with a result of a realistic size: " + strings.Repeat("x", 200))
 			})
 			if err != nil {
