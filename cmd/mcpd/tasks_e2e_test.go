@@ -368,3 +368,38 @@ func TestTasksAcrossReplicas(t *testing.T) {
 		}
 	})
 }
+
+// `mcpd call --task` runs the call as a task of its own: its statuses on
+// stderr, its result on stdout; an interrupt cancels the task and the
+// program's process group with it.
+func TestCallTask(t *testing.T) {
+	t.Parallel()
+	dir := writeConfig(t, tasksConfig)
+	t.Run("completes", func(t *testing.T) {
+		cmd := mcpdCommand("call", "-c", dir, "--task", "build", "seconds=1")
+		var stdout, stderr lockedBuffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("%v: %s", err, stderr.String())
+		}
+		if !strings.Contains(stdout.String(), "built") || !strings.Contains(stderr.String(), ": working") || !strings.Contains(stderr.String(), ": completed") {
+			t.Fatalf("stdout %q, stderr %q", stdout.String(), stderr.String())
+		}
+	})
+	t.Run("interrupted", func(t *testing.T) {
+		pidfile := filepath.Join(t.TempDir(), "grandchild.pid")
+		cmd := mcpdCommand("call", "-c", dir, "--task", "spawn", "pidfile="+pidfile)
+		var stderr lockedBuffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		pid := readPIDFile(t, pidfile)
+		t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+		cmd.Process.Signal(syscall.SIGINT)
+		if code, _ := waitExit(t, cmd, 20*time.Second); code != 1 || !strings.Contains(stderr.String(), ": cancelled") {
+			t.Fatalf("exit %d, stderr %q; want 1 and the task cancelled", code, stderr.String())
+		}
+		wait.Until(t, "the program's group to be killed", func() bool { return processGone(pid) })
+	})
+}
