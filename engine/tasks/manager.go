@@ -379,9 +379,12 @@ func (m *Manager) run(ctx context.Context, l *local, r *Record, run Run) {
 			return
 		}
 		state = out.State
-		var ok bool
-		if answers, ok = m.awaitAnswers(ctx, l, r); !ok {
-			m.finish(r, Outcome{Err: &Error{Code: codeInternal, Message: "the task was stopped: mcpd shut down"}})
+		var stop *Error
+		if answers, stop = m.awaitAnswers(ctx, l, r); answers == nil {
+			if stop == nil {
+				stop = &Error{Code: codeInternal, Message: "the task was stopped: mcpd shut down"}
+			}
+			m.finish(r, Outcome{Err: stop})
 			return
 		}
 	}
@@ -415,18 +418,20 @@ func (m *Manager) ask(ctx context.Context, r *Record, inputs map[string]json.Raw
 
 // awaitAnswers waits until every question is answered (the record is
 // working again with answers), and takes the answers. It gives up when
-// the task is cancelled, or after the task's TTL without answers.
-func (m *Manager) awaitAnswers(ctx context.Context, l *local, r *Record) (map[string]json.RawMessage, bool) {
+// the task ends (cancelled: nil, nil), or after the task's TTL (at least
+// a minute) without answers (nil and why).
+func (m *Manager) awaitAnswers(ctx context.Context, l *local, r *Record) (map[string]json.RawMessage, *Error) {
 	t := time.NewTicker(m.opts.Renew)
 	defer t.Stop()
-	deadline := time.NewTimer(max(r.TTL, time.Minute))
+	wait := max(r.TTL, time.Minute)
+	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			return nil, false
+			return nil, nil
 		case <-deadline.C:
-			return nil, false
+			return nil, &Error{Code: codeInternal, Message: fmt.Sprintf("no answers to the task's questions within %s", wait)}
 		case <-l.wake:
 		case <-t.C:
 		}
@@ -441,15 +446,15 @@ func (m *Manager) awaitAnswers(ctx context.Context, l *local, r *Record) (map[st
 		})
 		if err != nil {
 			if errors.Is(err, ErrNotFound) {
-				return nil, false
+				return nil, nil
 			}
 			continue
 		}
 		if rec.Status.Terminal() {
-			return nil, false
+			return nil, nil
 		}
 		if answers != nil {
-			return answers, true
+			return answers, nil
 		}
 	}
 }
