@@ -92,7 +92,8 @@ type Options struct {
 	// streams.go. The zero value bounds nothing.
 	Streams StreamLimits
 	// Tasks runs the calls of tools with a task block as tasks (tasks.go);
-	// nil: a manager of its own, in memory. Shutdown shuts it down.
+	// nil: a manager of its own, on the shared state when the config has
+	// a state block, in memory otherwise. Shutdown shuts it down.
 	Tasks *tasks.Manager
 }
 
