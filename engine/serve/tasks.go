@@ -237,7 +237,7 @@ func (s *Server) callAsTask(ctx context.Context, t *snapshot.Tool, req *mcp.Call
 	rec, err := s.tasks.Start(ctx, base, spec, run)
 	if errors.Is(err, tasks.ErrTooMany) {
 		return markCall(req.Session, &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{
-			Text: fmt.Sprintf("You already hold %d tasks of this tool (or the server holds as many tasks as it may): wait for one to end, or cancel one with tasks/cancel, then call again.", p.MaxPerCaller),
+			Text: fmt.Sprintf("You already have %d tasks that have not ended, as many as tool %s allows (or as many tasks kept as the server allows): wait for one to end, or cancel one with tasks/cancel, then call again.", p.MaxPerCaller, name),
 		}}}), nil, true
 	}
 	if err != nil {
