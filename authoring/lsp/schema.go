@@ -83,6 +83,7 @@ func rootSchema(reg *adapter.Registry) *blockSchema {
 		"ask":         implied(&config.Ask{}, nil),
 		"rate_limit":  implied(&config.RateLimit{}, nil),
 		"cache":       implied(&config.Cache{}, nil),
+		"task":        implied(&config.Task{}, nil),
 	})
 	for _, name := range reg.ToolBlocks() {
 		a, _ := reg.Adapter(name)

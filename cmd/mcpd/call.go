@@ -18,6 +18,7 @@ func callCmd(args []string, stdout, stderr io.Writer) error {
 	fs, c := newFlagSet("call", stderr)
 	argsJSON := fs.String("args", "", "the arguments as one JSON object")
 	asJSON := fs.Bool("json", false, "print the whole result as JSON")
+	asTask := fs.Bool("task", false, "run the call as a task, as `mcpd serve` runs it for a client that uses tasks: its id, status and progress go to stderr; Ctrl-C cancels it")
 	yes := fs.Bool("yes", false, "accept the tool's confirmations (there is no user to ask); without it, a tool that asks for confirmation does not run")
 	// Flags may come before or after the tool name.
 	var positional []string
@@ -63,9 +64,14 @@ func callCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, cancel := signalContext()
 	defer cancel()
-	res := callConfirming(ctx, tool, raw, *yes, func(p, total float64, msg string) {
-		fmt.Fprintf(stderr, "progress: %g/%g %s\n", p, total, msg)
-	})
+	var res *mcp.CallToolResult
+	if *asTask {
+		res = callAsTask(ctx, tool, raw, *yes, stderr)
+	} else {
+		res = callConfirming(ctx, tool, raw, *yes, func(p, total float64, msg string) {
+			fmt.Fprintf(stderr, "progress: %g/%g %s\n", p, total, msg)
+		})
+	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")

@@ -84,6 +84,9 @@ type Entry struct {
 	// (answered from the cache: the tool did not run), "miss" or "error"
 	// (the shared store failed); absent for a tool that is not cached.
 	Cache string `json:"cache,omitempty"`
+	// Task is the task's id on the lines of a tool run as a task (Kind
+	// "task": Outcome "created", "completed", "failed" or "cancelled").
+	Task string `json:"task,omitempty"`
 }
 
 // MarshalJSON writes the line's fields in a fixed order, time first.

@@ -191,6 +191,26 @@ type Tool struct {
 	OnStateFailure *hcl.Attribute `hcl:"on_state_failure,optional"`
 	// Cache reuses the tool's results for a time; read-only tools only.
 	Cache *Cache `hcl:"cache,block"`
+	// Task lets the tool's calls run as tasks that a client polls and
+	// cancels (docs/config.md, "task").
+	Task *Task `hcl:"task,block"`
+}
+
+// Task is a tool's `task { ... }` block: whether its calls run as tasks
+// (the 2026-07-28 tasks extension), how long a finished task is kept and
+// how many tasks one caller may hold.
+type Task struct {
+	// Mode is "never", "optional" (a client that uses tasks gets one, any
+	// other a plain call; the default) or "required" (a client that does
+	// not use tasks is refused).
+	Mode *hcl.Attribute `hcl:"mode,optional"`
+	// TTL is how long a task is kept once it has ended ("1h").
+	TTL *hcl.Attribute `hcl:"ttl,optional"`
+	// MaxPerCaller bounds the tasks of one caller that have not ended.
+	MaxPerCaller *hcl.Attribute `hcl:"max_per_caller,optional"`
+	// PollInterval is the interval clients are told to poll at ("1s").
+	PollInterval *hcl.Attribute `hcl:"poll_interval,optional"`
+	DeclRange    hcl.Range      `hcl:",def_range"`
 }
 
 // RateLimit is a tool's `rate_limit { ... }` block: token buckets for the

@@ -291,6 +291,9 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w = f.s.deadlineStream(rw, r) // notify.go: a client must read its event stream
 	if isModern(r) {
+		if !taskHeaders(w, r, f.opts.MaxBody) {
+			return
+		}
 		if eras.fast != nil && eras.fast.serve(w, r) {
 			return
 		}

@@ -33,6 +33,7 @@ import (
 	"github.com/mcpd/mcpd/engine/requeststate"
 	"github.com/mcpd/mcpd/engine/resultbuf"
 	"github.com/mcpd/mcpd/engine/snapshot"
+	"github.com/mcpd/mcpd/engine/tasks"
 	"github.com/mcpd/mcpd/engine/telemetry"
 )
 
@@ -91,6 +92,10 @@ type Options struct {
 	// and those LimitStreams guards) per caller and in total; see
 	// streams.go. The zero value bounds nothing.
 	Streams StreamLimits
+	// Tasks runs the calls of tools with a task block as tasks (tasks.go);
+	// nil: a manager of its own, on the shared state when the config has
+	// a state block, in memory otherwise. Shutdown shuts it down.
+	Tasks *tasks.Manager
 }
 
 // Server serves the current snapshot over MCP.
@@ -121,6 +126,8 @@ type Server struct {
 	// caps are the capabilities every endpoint's SDK server is given, kept
 	// for the fast path's server/discover.
 	caps *mcp.ServerCapabilities
+	// tasks runs tools as tasks (tasks.go).
+	tasks *tasks.Manager
 }
 
 // The SDK fans list_changed out to every legacy session and every modern
@@ -168,6 +175,11 @@ func New(current *snapshot.Current, opts Options) *Server {
 		Resources:   &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true},
 		Completions: &mcp.CompletionCapabilities{},
 		Logging:     &mcp.LoggingCapabilities{},
+		Extensions:  map[string]any{tasksExtension: map[string]any{}},
+	}
+	s.tasks = opts.Tasks
+	if s.tasks == nil {
+		s.tasks = s.newTaskManager()
 	}
 	s.eps = map[string]*endpoint{}
 	s.mcp = s.endpoint("").srv
@@ -200,6 +212,7 @@ func (s *Server) newSDK(toolset string) (*mcp.Server, *mcp.Implementation, strin
 	// Register the markers while no session exists: nothing is sent.
 	touchMarkers(srv, [3]bool{true, true, true})
 	srv.AddReceivingMiddleware(s.legacyHook) // the sessions fastlegacy.go may serve
+	s.addTaskMethods(srv)
 	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler { return s.middleware(next, toolset) })
 	srv.AddReceivingMiddleware(s.notes.listens.receiving(srv))
 	srv.AddSendingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
@@ -368,6 +381,9 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest, caller 
 		return nil, unknownTool(req.Params.Name)
 	}
 	noteTool(ctx, t)
+	if res, err, ok := s.callAsTask(ctx, t, req, caller); ok {
+		return res, err
+	}
 	reserved, refused := s.reserveOutput(ctx, t)
 	if refused != nil {
 		return markCall(req.Session, refused), nil

@@ -68,7 +68,7 @@ func (s *Server) Ready() bool { return !s.drain.stopped() }
 // answered; calling it again waits for the first call and returns its
 // result. Backends belong to the snapshots, which their owner closes.
 func (s *Server) Shutdown(ctx context.Context) error {
-	s.shut.once.Do(func() { s.shut.err = s.shutdown(ctx) })
+	s.shut.once.Do(func() { s.shut.err = errors.Join(s.shutdown(ctx), s.stopTasks(ctx)) })
 	return s.shut.err
 }
 

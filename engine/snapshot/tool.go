@@ -17,6 +17,7 @@ import (
 	"github.com/mcpd/mcpd/engine/schema"
 	"github.com/mcpd/mcpd/engine/shape"
 	"github.com/mcpd/mcpd/engine/sharedstate"
+	"github.com/mcpd/mcpd/engine/tasks"
 )
 
 // Tool is one compiled tool: everything a call needs, built at load time.
@@ -71,6 +72,8 @@ type Tool struct {
 	// backends are the top-level blocks the tool's adapter looked up at
 	// load, as "TYPE NAME" (see Backends).
 	backends []string
+	// task is how the tool's calls run as tasks (task.go).
+	task tasks.Policy
 }
 
 // Backends are the top-level backend blocks (http_backend, database, …)
@@ -206,6 +209,8 @@ func compileTool(tc *config.Tool, reg *adapter.Registry, backend *backendSet, ft
 	{
 		var d hcl.Diagnostics
 		t.cache, d = compileCache(tc, t.handler, sc)
+		diags = append(diags, d...)
+		t.task, d = compileTask(tc)
 		diags = append(diags, d...)
 	}
 	t.rerunnable = rerunnable(tc, t.handler)

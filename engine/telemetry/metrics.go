@@ -263,6 +263,7 @@ var mcpMethods = map[string]bool{
 	"resources/unsubscribe": true, "completion/complete": true, "logging/setLevel": true, "server/discover": true,
 	"subscriptions/listen": true, "notifications/initialized": true, "notifications/cancelled": true,
 	"notifications/roots/list_changed": true, "notifications/progress": true,
+	"tasks/get": true, "tasks/update": true, "tasks/cancel": true,
 }
 
 // MethodLabel is the mcp_method_name value recorded for method.
