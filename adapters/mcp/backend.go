@@ -25,8 +25,8 @@ const (
 	defaultConnectTimeout = 10 * time.Second
 	// runnerConnectTimeout is the default for a server started through a
 	// package runner (npx, uvx, ...): its first start downloads the
-	// package, measured at 10-20 s for server-everything through npx, and
-	// a handshake cut short by connect_timeout kills the download.
+	// package (about 15 s for server-everything through npx, issue #37),
+	// and a handshake cut short by connect_timeout kills the download.
 	runnerConnectTimeout = 2 * time.Minute
 	// defaultPath is the PATH of a stdio upstream that declares none and
 	// does not inherit mcpd's environment (as for the shell adapter).
@@ -382,7 +382,8 @@ func (c *serverConfig) decodeIdentity(d *adapter.Decoder, b *hcl.Block, cmdAttr,
 }
 
 // packageRunner reports a command that fetches the server it runs on its
-// first start: npx, pnpx, bunx, uvx, pipx (run), dlx runners.
+// first start: npx, pnpx, bunx, uvx, pipx (run). `pnpm dlx` and `yarn dlx`
+// are not told apart from their other subcommands.
 func packageRunner(cmd string) bool {
 	switch strings.TrimSuffix(strings.ToLower(filepath.Base(cmd)), ".exe") {
 	case "npx", "pnpx", "bunx", "uvx", "pipx":
