@@ -107,6 +107,7 @@ var serverSchema = &adapter.Schema{
 		{Name: "max_idle_sessions"},
 		{Name: "idle_session_timeout"},
 		{Name: "start"},
+		{Name: "fast_path"},
 	},
 	Blocks: []adapter.BlockSchema{
 		{Type: "expose", Schema: exposeSchema},

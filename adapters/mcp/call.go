@@ -266,7 +266,7 @@ func (u *upstream) roundTrip(ctx context.Context, x *exchange) (mcp.Result, *ada
 	rctx, forget := u.relay.withRelay(ctx, &relayCall{owner: owner, client: x.client, session: cs, own: own, log: x.log})
 	defer forget()
 	for ; ; round++ {
-		res, err := send(rctx, cs, params)
+		res, err := u.sendOnce(rctx, cs, params) // fastcall.go
 		sendErr = err
 		if err != nil {
 			u.failures.Add(1)
