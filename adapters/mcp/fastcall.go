@@ -388,12 +388,18 @@ func firstEvent(body io.Reader, max int) (msg, read []byte, err error) {
 		}
 		line := buf[off : off+nl]
 		off += nl + 1
+		if off-eventStart > max {
+			return nil, buf, nil
+		}
 		line = bytes.TrimRight(line, "\r")
 		if len(line) == 0 {
 			if ds >= 0 {
-				return bytes.TrimSpace(buf[ds:de]), buf, nil
+				if data := bytes.TrimSpace(buf[ds:de]); len(data) > 0 {
+					return data, buf, nil
+				}
 			}
-			eventStart = off
+			// An event without data (a priming event): the SDK skips it.
+			ds, de, eventStart = -1, -1, off
 			continue
 		}
 		field, value, found := bytes.Cut(line, []byte{':'})

@@ -35,7 +35,8 @@ import (
 // headers and body, the JSON-RPC id aside) and the call event must be the
 // same. Each upstream era, JSON answers and event streams, results, tool
 // errors, protocol errors, an HTTP error, and streams the fast path hands
-// over (a log record, an elicitation before the result).
+// over (a log record, an elicitation before the result), answers over the
+// bounds (nested too deep, larger than max_output_bytes).
 
 // recorded is one request an upstream received, canonical: its id
 // replaced, and the headers that may differ between two sessions reduced
@@ -119,6 +120,9 @@ func fastUpstream(t *testing.T, version string, jsonResponse bool) (string, *rec
 	add("twice", func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{Content: append(text("one"), text("two")...)}, nil
 	})
+	add("meta", func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Meta: mcp.Meta{"io.example/server": map[string]any{"name": "up", "tags": []any{"a", true, nil}}}, Content: text("with _meta")}, nil
+	})
 	add("failing", func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{Content: text("it failed"), IsError: true}, nil
 	})
@@ -136,6 +140,16 @@ func fastUpstream(t *testing.T, version string, jsonResponse bool) (string, *rec
 		_, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "which?", RequestedSchema: map[string]any{"type": "object"}})
 		return &mcp.CallToolResult{Content: text(fmt.Sprintf("asked: %v", err))}, nil
 	})
+	add("deep", func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var v any = "bottom"
+		for range 1200 {
+			v = []any{v}
+		}
+		return &mcp.CallToolResult{Content: text("deep"), StructuredContent: map[string]any{"v": v}}, nil
+	})
+	add("big", func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: text(strings.Repeat("x", 2<<20))}, nil
+	})
 	add("http500", func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{Content: text("never")}, nil
 	})
@@ -146,7 +160,7 @@ func fastUpstream(t *testing.T, version string, jsonResponse bool) (string, *rec
 	return ts.URL, rec
 }
 
-var fastTools = []string{"plain", "twice", "failing", "structured", "protoerr", "logs", "asks", "http500"}
+var fastTools = []string{"plain", "twice", "meta", "failing", "structured", "protoerr", "logs", "asks", "deep", "big", "http500"}
 
 func fastGateway(url string, fast bool) string {
 	var b strings.Builder

@@ -19,8 +19,8 @@ import (
 // invalid JSON, a key it does not know (the SDK ignores those; matching
 // them is the SDK's business), a key written twice or with escapes, a
 // string it would have to repair (invalid UTF-8, escapes decoding to
-// U+FFFD), anything but text content, structuredContent, _meta,
-// input_required. FuzzFastResult holds it to the SDK's reading: whatever
+// U+FFFD), anything but text content, structuredContent, a _meta with
+// numbers, escapes or many keys, input_required. FuzzFastResult holds it to the SDK's reading: whatever
 // it accepts, the SDK reads as the same result.
 
 // resultComplete is a result the SDK read with resultType "complete" (a
@@ -73,6 +73,7 @@ func fastResult(msg, id []byte) (res *mcp.CallToolResult, ok bool) {
 // readResult reads a result object of the common form.
 func readResult(data []byte) (*mcp.CallToolResult, bool) {
 	var content []mcp.Content
+	var meta mcp.Meta
 	var seenContent, seenError, seenType, isError, complete bool
 	bad := false
 	members(data, 0, func(key []byte, vs, ve int) {
@@ -94,6 +95,14 @@ func readResult(data []byte) (*mcp.CallToolResult, bool) {
 				return
 			}
 			seenError, isError = true, string(v) == "true"
+		case `"_meta"`:
+			if meta != nil || !plainMeta(v) {
+				bad = true
+				return
+			}
+			if json.Unmarshal(v, &meta) != nil {
+				bad = true
+			}
 		case `"resultType"`:
 			if seenType || string(v) != `"complete"` {
 				bad = true
@@ -114,7 +123,7 @@ func readResult(data []byte) (*mcp.CallToolResult, bool) {
 	if content == nil {
 		content = []mcp.Content{} // the SDK's, for no content or an empty array
 	}
-	res.Content, res.IsError = content, isError
+	res.Content, res.IsError, res.Meta = content, isError, meta
 	return res, true
 }
 
@@ -180,4 +189,67 @@ func readString(v []byte) (string, bool) {
 		return "", false
 	}
 	return s, true
+}
+
+// plainMeta reports whether v, a result's _meta, is an object that
+// encoding/json reads as the SDK's decoder does: objects without a key
+// written twice, arrays, ASCII strings without escapes, true, false and
+// null; no numbers (two parsers of floats are two roundings to trust).
+// An upstream's serverInfo is such.
+func plainMeta(v []byte) bool {
+	if len(v) == 0 || v[0] != '{' {
+		return false
+	}
+	return plainValue(v, 0)
+}
+
+func plainValue(v []byte, depth int) bool {
+	if depth > sdkMaxDepth {
+		return false
+	}
+	switch v[0] {
+	case '{':
+		ok := true
+		var keys []string
+		members(v, 0, func(key []byte, vs, ve int) {
+			if !ok || !plainString(key) {
+				ok = false
+				return
+			}
+			if len(keys) == 8 { // more is rare: the SDK reads it
+				ok = false
+				return
+			}
+			for _, k := range keys {
+				if k == string(key) {
+					ok = false
+					return
+				}
+			}
+			keys = append(keys, string(key))
+			ok = plainValue(v[vs:ve], depth+1)
+		})
+		return ok
+	case '[':
+		ok := true
+		elements(v, 0, func(es, ee int) {
+			ok = ok && plainValue(v[es:ee], depth+1)
+		})
+		return ok
+	case '"':
+		return plainString(v)
+	}
+	s := string(v)
+	return s == "true" || s == "false" || s == "null"
+}
+
+// plainString: a JSON string (quotes included) of printable ASCII without
+// escapes.
+func plainString(v []byte) bool {
+	for _, b := range v[1 : len(v)-1] {
+		if b < 0x20 || b >= 0x7f || b == '\\' {
+			return false
+		}
+	}
+	return true
 }
