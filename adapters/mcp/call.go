@@ -202,9 +202,9 @@ func (u *upstream) roundTrip(ctx context.Context, x *exchange) (mcp.Result, *ada
 	// asks by rounds or within the request.
 	switch {
 	case x.rounds != nil:
-		params.SetMeta(mcp.Meta{mcp.MetaKeyClientCapabilities: capsMeta(x.rounds.Caps)})
+		params.SetMeta(mcp.Meta{mcp.MetaKeyClientCapabilities: u.fast.capsMeta(x.rounds.Caps)})
 	case x.client != nil:
-		params.SetMeta(mcp.Meta{mcp.MetaKeyClientCapabilities: capsMeta(x.client.Capabilities())})
+		params.SetMeta(mcp.Meta{mcp.MetaKeyClientCapabilities: u.fast.capsMeta(x.client.Capabilities())})
 	}
 	if x.rounds != nil && protocolOf(cs) < "2026-07-28" {
 		// A 2025-11-25 upstream asks within the request: hold it for the

@@ -82,6 +82,49 @@ type fastPath struct {
 	listing  bool // a listing is under way
 	known    map[string]bool
 	bound    map[string]bool
+	caps     map[string]map[string]any // capsMeta's, by the capabilities' encoding
+}
+
+// maxCachedCaps bounds an upstream's cache of capabilities (capsMeta).
+const maxCachedCaps = 64
+
+// capsMeta is capsMeta(c) (relay.go), made once per kind of client: a
+// call's capabilities come decoded from its request, and their _meta form
+// (an encoding and a decoding) was a tenth of a gateway's CPU per call.
+// The map is shared by the calls of that kind, so it is never written.
+func (f *fastPath) capsMeta(c *mcp.ClientCapabilities) map[string]any {
+	if c == nil {
+		return capsMeta(c)
+	}
+	b, err := json.Marshal(c)
+	if err != nil {
+		return capsMeta(c)
+	}
+	// capsMeta reads RootsV2 besides what the encoding shows.
+	rootsV2 := "none"
+	if c.RootsV2 != nil {
+		rootsV2 = strconv.FormatBool(c.RootsV2.ListChanged)
+	}
+	key := string(b) + rootsV2
+	f.mu.Lock()
+	m, ok := f.caps[key]
+	f.mu.Unlock()
+	if ok {
+		return m
+	}
+	m = capsMeta(c)
+	if c.RootsV2 != nil { // the client's own struct is not kept
+		m["roots"] = &mcp.RootCapabilities{ListChanged: c.RootsV2.ListChanged}
+	}
+	f.mu.Lock()
+	if f.caps == nil {
+		f.caps = map[string]map[string]any{}
+	}
+	if len(f.caps) < maxCachedCaps {
+		f.caps[key] = m
+	}
+	f.mu.Unlock()
+	return m
 }
 
 // relistAfter is how old a session's listing may be before a call of a
