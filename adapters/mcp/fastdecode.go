@@ -96,13 +96,16 @@ func readResult(data []byte) (*mcp.CallToolResult, bool) {
 			}
 			seenError, isError = true, string(v) == "true"
 		case `"_meta"`:
-			if meta != nil || !plainMeta(v) {
+			if meta != nil || v[0] != '{' {
 				bad = true
 				return
 			}
-			if json.Unmarshal(v, &meta) != nil {
+			m, ok := readPlain(v, 0)
+			if !ok {
 				bad = true
+				return
 			}
+			meta = m.(map[string]any)
 		case `"resultType"`:
 			if seenType || string(v) != `"complete"` {
 				bad = true
@@ -191,65 +194,64 @@ func readString(v []byte) (string, bool) {
 	return s, true
 }
 
-// plainMeta reports whether v, a result's _meta, is an object that
-// encoding/json reads as the SDK's decoder does: objects without a key
-// written twice, arrays, ASCII strings without escapes, true, false and
-// null; no numbers (two parsers of floats are two roundings to trust).
-// An upstream's serverInfo is such.
-func plainMeta(v []byte) bool {
-	if len(v) == 0 || v[0] != '{' {
-		return false
-	}
-	return plainValue(v, 0)
-}
-
-func plainValue(v []byte, depth int) bool {
+// readPlain reads v, a value of a result's _meta, when it is of the
+// kinds encoding/json and the SDK's decoder read alike (FuzzFastResult):
+// objects without a key written twice (at most 8 keys), arrays, ASCII
+// strings without escapes, true, false and null; no numbers (two parsers
+// of floats are two roundings to trust). An upstream's serverInfo is such.
+func readPlain(v []byte, depth int) (any, bool) {
 	if depth > sdkMaxDepth {
-		return false
+		return nil, false
 	}
 	switch v[0] {
 	case '{':
 		ok := true
-		var keys []string
+		m := map[string]any{}
 		members(v, 0, func(key []byte, vs, ve int) {
-			if !ok || !plainString(key) {
+			if !ok {
+				return
+			}
+			k, kok := plainString(key)
+			if _, dup := m[k]; !kok || dup || len(m) == 8 {
 				ok = false
 				return
 			}
-			if len(keys) == 8 { // more is rare: the SDK reads it
-				ok = false
-				return
-			}
-			for _, k := range keys {
-				if k == string(key) {
-					ok = false
-					return
-				}
-			}
-			keys = append(keys, string(key))
-			ok = plainValue(v[vs:ve], depth+1)
+			m[k], ok = readPlain(v[vs:ve], depth+1)
 		})
-		return ok
+		return m, ok
 	case '[':
 		ok := true
+		a := []any{}
 		elements(v, 0, func(es, ee int) {
-			ok = ok && plainValue(v[es:ee], depth+1)
+			if !ok {
+				return
+			}
+			var e any
+			e, ok = readPlain(v[es:ee], depth+1)
+			a = append(a, e)
 		})
-		return ok
+		return a, ok
 	case '"':
 		return plainString(v)
 	}
-	s := string(v)
-	return s == "true" || s == "false" || s == "null"
+	switch string(v) {
+	case "true":
+		return true, true
+	case "false":
+		return false, true
+	case "null":
+		return nil, true
+	}
+	return nil, false
 }
 
-// plainString: a JSON string (quotes included) of printable ASCII without
-// escapes.
-func plainString(v []byte) bool {
+// plainString reads a JSON string (quotes included) of printable ASCII
+// without escapes.
+func plainString(v []byte) (string, bool) {
 	for _, b := range v[1 : len(v)-1] {
 		if b < 0x20 || b >= 0x7f || b == '\\' {
-			return false
+			return "", false
 		}
 	}
-	return true
+	return string(v[1 : len(v)-1]), true
 }
