@@ -66,7 +66,7 @@ if ! command -v taskset >/dev/null || [ "$(nproc)" -lt 2 ]; then
 fi
 
 echo "building into $BIN"
-go build -o "$BIN/" ./cmd/mcpd ./bench/loadgen ./bench/baseline ./bench/loadtime ./bench/profserve
+go build -o "$BIN/" ./cmd/mcpd ./bench/loadgen ./bench/baseline ./bench/loadtime ./bench/profserve ./bench/revproxy
 "$BIN/loadgen" -gen-tools 1000 >"$OUT/tools-1000.hcl"
 "$BIN/loadgen" -gen-tools 10000 >"$OUT/tools-10000.hcl"
 
@@ -197,6 +197,21 @@ section "Legacy fast path: SQLite 20 rows, --no-legacy-fast-path (A) against the
 section "Legacy fast path: static tool, --no-legacy-fast-path (A) against the fast path (B), HTTP, legacy, C=16" \
   "${LG[@]}" -mode call -transport http -c 16 "${CALL[@]}" -label-a sdk-path -label-b fast-path \
   -a "$MCPD --no-legacy-fast-path" -b "$MCPD"
+
+# The gateway (issue #34): the same mcpd upstream behind Go's
+# httputil.ReverseProxy (bench/revproxy) or behind an mcpd gateway, the CPU
+# of both processes of each pair counted (-tree); and the gateway's calls
+# through the go-sdk client against its fast path.
+PROXY_PAIR="bench/proxy-pair.sh $BIN/mcpd $BIN/revproxy {addr}"
+GATEWAY_PAIR="bench/gateway-pair.sh $BIN/mcpd {addr}"
+for transport in http http-modern; do
+  section "Gateway: a ReverseProxy hop (A) against the gateway (B) in front of the same upstream, $transport, C=16" \
+    "${LG[@]}" -mode call -transport "$transport" -c 16 -tree "${CALL[@]}" -label-a revproxy -label-b gateway \
+    -a "$PROXY_PAIR" -b "$GATEWAY_PAIR"
+  section "Gateway: calls through the go-sdk client (A) against the gateway's fast path (B), $transport, C=16" \
+    "${LG[@]}" -mode call -transport "$transport" -c 16 -tree "${CALL[@]}" -label-a sdk-client -label-b fast-path \
+    -a "env MCPD_BENCH_FAST_PATH=false $GATEWAY_PAIR" -b "$GATEWAY_PAIR"
+done
 
 # The result cache: the same SQLite point query uncached against answered
 # from the cache (in memory, then on Redis), over 200 ids that the warmup

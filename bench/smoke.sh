@@ -13,7 +13,7 @@ trap 'rm -rf "$WORK"' EXIT
 BIN=$WORK/bin
 export MCPD_BENCH_DB=$WORK/sqlite-point.db
 
-go build -o "$BIN/" ./cmd/mcpd ./bench/loadgen ./bench/baseline ./bench/loadtime ./bench/profserve
+go build -o "$BIN/" ./cmd/mcpd ./bench/loadgen ./bench/baseline ./bench/loadtime ./bench/profserve ./bench/revproxy
 "$BIN/loadgen" -gen-tools 1000 >"$WORK/tools-1000.hcl"
 
 # Pin when the machine allows it, as bench/run.sh does.
@@ -54,6 +54,9 @@ step "${LG[@]}" -mode call -transport http -c 4 -tool list_items -args '{"after"
   -label-a sdk-path -label-b fast-path \
   -a "$BIN/mcpd serve -c bench/configs/sqlite-rows.hcl --http {addr} --no-watch --log-level warn --no-legacy-fast-path" \
   -b "$BIN/mcpd serve -c bench/configs/sqlite-rows.hcl --http {addr} --no-watch --log-level warn"
+step "${LG[@]}" -mode call -transport http-modern -c 2 -tree -pairs 1 -label-a revproxy -label-b gateway \
+  -a "bench/proxy-pair.sh $BIN/mcpd $BIN/revproxy {addr}" -b "bench/gateway-pair.sh $BIN/mcpd {addr}"
+step "${LG[@]}" -mode call -transport http -c 2 -tree -server "env MCPD_BENCH_FAST_PATH=false bench/gateway-pair.sh $BIN/mcpd {addr}"
 step "${LG[@]}" -mode setup -transport http -c 1 -pairs 1 -a "$BASE" -b "$MCPD"
 step "${LG[@]}" -mode list -transport http -c 1 -server "$BIN/mcpd serve -c $WORK/tools-1000.hcl --http {addr} --no-watch --log-level warn"
 step "${LG[@]}" -mode startup -transport stdio -n 2 -server "$BIN/mcpd serve -c $STATIC --stdio --log-level warn"

@@ -127,6 +127,7 @@ var serverSchema = &adapter.Schema{
 		{Name: "idle_session_timeout"},
 		{Name: "start"},
 		{Name: "on_drift"},
+		{Name: "fast_path"},
 	},
 	Blocks: []adapter.BlockSchema{
 		{Type: "expose", Schema: exposeSchema},

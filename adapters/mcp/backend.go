@@ -64,6 +64,9 @@ type serverConfig struct {
 	maxIdle     int
 	idleTimeout time.Duration
 	eager       bool // start = "load": connect when opened
+	// noFastPath (fast_path = false) sends every call through the SDK's
+	// client (fastcall.go).
+	noFastPath bool
 
 	expose *exposeConfig // nil: no bulk exposure
 	drift  driftPolicy   // on_drift (pin.go)
@@ -241,6 +244,14 @@ func (a *Adapter) DecodeBackend(b *adapter.BackendBlock) (adapter.BackendConfig,
 		}
 	}
 	c.drift = decodeOnDrift(d, attrs["on_drift"])
+	if attr := attrs["fast_path"]; attr != nil {
+		if cmdAttr != nil {
+			d.Errorf(attr.NameRange, "fast_path without url", "fast_path is about calls to an HTTP upstream; a stdio upstream's calls always go through the SDK's client.")
+		}
+		if on, ok := d.Bool(attr, "fast_path"); ok {
+			c.noFastPath = !on
+		}
+	}
 	if eb := d.SingleBlock(content.Blocks, "expose"); eb != nil {
 		c.expose = decodeExpose(d, eb)
 	}
@@ -309,7 +320,7 @@ func (c *serverConfig) Fingerprint() string {
 		w(k)
 		w(c.env[k])
 	}
-	w(fmt.Sprint(c.inheritEnv, c.eager, c.connectTimeout, c.answerTimeout, c.maxIdle, c.idleTimeout))
+	w(fmt.Sprint(c.inheritEnv, c.eager, c.connectTimeout, c.answerTimeout, c.maxIdle, c.idleTimeout, c.noFastPath))
 	w(c.dir)
 	w(c.url)
 	for _, k := range sortedKeys(c.headers) {

@@ -220,9 +220,9 @@ func (u *upstream) roundTrip(ctx context.Context, x *exchange) (mcp.Result, *ada
 	// asks by rounds or within the request.
 	switch {
 	case x.rounds != nil:
-		params.SetMeta(mcp.Meta{mcp.MetaKeyClientCapabilities: capsMeta(x.rounds.Caps)})
+		params.SetMeta(mcp.Meta{mcp.MetaKeyClientCapabilities: u.fast.capsMeta(x.rounds.Caps)})
 	case x.client != nil:
-		params.SetMeta(mcp.Meta{mcp.MetaKeyClientCapabilities: capsMeta(x.client.Capabilities())})
+		params.SetMeta(mcp.Meta{mcp.MetaKeyClientCapabilities: u.fast.capsMeta(x.client.Capabilities())})
 	}
 	if x.rounds != nil && protocolOf(cs) < "2026-07-28" {
 		// A 2025-11-25 upstream asks within the request: hold it for the
@@ -290,7 +290,7 @@ func (u *upstream) roundTrip(ctx context.Context, x *exchange) (mcp.Result, *ada
 	rctx, forget := u.relay.withRelay(ctx, &relayCall{owner: owner, client: x.client, session: cs, own: own, log: x.log})
 	defer forget()
 	for ; ; round++ {
-		res, err := send(rctx, cs, params)
+		res, err := u.sendOnce(rctx, cs, params) // fastcall.go
 		sendErr = err
 		if err != nil {
 			u.failures.Add(1)

@@ -37,6 +37,14 @@ func TestDecodeDiagnostics(t *testing.T) {
   command = ["x"]
   headers = { A = "b" }
 }` + tool, "headers without url"},
+		{"fast_path on stdio", `mcp_server "gh" {
+  command   = ["x"]
+  fast_path = false
+}` + tool, "fast_path without url"},
+		{"fast_path not a bool", `mcp_server "gh" {
+  url       = "http://127.0.0.1:1/mcp"
+  fast_path = "sometimes"
+}` + tool, "fast_path"},
 		{"env on http", `mcp_server "gh" {
   url = "http://127.0.0.1:1/mcp"
   env = { A = "b" }

@@ -80,6 +80,7 @@ type upstream struct {
 	failures        atomic.Int64
 	output          *outputLog // its stderr and stray stdout lines, bounded (output.go)
 
+	fast fastPath      // calls mcpd sends itself (fastcall.go)
 	subs subscriptions // resource subscriptions of mcpd's clients (forward.go)
 	user *userAuth     // the per-user connect flow, also u.auth (userauth.go); nil without it
 	gate *admitter     // what it sends, checked; what is left out, counted (admit.go, drop.go)
@@ -604,6 +605,9 @@ type headerTransport struct {
 }
 
 func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if h := handoverOf(r.Context()); h != nil { // the SDK's requests of a fast-path call (handover.go)
+		return h.roundTrip(r, t)
+	}
 	if len(t.headers) > 0 && t.origin != nil && outbound.SameOrigin(r.URL, t.origin) {
 		r = r.Clone(r.Context())
 		for k, v := range t.headers {

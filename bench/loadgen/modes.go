@@ -70,7 +70,7 @@ func connect(ctx context.Context, o options, srv *server) (conns []conn, idle in
 		}
 		dial = func() (conn, error) { return shared{sc}, nil }
 	default:
-		if err := srv.waitHTTP(10 * time.Second); err != nil {
+		if err := srv.waitHTTP(60 * time.Second); err != nil {
 			return nil, 0, err
 		}
 		modern := o.transport == "http-modern"
@@ -196,7 +196,7 @@ func runSetup(o options, srv *server) (*result, error) {
 	if o.transport != "http" {
 		return nil, errors.New("-mode setup measures legacy HTTP sessions: use -transport http")
 	}
-	if err := srv.waitHTTP(10 * time.Second); err != nil {
+	if err := srv.waitHTTP(60 * time.Second); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
