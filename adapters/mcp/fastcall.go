@@ -133,7 +133,7 @@ const relistAfter = 10 * time.Second
 
 func (f *fastPath) init(u *upstream) {
 	f.once.Do(func() {
-		f.client = u.httpClient()
+		f.client = u.httpClient(u.newHeaderTransport(), nil)
 		f.info = &mcp.Implementation{Name: "mcpd", Version: buildinfo.Read("", "").Version}
 	})
 }
@@ -150,7 +150,10 @@ func (u *upstream) sendOnce(ctx context.Context, cs *mcp.ClientSession, params m
 // fastEligible reports whether a call may take the fast path: decided
 // before anything is sent.
 func (u *upstream) fastEligible(cs *mcp.ClientSession, p *mcp.CallToolParams) bool {
-	if u.cfg.url == "" || u.cfg.noFastPath || p.GetProgressToken() != nil {
+	// An upstream with an identity binds each session's HTTP client to
+	// one identity (identity.go); the fast path's client is the
+	// upstream's, so such calls stay on their session's own client.
+	if u.cfg.url == "" || u.cfg.noFastPath || u.auth != nil || p.GetProgressToken() != nil {
 		return false
 	}
 	v := protocolOf(cs)
