@@ -154,6 +154,15 @@ func fastUpstream(t *testing.T, version string, jsonResponse bool) (string, *rec
 		return &mcp.CallToolResult{Content: text("never")}, nil
 	})
 	rec := &recorder{}
+	// block runs until its request is cancelled, and records that it was
+	// (TestFastPathCancel); not in fastTools.
+	add("block", func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		<-ctx.Done()
+		rec.mu.Lock()
+		rec.reqs = append(rec.reqs, recorded{Method: "block ended: " + ctx.Err().Error()})
+		rec.mu.Unlock()
+		return nil, ctx.Err()
+	})
 	opts := &mcp.StreamableHTTPOptions{Stateless: version == modern, JSONResponse: jsonResponse}
 	ts := httptest.NewServer(rec.wrap(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, opts)))
 	t.Cleanup(ts.Close)
@@ -334,6 +343,55 @@ func testFastPathDifferential(t *testing.T, upVersion string, jsonResponse bool,
 				if f.Headers[k] != v {
 					t.Errorf("header %s: fast %q, SDK %q", k, f.Headers[k], v)
 				}
+			}
+		})
+	}
+}
+
+// A call mcpd gives up on (here: the tool's timeout) ends at a 2025-11-25
+// upstream on the fast path as through the SDK's client: the session is
+// told with notifications/cancelled naming the id the call went with, and
+// the upstream's handler ends. (A stateless go-sdk upstream's handler does
+// not end when its request is abandoned, through either client: the
+// 2026-07-28 era is left out.)
+func TestFastPathCancel(t *testing.T) {
+	version := legacy
+	for _, fast := range []bool{true, false} {
+		t.Run(fmt.Sprintf("%s fast=%v", version, fast), func(t *testing.T) {
+			upURL, rec := fastUpstream(t, version, false)
+			config := fastGateway(upURL+"/mcp", fast) + "tool \"block\" {\n  description = \"x\"\n  timeout = \"1s\"\n  mcp { server = \"up\" }\n}\n"
+			gw, _ := serveEvents(t, config)
+			cs := connect(t, gw, version, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}}, true)
+			waitFor(t, "the gateway's tools", func() bool {
+				res, err := cs.ListTools(bounded(t), nil)
+				return err == nil && len(res.Tools) == len(fastTools)+1
+			})
+			// A 2025-11-25 upstream's calls take the fast path from the
+			// first (plainTool).
+			rec.take()
+			res, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "block"})
+			if err != nil || !res.IsError {
+				t.Fatalf("the call that timed out: %s, want a tool error", outcome(res, err))
+			}
+			var seen []recorded
+			var callID int64
+			waitFor(t, "the upstream to see the call end", func() bool {
+				seen = append(seen, rec.take()...)
+				ended, told := false, false
+				for _, r := range seen {
+					switch {
+					case r.Method == "tools/call":
+						callID = r.ID
+					case strings.HasPrefix(r.Method, "block ended"):
+						ended = true
+					case r.Method == "notifications/cancelled":
+						told = told || strings.Contains(r.Body, fmt.Sprintf(`"requestId":%d`, callID))
+					}
+				}
+				return ended && told
+			})
+			if fast != (callID >= 1<<40) {
+				t.Errorf("the call went with id %d; fast path %v", callID, fast)
 			}
 		})
 	}
