@@ -2,12 +2,10 @@ package deploytest
 
 import (
 	"archive/tar"
-	"archive/zip"
 	"bytes"
 	"compress/gzip"
 	"crypto/sha256"
 	"debug/buildinfo"
-	"debug/pe"
 	"encoding/hex"
 	"io"
 	"os"
@@ -18,13 +16,14 @@ import (
 	"testing"
 )
 
-// deploy/build-release.sh for two targets, one of each archive kind: the
-// archives hold mcpd and mcpd-import for their target with the version and
-// commit linked in, SHA256SUMS matches them, the linux binary runs and
-// says its version, and a second build of the same commit gives the same
-// bytes.
+// deploy/build-release.sh for the target CI runs on (whose packages the
+// image's build has compiled already: a second target would compile every
+// dependency again, minutes of CI): the archive holds mcpd and mcpd-import
+// with the version and commit linked in, SHA256SUMS matches it, the binary
+// runs and says its version, and a second build of the same commit gives
+// the same bytes. (Windows' .zip archives are not built in CI.)
 func TestReleaseArchives(t *testing.T) {
-	requireDeployTests(t, "zip", "git")
+	requireDeployTests(t, "git")
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
@@ -50,9 +49,9 @@ func TestReleaseArchives(t *testing.T) {
 		}
 		return strings.Fields(string(stdout))
 	}
-	linux, windows := "mcpd_"+version+"_linux_amd64", "mcpd_"+version+"_windows_arm64"
-	names := release("linux/amd64", "windows/arm64")
-	if !slices.Equal(names, []string{linux + ".tar.gz", windows + ".zip"}) {
+	linux := "mcpd_" + version + "_linux_amd64"
+	names := release("linux/amd64")
+	if !slices.Equal(names, []string{linux + ".tar.gz"}) {
 		t.Fatalf("archives %q", names)
 	}
 
@@ -123,39 +122,6 @@ func TestReleaseArchives(t *testing.T) {
 			t.Fatal(err)
 		}
 		checkSettings(t, b, data, "linux", "amd64", version, revision)
-	}
-
-	// The zip: Windows arm64 executables with the version linked in.
-	zr, err := zip.OpenReader(filepath.Join(out, names[1]))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer zr.Close()
-	var zipped []string
-	for _, zf := range zr.File {
-		zipped = append(zipped, zf.Name)
-		if !strings.HasSuffix(zf.Name, ".exe") {
-			continue
-		}
-		rc, err := zf.Open()
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(rc)
-		rc.Close()
-		pf, err := pe.NewFile(bytes.NewReader(b))
-		if err != nil {
-			t.Fatalf("%s: %v", zf.Name, err)
-		}
-		if pf.Machine != pe.IMAGE_FILE_MACHINE_ARM64 {
-			t.Errorf("%s: machine %#x, want arm64", zf.Name, pf.Machine)
-		}
-		checkSettings(t, zf.Name, b, "windows", "arm64", version, revision)
-	}
-	for _, want := range []string{windows + "/README.md", windows + "/mcpd.exe", windows + "/mcpd-import.exe"} {
-		if !slices.Contains(zipped, want) {
-			t.Errorf("%s holds %q, not %s", names[1], zipped, want)
-		}
 	}
 
 	// The same commit again: the same bytes.
