@@ -173,7 +173,7 @@ type backend struct {
 	// PostgreSQL needs no second pool: each read-only call runs in a
 	// BEGIN READ ONLY transaction, which refuses DDL as well.
 	ro *sql.DB
-	// kill opens connections outside the pool for KILL QUERY (mysql).
+	// kill opens connections outside the pool for KILL CONNECTION (mysql).
 	kill        driver.Connector
 	prepared    atomic.Bool
 	prepareLock chan struct{} // a mutex that a context can give up on

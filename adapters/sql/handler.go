@@ -187,7 +187,7 @@ func (h *handler) run(ctx context.Context, query string, args []any, sess *sessi
 	}
 	defer func() {
 		if !stopKill() {
-			// A KILL QUERY is on its way: never pool this connection.
+			// A KILL is on its way: never pool this connection.
 			conn.Raw(func(any) error { return driver.ErrBadConn })
 		}
 		conn.Close()

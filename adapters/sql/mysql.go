@@ -14,7 +14,11 @@ import (
 // socket, and the server runs the query on until it next writes to the
 // client (which, for a long aggregate, is at the end). So mcpd remembers
 // each connection's thread id and, when a call's context ends while it
-// holds the connection, sends KILL QUERY <id> on a separate connection.
+// holds the connection, sends KILL <id> on a separate connection. KILL
+// CONNECTION, not KILL QUERY: a KILL QUERY that reaches the server before
+// the query has started (a loaded server, a context that ends as the query
+// is sent) hits nothing, and the query then runs to its end, for hours; a
+// killed connection runs nothing more, and it is never pooled again anyway.
 
 // mysqlDriverConn is every interface go-sql-driver's connection implements;
 // the wrapper forwards them all so that database/sql sees no difference.
@@ -199,6 +203,6 @@ func (b *backend) killQuery(id uint64) {
 	}
 	defer c.Close()
 	if ex, ok := c.(driver.ExecerContext); ok {
-		ex.ExecContext(ctx, "KILL QUERY "+strconv.FormatUint(id, 10), nil)
+		ex.ExecContext(ctx, "KILL CONNECTION "+strconv.FormatUint(id, 10), nil)
 	}
 }

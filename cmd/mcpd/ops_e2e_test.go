@@ -93,16 +93,24 @@ func startOps(t *testing.T, dir string, args ...string) *opsServer {
 // startHTTPLogs is startHTTP that also returns the process's log.
 func startHTTPLogs(t *testing.T, cmd *exec.Cmd) (string, *lockedBuffer) {
 	t.Helper()
-	stderrPipe, err := cmd.StderrPipe()
+	// A pipe of the test's own, not cmd.StderrPipe: Wait closes that one
+	// once the process exits, and the last lines it wrote (msg=stopped)
+	// could be lost before they are read.
+	stderrPipe, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
+	cmd.Stderr = w
+	err = cmd.Start()
+	w.Close()
+	if err != nil {
+		stderrPipe.Close()
 		t.Fatal(err)
 	}
 	logs := &lockedBuffer{}
 	urls := make(chan string, 1)
 	go func() {
+		defer stderrPipe.Close()
 		sc := bufio.NewScanner(stderrPipe)
 		for sc.Scan() {
 			logs.Write(append(sc.Bytes(), '\n'))
