@@ -68,6 +68,16 @@ type Server struct {
 	WebsiteURL   string    `hcl:"website_url,optional"`
 	DeclRange    hcl.Range `hcl:",def_range"`
 
+	// Description, Icons and the ranges of name, version and website_url
+	// describe the server to hosts, its Server Card and the MCP Registry's
+	// server.json (icon.go, docs/config.md "server").
+	Description      string    `hcl:"description,optional"`
+	DescriptionRange hcl.Range `hcl:"description,attr_value_range"`
+	NameRange        hcl.Range `hcl:"name,attr_value_range"`
+	VersionRange     hcl.Range `hcl:"version,attr_value_range"`
+	WebsiteURLRange  hcl.Range `hcl:"website_url,attr_value_range"`
+	Icons            []*Icon   `hcl:"icon,block"`
+
 	// ConfirmDestructive makes confirmation the default for tools
 	// annotated destructive = true (see Tool.Confirm).
 	ConfirmDestructive bool `hcl:"confirm_destructive,optional"`
@@ -165,6 +175,7 @@ type Tool struct {
 	// Confirm is true, false or a message: whether the tool asks the
 	// user to confirm each call (overriding server.confirm_destructive).
 	Confirm   *hcl.Attribute `hcl:"confirm,optional"`
+	Icons     []*Icon        `hcl:"icon,block"`
 	Remain    hcl.Body       `hcl:",remain"`
 	DeclRange hcl.Range      `hcl:",def_range"`
 
@@ -363,6 +374,7 @@ type Resource struct {
 	Text        *hcl.Attribute `hcl:"text,optional"`
 	Blob        *hcl.Attribute `hcl:"blob,optional"`
 	File        *hcl.Attribute `hcl:"file,optional"`
+	Icons       []*Icon        `hcl:"icon,block"`
 	Remain      hcl.Body       `hcl:",remain"`
 	DeclRange   hcl.Range      `hcl:",def_range"`
 
@@ -389,6 +401,7 @@ type ResourceTemplate struct {
 	Text        *hcl.Attribute `hcl:"text,optional"`
 	Blob        *hcl.Attribute `hcl:"blob,optional"`
 	Completions *hcl.Attribute `hcl:"completions,optional"`
+	Icons       []*Icon        `hcl:"icon,block"`
 	Remain      hcl.Body       `hcl:",remain"`
 	DeclRange   hcl.Range      `hcl:",def_range"`
 
@@ -410,6 +423,7 @@ type Prompt struct {
 	Arguments   []*Argument `hcl:"argument,block"`
 	Messages    []*Message  `hcl:"message,block"`
 	Asks        []*Ask      `hcl:"ask,block"`
+	Icons       []*Icon     `hcl:"icon,block"`
 	DeclRange   hcl.Range   `hcl:",def_range"`
 
 	Dir string

@@ -160,6 +160,7 @@ func decodeFile(cfg *Config, body hcl.Body, dir string, blocks Blocks) hcl.Diagn
 		reflect.TypeFor[ResourceTemplate](): adapterSchema,
 	})
 
+	diags = append(diags, checkDescribed(&fc)...) // icon.go
 	if fc.Remain != nil {
 		// decodeChecked checked that nothing else is left: the diagnostics
 		// here are only about the backend blocks' labels.
