@@ -31,6 +31,11 @@ func loadWithoutSecrets(cmd string, c *common, reg *adapter.Registry, stderr io.
 	}
 	config.WriteDiagnostics(stderr, withoutUnsetWarnings(l.Diagnostics, unset), l.Sources)
 	if l.Snapshot == nil {
+		if !l.Diagnostics.HasErrors() {
+			// Never exit 1 in silence: what refused the config was
+			// dropped as a repeat of an unset variable's warning.
+			fmt.Fprintf(stderr, "mcpd %s: the config did not compile, and no error says why; its unset variables are: %s (set them and run `mcpd validate` for the details)\n", cmd, strings.Join(unsetNames(unset), ", "))
+		}
 		return nil, exitError(1)
 	}
 	// list says which are missing; the others say so only of those what

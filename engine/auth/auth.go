@@ -67,6 +67,12 @@ type Options struct {
 	JWKSMinRefresh time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// UnsetEnvUnknown evaluates env() of an unset variable as an unknown
+	// value, whose checks are skipped (config.Options.UnsetEnvUnknown):
+	// `mcpd list` and `validate` read a config without its secrets. The
+	// Config compiled then lacks what was unknown and must not serve;
+	// the loader never serves a config with unset variables.
+	UnsetEnvUnknown bool
 }
 
 // Compile checks and compiles an auth block. It returns nil for a nil
@@ -86,7 +92,7 @@ func Compile(a *config.Auth, prev *Config, opts Options) (*Config, hcl.Diagnosti
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	ev := evaluator{ctx: &hcl.EvalContext{Functions: funcs.Table(a.Dir)}}
+	ev := evaluator{ctx: &hcl.EvalContext{Functions: funcs.TableWith(a.Dir, funcs.Options{UnsetEnvUnknown: opts.UnsetEnvUnknown})}}
 	c := &Config{}
 	if h, ok := ev.str(a.Header); ok && h != "" {
 		c.header = textproto.CanonicalMIMEHeaderKey(h)
@@ -227,7 +233,9 @@ func (e *evaluator) value(a *hcl.Attribute) (cty.Value, bool) {
 	}
 	v, d := a.Expr.Value(e.ctx)
 	e.diags = append(e.diags, d...)
-	if d.HasErrors() || v.IsNull() {
+	if d.HasErrors() || v.IsNull() || !v.IsWhollyKnown() {
+		// Unknown: an unset env() (Options.UnsetEnvUnknown), reported once
+		// by the loader; nothing here can be checked without it.
 		return cty.NilVal, false
 	}
 	return v, true

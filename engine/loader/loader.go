@@ -101,7 +101,7 @@ func LoadWith(paths []string, reg *adapter.Registry, prev *snapshot.Snapshot, ve
 	if prev != nil {
 		prevAuth = prev.Auth
 	}
-	authCfg, d := auth.Compile(cfg.Auth, prevAuth, auth.Options{})
+	authCfg, d := auth.Compile(cfg.Auth, prevAuth, auth.Options{UnsetEnvUnknown: cfg.UnsetEnvUnknown})
 	diags = append(diags, d...)
 	out.Diagnostics = append(out.Diagnostics, d...)
 	if snap != nil {
