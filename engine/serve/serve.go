@@ -192,7 +192,7 @@ func New(current *snapshot.Current, opts Options) *Server {
 // snapshot through the same middleware; only what it shows differs.
 func (s *Server) newSDK(toolset string) (*mcp.Server, *mcp.Implementation, string) {
 	info := s.current.Load().Server
-	impl := &mcp.Implementation{Name: info.Name, Version: info.Version, Title: info.Title, WebsiteURL: info.WebsiteURL}
+	impl := info.Implementation()
 	srv := mcp.NewServer(impl, &mcp.ServerOptions{
 		Instructions: info.Instructions,
 		Logger:       s.sdkLogger,
@@ -351,7 +351,7 @@ func (s *Server) otherMethod(ctx context.Context, method string, req mcp.Request
 		res, err := next(ctx, method, req)
 		if ir, ok := res.(*mcp.InitializeResult); ok && err == nil {
 			info := s.current.Load().Server
-			ir.ServerInfo = &mcp.Implementation{Name: info.Name, Version: info.Version, Title: info.Title, WebsiteURL: info.WebsiteURL}
+			ir.ServerInfo = info.Implementation()
 			ir.Instructions = info.Instructions
 		}
 		return res, err

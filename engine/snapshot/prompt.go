@@ -40,7 +40,7 @@ type promptMessage struct {
 
 func compilePrompt(pc *config.Prompt, ft funcTables) (*Prompt, hcl.Diagnostics) {
 	params := map[string]string{}
-	def := &mcp.Prompt{Name: pc.Name, Title: pc.Title, Description: pc.Description, Arguments: []*mcp.PromptArgument{}}
+	def := &mcp.Prompt{Name: pc.Name, Title: pc.Title, Description: pc.Description, Arguments: []*mcp.PromptArgument{}, Icons: mcpIcons(pc.Icons)}
 	for _, a := range pc.Arguments {
 		params[a.Name] = "string"
 		def.Arguments = append(def.Arguments, &mcp.PromptArgument{Name: a.Name, Title: a.Title, Description: a.Description, Required: a.Required})

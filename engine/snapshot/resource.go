@@ -155,7 +155,7 @@ func compileResource(rc *config.Resource, reg *adapter.Registry, backend *backen
 		return nil, diags
 	}
 	return &Resource{
-		Def:     &mcp.Resource{URI: rc.URI, Name: rc.Name, Title: rc.Title, Description: rc.Description, MIMEType: mt},
+		Def:     &mcp.Resource{URI: rc.URI, Name: rc.Name, Title: rc.Title, Description: rc.Description, MIMEType: mt, Icons: mcpIcons(rc.Icons)},
 		src:     src,
 		version: sourceVersion(src),
 	}, diags
@@ -179,7 +179,7 @@ func compileTemplate(rc *config.ResourceTemplate, reg *adapter.Registry, backend
 	src, d := compileSource(owner, rc.Name, rc.Text, rc.Blob, nil, rc.Adapter, scope, reg, backend, sl, rc.DeclRange)
 	diags = append(diags, d...)
 	t := &Template{
-		Def:         &mcp.ResourceTemplate{URITemplate: rc.URITemplate, Name: rc.Name, Title: rc.Title, Description: rc.Description, MIMEType: rc.MIMEType},
+		Def:         &mcp.ResourceTemplate{URITemplate: rc.URITemplate, Name: rc.Name, Title: rc.Title, Description: rc.Description, MIMEType: rc.MIMEType, Icons: mcpIcons(rc.Icons)},
 		tmpl:        tmpl,
 		src:         src,
 		vars:        vars,

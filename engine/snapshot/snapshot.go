@@ -88,6 +88,10 @@ type Snapshot struct {
 // ServerInfo is the server block, with defaults filled in.
 type ServerInfo struct {
 	Name, Version, Title, Instructions, WebsiteURL string
+	// Description and Icons describe the server to hosts and in its
+	// Server Card (icons.go).
+	Description string
+	Icons       []mcp.Icon
 	// StateSealer signs the requestState of asking tools with the key of
 	// server.request_state_key; nil: none set (the server uses a random
 	// key of its own).
@@ -145,6 +149,7 @@ func BuildWith(cfg *config.Config, reg *adapter.Registry, prev *Snapshot, defaul
 			s.Server.Version = sv.Version
 		}
 		s.Server.Title, s.Server.Instructions, s.Server.WebsiteURL = sv.Title, sv.Instructions, sv.WebsiteURL
+		s.Server.Description, s.Server.Icons = sv.Description, mcpIcons(sv.Icons)
 	}
 	stateDiags := stateSealer(cfg.Server, &s.Server)
 

@@ -156,6 +156,7 @@ func compileTool(tc *config.Tool, reg *adapter.Registry, backend *backendSet, ft
 		Description: tc.Description,
 		InputSchema: rawJSON(in),
 		Annotations: annotations(tc.Annotations),
+		Icons:       mcpIcons(tc.Icons),
 	}
 	if asks != nil {
 		t.Def.Meta = mcp.Meta{AsksMetaKey: true}
