@@ -82,6 +82,10 @@ func mountMCP(mux *http.ServeMux, mcp http.Handler, current *snapshot.Current, r
 	mux.Handle("/mcp", mw.Wrap(mcp))
 	// Each toolset on /mcp/<toolset>, behind the same authentication.
 	mux.Handle("/mcp/", mw.Wrap(mcp))
+	// The Server Cards (engine/serve/servercard.go) are public, as the
+	// Protected Resource Metadata is: they say how to authenticate.
+	mux.Handle("/mcp/server-card", mcp)
+	mux.Handle("/mcp/{toolset}/server-card", mcp)
 	prm := serve.HostGuard(httpOpts, auth.MetadataHandler(cur))
 	for _, p := range auth.MetadataPaths() {
 		mux.Handle(p, prm)

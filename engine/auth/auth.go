@@ -42,6 +42,7 @@ type Config struct {
 	resource string // this server's resource URI; "" when not set
 	scopes   []string
 	keys     []apiKey
+	hasKeys  bool // api_key blocks are declared (their values may be unknown: Requirements)
 	oauth    *oauthVerifier
 	// prmURL is the resource_metadata URL put in WWW-Authenticate; prm
 	// serves the document. Both are empty without oauth.
@@ -107,6 +108,7 @@ func Compile(a *config.Auth, prev *Config, opts Options) (*Config, hcl.Diagnosti
 		c.resource = r
 	}
 	c.scopes, _ = ev.strings(a.Scopes)
+	c.hasKeys = len(a.APIKeys) > 0
 	if len(a.APIKeys) == 0 && a.OAuth == nil {
 		ev.errorf(a.DeclRange, "Empty auth block", "An auth block needs at least one api_key block or an oauth block; without them no caller could authenticate.")
 	}

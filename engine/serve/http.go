@@ -206,6 +206,10 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !f.guard.allow(w, r) {
 		return
 	}
+	if toolset, ok := cardPath(r.URL.Path); ok { // servercard.go
+		f.serveCard(w, r, toolset)
+		return
+	}
 	toolset, ok := toolsetPath(r.URL.Path)
 	if !ok {
 		http.NotFound(w, r)
