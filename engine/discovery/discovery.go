@@ -227,7 +227,12 @@ func CardName(name, host string) string {
 	ns := "localhost"
 	if host != "" {
 		ns = host
-		if net.ParseIP(host) == nil {
+		if ip := net.ParseIP(host); ip != nil && ip.To4() == nil {
+			ns = strings.ReplaceAll(host, ":", "-")
+			if ip.IsLoopback() {
+				ns = "localhost"
+			}
+		} else if ip == nil {
 			labels := strings.Split(host, ".")
 			slices.Reverse(labels)
 			ns = strings.Join(labels, ".")
