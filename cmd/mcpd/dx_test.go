@@ -20,7 +20,7 @@ func TestHelpPerCommand(t *testing.T) {
 	// Each command with one flag its help must list (none for version).
 	flags := map[string]string{
 		"serve": "-stdio", "validate": "-format", "lint": "-strict", "lock": "-check", "fmt": "-check", "list": "-json",
-		"call": "-args", "read": "-json", "prompt": "-json", "init": "", "import": "-base-url", "client-config": "-host", "grants": "-json", "version": "", "lsp": "",
+		"call": "-args", "read": "-json", "prompt": "-json", "init": "", "import": "-base-url", "client-config": "-host", "server-json": "-url", "grants": "-json", "version": "", "lsp": "",
 	}
 	for _, name := range commandNames() {
 		t.Run(name, func(t *testing.T) {

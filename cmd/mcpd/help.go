@@ -10,6 +10,7 @@ import (
 // commandHelp is what `mcpd help COMMAND` and `mcpd COMMAND -h` print above
 // the command's flags.
 var commandHelp = map[string]string{
+	"server-json": serverJSONHelp,
 	"serve": `usage: mcpd serve [-c PATH]... [--stdio [--toolset NAME] | --http ADDR] [flags]
 
 Serves the config over MCP: Streamable HTTP on 127.0.0.1:8080/mcp by
@@ -136,5 +137,5 @@ func helpCmd(args []string, stdout, stderr io.Writer) int {
 }
 
 func commandNames() []string {
-	return []string{"serve", "validate", "lint", "lock", "fmt", "lsp", "list", "call", "read", "prompt", "init", "import", "client-config", "grants", "version"}
+	return []string{"serve", "validate", "lint", "lock", "fmt", "lsp", "list", "call", "read", "prompt", "init", "import", "client-config", "server-json", "grants", "version"}
 }

@@ -53,6 +53,7 @@ Usage:
   mcpd init     [DIR]                                  scaffold a new project
   mcpd import   openapi SPEC | toolbox TOOLS.yaml [-o DIR]  convert an OpenAPI document or a Toolbox config
   mcpd client-config --host HOST [--http URL]          print a host's config snippet
+  mcpd server-json [-c PATH]... --url URL               print the MCP Registry's server.json
   mcpd help     [COMMAND]                              print a command's help and flags
   mcpd version                                          print the version
 
@@ -108,6 +109,8 @@ func runIO(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = importCmd(rest, stdin, stdout, stderr)
 	case "client-config":
 		err = clientConfigCmd(rest, stdout, stderr)
+	case "server-json":
+		err = serverJSONCmd(rest, stdout, stderr)
 	case "test":
 		err = testCmd(rest, stdout, stderr)
 	case "version", "--version", "-v":
