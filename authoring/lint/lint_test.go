@@ -253,6 +253,14 @@ tool "aws" {
 			"21:28: Inline secret",
 			"22:28: Inline secret",
 		}},
+		{"inline icon is no secret", `
+tool "t" {
+  description = "A tool with an inline icon."
+  icon {
+    src = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAABAAAAAQCAYAAAAf8/9hAAAAI0lEQVR42mP4//8/AyWYYXAZoJF34j8xeNSAUQNoa8DQzEwApTW+n17hH54AAAAASUVORK5CYII="
+  }
+}
+`, nil},
 		{"shell inherit_env", `
 tool "run" {
   description = "Run the build script."

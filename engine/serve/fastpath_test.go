@@ -367,6 +367,11 @@ tool "large_text" {
   fake {
     mode = "large"
   }
+  icon {
+    src   = "https://example.com/i.png?a=1&b=<2>"
+    sizes = ["48x48", "any"]
+    theme = "dark"
+  }
 }
 tool "large_structured" {
   fake {

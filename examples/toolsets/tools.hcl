@@ -14,7 +14,16 @@
 
 server {
   name         = "helpdesk"
+  description  = "Look up, search and triage help desk tickets."
   instructions = "Help desk tools: look tickets up, search them, and (for some callers) change them."
+  # Shown by hosts beside the server, and in each endpoint's Server Card
+  # (/mcp/server-card, /mcp/support/server-card, ...). A 16x16 PNG inline;
+  # a larger one would be `"data:image/png;base64,${filebase64("icon.png")}"`
+  # or an https URL.
+  icon {
+    src   = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAABAAAAAQCAYAAAAf8/9hAAAAI0lEQVR42mP4//8/AyWYYXAZoJF34j8xeNSAUQNoa8DQzEwApTW+n17hH54AAAAASUVORK5CYII="
+    sizes = ["16x16"]
+  }
 }
 
 tool "search_tickets" {
