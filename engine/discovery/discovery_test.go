@@ -155,6 +155,27 @@ func TestCardConforms(t *testing.T) {
 				t.Errorf("the card carries an API key: %s", b)
 			}
 		}},
+		{"oauth", map[string]string{"a.hcl": described, "auth.hcl": `
+auth {
+  resource = "https://mcp.example.com/mcp"
+  scopes   = ["tickets"]
+  oauth {
+    issuer   = "https://login.example.com"
+    jwks_url = "https://login.example.com/jwks.json"
+  }
+}
+`}, "", func(t *testing.T, doc map[string]any) {
+			am := doc["_meta"].(map[string]any)[discovery.MetaAuth].(map[string]any)
+			if am["protectedResourceMetadata"] != "https://mcp.example.com/.well-known/oauth-protected-resource/mcp" ||
+				am["authorizationServers"].([]any)[0] != "https://login.example.com" || am["methods"].([]any)[0] != "oauth2" ||
+				am["scopes"].([]any)[0] != "tickets" || am["resource"] != "https://mcp.example.com/mcp" {
+				t.Errorf("oauth _meta: %v", am)
+			}
+			h := doc["remotes"].([]any)[0].(map[string]any)["headers"].([]any)[0].(map[string]any)
+			if !strings.Contains(h["description"].(string), "https://login.example.com") {
+				t.Errorf("oauth header: %v", h)
+			}
+		}},
 		{"no server block", map[string]string{"a.hcl": `tool "t" {
   description = "t"
   result {
