@@ -50,7 +50,7 @@ func serverJSONCmd(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer l.Snapshot.Close()
-	sj, notes, err := discovery.ServerJSONFor(l.Snapshot, discovery.ServerJSONOptions{Name: *name, URLs: urls, Repository: *repo})
+	sj, notes, err := discovery.ServerJSONFor(l.Snapshot, discovery.ServerJSONOptions{Name: *name, URLs: urls, Repository: *repo, DefaultVersion: mcpdVersion()})
 	if err != nil {
 		return err
 	}

@@ -154,6 +154,9 @@ type ServerJSONOptions struct {
 	URLs []string
 	// Repository is the URL of the server's source, if public.
 	Repository string
+	// DefaultVersion is the version a server block without one gets
+	// (mcpd's own): server.json points it out.
+	DefaultVersion string
 }
 
 // ServerJSONFor returns the server.json of snap's server. notes are what
@@ -180,6 +183,9 @@ func ServerJSONFor(snap *snapshot.Snapshot, opts ServerJSONOptions) (sj *ServerJ
 		Version:     info.Version,
 		Title:       clip(info.Title),
 		WebsiteURL:  info.WebsiteURL,
+	}
+	if opts.DefaultVersion != "" && info.Version == opts.DefaultVersion {
+		notes = append(notes, fmt.Sprintf("server.version is not set: the version is mcpd's own, %q; give the server's version, which the registry keeps one entry per", info.Version))
 	}
 	if info.Description == "" {
 		notes = append(notes, fmt.Sprintf("server.description is not set: the description is %q; say in a sentence what the server does", sj.Description))
