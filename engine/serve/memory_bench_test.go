@@ -3,6 +3,7 @@ package serve_test
 import (
 	"bufio"
 	"bytes"
+	"database/sql"
 	"fmt"
 	"io"
 	"math"
@@ -45,8 +46,11 @@ const resultBytes = 1000000
 // and x-inflight the peak RSS over the result bytes in flight (64 MB);
 // B/op is what a round of 64 calls allocates.
 // One sub-benchmark per adapter path: shell (head -c), sql (SQLite, 1000
-// rows of 990 bytes), http (a text body from an httptest server) and
-// static (no adapter: the content is built at load); each twice, at
+// rows of 990 bytes; sql-postgres and sql-mysql the same rows on
+// PostgreSQL and MySQL/MariaDB when MCPD_TEST_POSTGRES_DSN and
+// MCPD_TEST_MYSQL_DSN are set), http (a text body from an httptest
+// server) and static (no adapter: the content is built at load); each
+// twice, at
 // GOGC=400 with the soft memory limit mcpd sets in the shipped Kubernetes
 // manifest's 512 MiB container (384 MiB, see cmd/mcpd/gc.go): "pod", and
 // with no memory limit: "nolimit". The clients discard what they read, so
@@ -102,6 +106,32 @@ tool "static" {
   }
 }
 `, dir, backend.URL, resultBytes, bigFile)
+	tools := []string{"shell", "sql", "http", "static"}
+	for _, db := range []struct{ tool, driver, env, seed string }{
+		{"sql-postgres", "pgx", "MCPD_TEST_POSTGRES_DSN",
+			"INSERT INTO mcpd_bench_memory SELECT i, left(repeat(md5(i::text), 31), 990) FROM generate_series(1, 1000) AS i"},
+		{"sql-mysql", "mysql", "MCPD_TEST_MYSQL_DSN",
+			"INSERT INTO mcpd_bench_memory WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM c WHERE i < 1000) SELECT i, LEFT(REPEAT(MD5(i), 31), 990) FROM c"},
+	} {
+		dsn := os.Getenv(db.env)
+		if dsn == "" {
+			continue
+		}
+		seedBenchTable(b, db.driver, dsn, db.seed)
+		cfg += fmt.Sprintf(`
+database %[1]q {
+  driver = %[2]q
+  dsn    = %[3]q
+}
+tool %[1]q {
+  sql {
+    database = %[1]q
+    query    = "SELECT id, v FROM mcpd_bench_memory"
+  }
+}
+`, db.tool, map[string]string{"pgx": "postgres", "mysql": "mysql"}[db.driver], dsn)
+		tools = append(tools, db.tool)
+	}
 	if err := os.WriteFile(filepath.Join(dir, "tools.hcl"), []byte(cfg), 0o644); err != nil {
 		b.Fatal(err)
 	}
@@ -129,7 +159,7 @@ tool "static" {
 	defer debug.SetGCPercent(debug.SetGCPercent(400))
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(math.MaxInt64))
 
-	for _, tool := range []string{"shell", "sql", "http", "static"} {
+	for _, tool := range tools {
 		for _, limit := range []struct {
 			name  string
 			bytes int64
@@ -138,6 +168,28 @@ tool "static" {
 				debug.SetMemoryLimit(limit.bytes)
 				benchResultMemory(b, ts.Listener.Addr().String(), tool)
 			})
+		}
+	}
+}
+
+// seedBenchTable creates mcpd_bench_memory (id, v) on a database
+// outside the server and fills it with seed; it is dropped when b ends.
+func seedBenchTable(b *testing.B, driver, dsn, seed string) {
+	db, err := sql.Open(driver, dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		db.Exec("DROP TABLE IF EXISTS mcpd_bench_memory")
+		db.Close()
+	})
+	for _, q := range []string{
+		"DROP TABLE IF EXISTS mcpd_bench_memory",
+		"CREATE TABLE mcpd_bench_memory (id INT PRIMARY KEY, v VARCHAR(1000))",
+		seed,
+	} {
+		if _, err := db.Exec(q); err != nil {
+			b.Fatalf("%s: %v", q, err)
 		}
 	}
 }
