@@ -3,13 +3,16 @@ package sqladapter
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"runtime/debug"
 	"runtime/metrics"
 	"strings"
 	"testing"
 
+	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/adapter/adaptertest"
 	"github.com/mcpd/mcpd/engine/resultbuf"
+	"github.com/mcpd/mcpd/internal/wait"
 )
 
 // everyTypeColumns is a table with a column of every type a result may
@@ -128,6 +131,9 @@ func TestRawTextMatches(t *testing.T) {
 // SQLite's driver copies each text it reads (modernc.org/sqlite's
 // columnText), so SQLite is not measured.
 func TestRawTextCopiesNoValue(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocations are not measured under the race detector")
+	}
 	for _, kind := range []string{"postgres", "mysql"} {
 		t.Run(kind, func(t *testing.T) {
 			db := openTestDB(t, kind)
@@ -170,4 +176,58 @@ func TestRawTextCopiesNoValue(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The text-only path runs as the caller (PostgreSQL: the role and
+// settings of the call's transaction, RLS applied), and a timeout cancels
+// its query on the server, leaving the pool healthy: as collect's path.
+func TestRawTextIdentityAndTimeout(t *testing.T) {
+	t.Run("postgres identity", func(t *testing.T) {
+		db := openTestDB(t, "postgres")
+		r := setupPGRLS(t, db)
+		src := fmt.Sprintf("database \"main\" {\n  driver = \"postgres\"\n  dsn = %s\n  max_open_conns = 2\n  identity {\n    role {\n      from_caller = \"claims.db_role\"\n      enum = [%q]\n    }\n    setting \"tenant\" {\n      from_caller = \"claims.tenant\"\n      pattern = \"^[a-z]+$\"\n    }\n  }\n}\n"+
+			"sql {\n  database = \"main\"\n  query = \"SELECT tenant, current_user AS who FROM %s.orders ORDER BY id\"\n}\n", hclString(r.dsn), r.reader, r.schema)
+		h := adaptertest.MustCompile(t, New(), "sql", adaptertest.Config{Src: src, Auth: openCallers, VarsUnread: true})
+		for _, tenant := range []string{"a", "b", "a"} {
+			ctx := asCaller(context.Background(), "u"+tenant, map[string]any{"tenant": tenant, "db_role": r.reader})
+			out, err := adaptertest.Call(ctx, h, nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			other := map[string]string{"a": "b", "b": "a"}[tenant]
+			if !strings.Contains(out.Text, `"tenant":"`+tenant+`"`) || strings.Contains(out.Text, `"tenant":"`+other+`"`) ||
+				!strings.Contains(out.Text, `"who":"`+r.reader+`"`) {
+				t.Errorf("tenant %s: %s", tenant, out.Text)
+			}
+		}
+	})
+	eachDB(t, func(t *testing.T, db *testDB) {
+		marker := fmt.Sprintf("mcpd_rawtimeout_%08x", rand.Uint32())
+		slow := map[string]string{
+			"postgres": "SELECT pg_sleep(10) AS " + marker,
+			"mysql":    "SELECT BENCHMARK(20000000000, MD5('" + marker + "')) AS x",
+			"sqlite":   "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) AS " + marker + " FROM c",
+		}[db.kind]
+		compile := func(query string) adapter.Handler {
+			return adaptertest.MustCompile(t, New(), "sql", adaptertest.Config{Src: db.databaseBlock("") + sqlBlock(query, `timeout = "200ms"`), VarsUnread: true})
+		}
+		_, err := adaptertest.Call(context.Background(), compile(slow), nil, nil)
+		if err == nil || err.Error() != "the query did not finish within its 200ms timeout and was cancelled" {
+			t.Fatalf("err = %v", err)
+		}
+		running := map[string]string{
+			"postgres": "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND pid <> pg_backend_pid() AND query LIKE '%" + marker + "%'",
+			"mysql":    "SELECT count(*) FROM information_schema.PROCESSLIST WHERE ID <> CONNECTION_ID() AND INFO LIKE '%" + marker + "%'",
+		}[db.kind]
+		if running != "" {
+			wait.Until(t, "the query ends on the server", func() bool {
+				var n int
+				return db.raw.QueryRow(running).Scan(&n) == nil && n == 0
+			})
+		}
+		out, err := adaptertest.Call(context.Background(), compile("SELECT 1 AS one"), nil, nil)
+		if err != nil || out.Text != `[{"one":1}]` {
+			t.Errorf("after the timeout: %v %v", out, err)
+		}
+	})
 }
