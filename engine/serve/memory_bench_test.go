@@ -28,6 +28,7 @@ import (
 	"github.com/mcpd/mcpd/engine/loader"
 	"github.com/mcpd/mcpd/engine/serve"
 	"github.com/mcpd/mcpd/engine/snapshot"
+	"github.com/mcpd/mcpd/internal/wait"
 )
 
 // resultBytes is the size of the results BenchmarkResultMemory asks for:
@@ -54,7 +55,9 @@ const resultBytes = 1000000
 // GOGC=400 with the soft memory limit mcpd sets in the shipped Kubernetes
 // manifest's 512 MiB container (384 MiB, see cmd/mcpd/gc.go): "pod", and
 // with no memory limit: "nolimit". The clients discard what they read, so
-// the memory is the server's. The requests take the 2026-07-28 fast path.
+// the memory is the server's. The requests take the 2026-07-28 fast path;
+// the legacy-* runs (sql and http tools) make the same calls in 2025-11-25
+// sessions, which take theirs (fastlegacy.go).
 //
 //	go test ./engine/serve -run '^$' -bench BenchmarkResultMemory -benchtime 5x
 func BenchmarkResultMemory(b *testing.B) {
@@ -150,10 +153,11 @@ tool %[1]q {
 	// mcpd serve's defaults (cmd/mcpd/httpserver.go, serve.go).
 	const clients = 64
 	srv := serve.New(cur, serve.Options{Logger: quiet, MaxInflight: clients, OutputBudget: 256 << 20})
-	ts := httptest.NewServer(srv.HTTPHandler(serve.HTTPOptions{
+	h := srv.HTTPHandler(serve.HTTPOptions{
 		SessionTimeout: 10 * time.Minute, MaxSessions: 1000, MaxInflight: clients, MaxBody: 4 << 20,
 		MaxInflightBytes: 64 << 20, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second,
-	}))
+	})
+	ts := httptest.NewServer(h)
 	defer ts.Close()
 
 	defer debug.SetGCPercent(debug.SetGCPercent(400))
@@ -166,8 +170,15 @@ tool %[1]q {
 		}{{"pod", 384 << 20}, {"nolimit", math.MaxInt64}} {
 			b.Run(tool+"/"+limit.name, func(b *testing.B) {
 				debug.SetMemoryLimit(limit.bytes)
-				benchResultMemory(b, ts.Listener.Addr().String(), tool)
+				benchResultMemory(b, ts.Listener.Addr().String(), tool, nil)
 			})
+			if strings.HasPrefix(tool, "sql") || tool == "http" {
+				// The same calls in 2025-11-25 sessions (fastlegacy.go).
+				b.Run(tool+"/legacy-"+limit.name, func(b *testing.B) {
+					debug.SetMemoryLimit(limit.bytes)
+					benchResultMemory(b, ts.Listener.Addr().String(), tool, h)
+				})
+			}
 		}
 	}
 }
@@ -195,12 +206,17 @@ func seedBenchTable(b *testing.B, driver, dsn, seed string) {
 }
 
 // benchResultMemory is one sub-benchmark of BenchmarkResultMemory.
-func benchResultMemory(b *testing.B, addr, tool string) {
+// With legacy, the handler serving addr, each connection calls in a
+// 2025-11-25 session of its own.
+func benchResultMemory(b *testing.B, addr, tool string, legacy http.Handler) {
 	const clients = 64
 	conns := make([]*memConn, clients)
 	for i := range conns {
 		conns[i] = dialMem(b, addr, tool)
 		defer conns[i].nc.Close()
+		if legacy != nil {
+			conns[i].openLegacy(b, addr, tool, legacy)
+		}
 	}
 	// One round first, so that pools and buffers exist before the
 	// baseline is read.
@@ -273,6 +289,39 @@ func dialMemRequest(addr, tool string) []byte {
 	h := "POST /mcp HTTP/1.1\r\nHost: " + addr + "\r\nAccept: application/json, text/event-stream\r\nContent-Type: application/json\r\n" +
 		"Mcp-Protocol-Version: " + modern + "\r\nMcp-Method: tools/call\r\nMcp-Name: " + tool + "\r\n"
 	return []byte(h + "Content-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body)
+}
+
+// openLegacy opens a 2025-11-25 session on c, and makes c's call one of
+// the session's.
+func (c *memConn) openLegacy(b *testing.B, addr, tool string, h http.Handler) {
+	post := func(sid, body string) *http.Response {
+		req := "POST /mcp HTTP/1.1\r\nHost: " + addr + "\r\nAccept: application/json, text/event-stream\r\nContent-Type: application/json\r\n"
+		if sid != "" {
+			req += "Mcp-Session-Id: " + sid + "\r\nMcp-Protocol-Version: " + legacy + "\r\n"
+		}
+		if _, err := io.WriteString(c.nc, req+"Content-Length: "+strconv.Itoa(len(body))+"\r\n\r\n"+body); err != nil {
+			b.Fatal(err)
+		}
+		resp, err := http.ReadResponse(c.br, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	resp := post("", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"`+legacy+`","capabilities":{},"clientInfo":{"name":"mem","version":"1"}}}`)
+	sid := resp.Header.Get("Mcp-Session-Id")
+	if resp.StatusCode != http.StatusOK || sid == "" {
+		b.Fatalf("initialize: HTTP %d", resp.StatusCode)
+	}
+	if resp := post(sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); resp.StatusCode != http.StatusAccepted {
+		b.Fatalf("notifications/initialized: HTTP %d", resp.StatusCode)
+	}
+	wait.Until(b, "the session is ready for the fast path", func() bool { return serve.LegacyReady(h, sid) })
+	body := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"` + tool + `","arguments":{}}}`
+	c.req = []byte("POST /mcp HTTP/1.1\r\nHost: " + addr + "\r\nAccept: application/json, text/event-stream\r\nContent-Type: application/json\r\n" +
+		"Mcp-Session-Id: " + sid + "\r\nMcp-Protocol-Version: " + legacy + "\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body)
 }
 
 func (c *memConn) call() error {
