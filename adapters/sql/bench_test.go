@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/mcpd/mcpd/engine/adapter"
@@ -263,4 +264,32 @@ func pointDB(b *testing.B) (*sql.DB, string) {
 	}
 	b.Cleanup(func() { db.Close() })
 	return db, "SELECT id, title, author, year, price, added FROM books WHERE id = ?"
+}
+
+// BenchmarkTextOnlyPointQuery is one call of a read-only point query of a
+// tool without output_schema, result or logs block, whose text alone is
+// read (the text-only path, rawrows.go), on each database (the servers
+// skipped without their DSN).
+func BenchmarkTextOnlyPointQuery(b *testing.B) {
+	for _, kind := range []string{"sqlite", "postgres", "mysql"} {
+		b.Run(kind, func(b *testing.B) {
+			db := openTestDB(b, kind)
+			tbl := fmt.Sprintf("mcpd_bench_text_%s", kind)
+			db.exec(b, "DROP TABLE IF EXISTS "+tbl)
+			db.exec(b, "CREATE TABLE "+tbl+" (id INT PRIMARY KEY, title VARCHAR(100), author VARCHAR(100), year INT, price DECIMAL(10,2), added DATE)")
+			defer db.raw.Exec("DROP TABLE " + tbl)
+			db.exec(b, "INSERT INTO "+tbl+" VALUES (1, 'Book number 1', 'Author 1', 1937, 12.50, '2024-05-06'), (2, 'two', 'Author 2', 1954, 3.25, '2024-05-07')")
+			params := map[string]string{"id": "integer"}
+			h := adaptertest.MustCompile(b, New(), "sql", adaptertest.Config{
+				Src: db.databaseBlock("") + sqlBlock("SELECT id, title, author, year, price, added FROM "+tbl+" WHERE id = :id"), Params: params, VarsUnread: true})
+			args := map[string]any{"id": 1.0}
+			b.ReportAllocs()
+			for b.Loop() {
+				out, err := adaptertest.Call(context.Background(), h, params, args)
+				if err != nil || !strings.Contains(out.Text, "Book number 1") {
+					b.Fatal(err, out)
+				}
+			}
+		})
+	}
 }

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
-	"unsafe"
 
 	"github.com/hashicorp/hcl/v2"
 
@@ -241,6 +240,17 @@ func (h *handler) run(ctx context.Context, query string, args []any, sess *sessi
 		}
 		return h.written(res), nil
 	}
+	if h.dialect == postgres && !h.structured && !h.readsVars {
+		// Only the text is read: from pgx's buffer (pgrows.go).
+		out, err := h.queryPGText(qctx, conn, query, args, stop, bufs)
+		if err != nil {
+			return nil, err
+		}
+		if err := h.commit(tx); err != nil {
+			return nil, err
+		}
+		return out, nil
+	}
 	rows, err := q.QueryContext(qctx, query, args...)
 	if err != nil {
 		return nil, err
@@ -291,20 +301,20 @@ func (h *handler) collect(rows *sql.Rows, stop func(), bufs *resultbuf.Lease) (*
 	for i, t := range types {
 		kinds[i] = columnKind(h.dialect, t.DatabaseTypeName())
 	}
+	// The rows as values, for the structured result and the result
+	// block's variables; a tool with neither reads only the text, built
+	// from the driver's values where they lie (rawrows.go).
+	keepRows := h.structured || h.readsVars
+	if !keepRows {
+		return h.collectText(newSQLRawRows(rows, len(types)), names, kinds, stop, bufs)
+	}
 	dest := make([]any, len(types))
 	ptrs := make([]any, len(types))
 	for i := range dest {
 		ptrs[i] = &dest[i]
 	}
 	vals := make([]any, len(types)) // one row's values, in column order
-	// The rows as values, for the structured result and the result
-	// block's variables; a tool with neither reads only the text, and
-	// each value is garbage as soon as the text has it.
-	keepRows := h.structured || h.readsVars
-	var out []any
-	if keepRows {
-		out = make([]any, 0, min(h.maxRows, 16))
-	}
+	out := make([]any, 0, min(h.maxRows, 16))
 	nrows := 0 // rows kept
 	text := make([]byte, 0, 256)
 	text = append(text, '[')
@@ -331,13 +341,11 @@ func (h *handler) collect(rows *sql.Rows, stop func(), bufs *resultbuf.Lease) (*
 			stop()
 		}
 		if keep || nrows == 0 { // the first row is cut to fit: better than nothing
-			if keepRows {
-				row := make(map[string]any, len(names))
-				for i, name := range names {
-					row[name] = vals[i]
-				}
-				out = append(out, row)
+			row := make(map[string]any, len(names))
+			for i, name := range names {
+				row[name] = vals[i]
 			}
+			out = append(out, row)
 			if !h.structured {
 				if nrows > 0 {
 					text = append(text, ',')
@@ -361,13 +369,10 @@ func (h *handler) collect(rows *sql.Rows, stop func(), bufs *resultbuf.Lease) (*
 		columns[i] = n
 	}
 	count := int64(nrows)
-	o := &adapter.Output{}
-	if keepRows {
-		o.Vars = map[string]any{
-			"columns": columns, "rows": out, "row_count": count, "truncated": truncated,
-			"rows_affected": nil, "last_insert_id": nil,
-		}
-	}
+	o := &adapter.Output{Vars: map[string]any{
+		"columns": columns, "rows": out, "row_count": count, "truncated": truncated,
+		"rows_affected": nil, "last_insert_id": nil,
+	}}
 	note := truncationNote(nrows, truncated, overBytes, h.maxBytes)
 	if h.structured {
 		// The text is then the structured result's JSON, as the MCP spec
@@ -387,15 +392,7 @@ func (h *handler) collect(rows *sql.Rows, stop func(), bufs *resultbuf.Lease) (*
 	if note != "" {
 		text = append(append(text, '\n'), note...)
 	}
-	// The text shares its buffer, which is not written again: a copy would
-	// double what the call holds. A lent buffer is reused once the answer
-	// is written, so its spare room costs nothing past the call.
-	if !bufs.Lent(text) && cap(text)-len(text) > len(text)/4+4096 {
-		// The string would keep all of the array alive.
-		o.Text = string(text)
-	} else {
-		o.Text = unsafe.String(&text[0], len(text))
-	}
+	o.Text = textString(text, bufs)
 	return o, nil
 }
 
@@ -467,11 +464,19 @@ func (h *handler) written(res sql.Result) *adapter.Output {
 // object.
 func columnNames(types []*sql.ColumnType) []string {
 	names := make([]string, len(types))
-	seen := make(map[string]bool, len(types))
 	for i, t := range types {
-		name := t.Name()
+		names[i] = t.Name()
+	}
+	return uniqueNames(names)
+}
+
+// uniqueNames makes the names unique in place, as columnNames does.
+func uniqueNames(names []string) []string {
+	seen := make(map[string]bool, len(names))
+	for i, orig := range names {
+		name := orig
 		for n := 2; seen[name]; n++ {
-			name = t.Name() + "_" + strconv.Itoa(n)
+			name = orig + "_" + strconv.Itoa(n)
 		}
 		seen[name] = true
 		names[i] = name

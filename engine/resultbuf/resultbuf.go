@@ -42,6 +42,7 @@ package resultbuf
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -61,8 +62,13 @@ const MinPooled = Class
 // Pool holds the buffers leases give back, by size class. One Pool serves
 // a whole server; it is safe for concurrent use.
 type Pool struct {
-	classes [MaxPooled / Class]sync.Pool // of *[]byte; index: cap/Class - 1
+	classes  [MaxPooled / Class]sync.Pool // of *[]byte; index: cap/Class - 1
+	returned atomic.Int64                 // buffers given back
 }
+
+// Returned is how many buffers leases have given back to p: lent, and
+// reusable since.
+func (p *Pool) Returned() int64 { return p.returned.Load() }
 
 // NewPool returns an empty pool.
 func NewPool() *Pool { return &Pool{} }
@@ -86,6 +92,7 @@ func (p *Pool) put(b *[]byte) {
 		return
 	}
 	p.classes[c-1].Put(b)
+	p.returned.Add(1)
 }
 
 // Lease is the buffers lent to one call. Its methods are safe for

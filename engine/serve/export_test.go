@@ -59,3 +59,7 @@ func LegacyReady(h http.Handler, sid string) bool {
 	ls := lf.lookup(sid)
 	return ls != nil && ls.ready.Load()
 }
+
+// ResultBuffersReturned is how many lent result buffers (engine/resultbuf)
+// the server of h, a handler of HTTPHandler, has been given back.
+func ResultBuffersReturned(h http.Handler) int64 { return h.(*front).s.results.Returned() }

@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpd/mcpd/engine/principal"
+	"github.com/mcpd/mcpd/engine/resultbuf"
 )
 
 // The fast path of 2025-11-25 sessions.
@@ -295,8 +296,20 @@ func (lf *legacyFast) serve(w http.ResponseWriter, r *http.Request, ls *legacySe
 	if lf.fp.served != nil {
 		lf.fp.served("legacy " + fr.method)
 	}
+	// As on the 2026-07-28 fast path: the answer is written here, so a
+	// tool's result may be built in buffers given back once it is
+	// (engine/resultbuf). A call served here answers nothing but its own
+	// POST (no log records, no questions: see decode), and a result
+	// stored for later (a task's) is not the one written, so it keeps its
+	// buffers.
+	var lease *resultbuf.Lease
+	if fr.method == "tools/call" {
+		lease = lf.s.results.Lease()
+		ctx = resultbuf.With(ctx, lease)
+	}
 	res, err := lf.fp.handle(ctx, fr.method, req)
 	lf.fp.write(w, r, fr.id, res, err)
+	lease.Release(res)
 	return true
 }
 

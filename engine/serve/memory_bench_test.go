@@ -3,6 +3,7 @@ package serve_test
 import (
 	"bufio"
 	"bytes"
+	"database/sql"
 	"fmt"
 	"io"
 	"math"
@@ -27,6 +28,7 @@ import (
 	"github.com/mcpd/mcpd/engine/loader"
 	"github.com/mcpd/mcpd/engine/serve"
 	"github.com/mcpd/mcpd/engine/snapshot"
+	"github.com/mcpd/mcpd/internal/wait"
 )
 
 // resultBytes is the size of the results BenchmarkResultMemory asks for:
@@ -45,12 +47,17 @@ const resultBytes = 1000000
 // and x-inflight the peak RSS over the result bytes in flight (64 MB);
 // B/op is what a round of 64 calls allocates.
 // One sub-benchmark per adapter path: shell (head -c), sql (SQLite, 1000
-// rows of 990 bytes), http (a text body from an httptest server) and
-// static (no adapter: the content is built at load); each twice, at
+// rows of 990 bytes; sql-postgres and sql-mysql the same rows on
+// PostgreSQL and MySQL/MariaDB when MCPD_TEST_POSTGRES_DSN and
+// MCPD_TEST_MYSQL_DSN are set), http (a text body from an httptest
+// server) and static (no adapter: the content is built at load); each
+// twice, at
 // GOGC=400 with the soft memory limit mcpd sets in the shipped Kubernetes
 // manifest's 512 MiB container (384 MiB, see cmd/mcpd/gc.go): "pod", and
 // with no memory limit: "nolimit". The clients discard what they read, so
-// the memory is the server's. The requests take the 2026-07-28 fast path.
+// the memory is the server's. The requests take the 2026-07-28 fast path;
+// the legacy-* runs (sql and http tools) make the same calls in 2025-11-25
+// sessions, which take theirs (fastlegacy.go).
 //
 //	go test ./engine/serve -run '^$' -bench BenchmarkResultMemory -benchtime 5x
 func BenchmarkResultMemory(b *testing.B) {
@@ -102,6 +109,32 @@ tool "static" {
   }
 }
 `, dir, backend.URL, resultBytes, bigFile)
+	tools := []string{"shell", "sql", "http", "static"}
+	for _, db := range []struct{ tool, driver, env, seed string }{
+		{"sql-postgres", "pgx", "MCPD_TEST_POSTGRES_DSN",
+			"INSERT INTO mcpd_bench_memory SELECT i, left(repeat(md5(i::text), 31), 990) FROM generate_series(1, 1000) AS i"},
+		{"sql-mysql", "mysql", "MCPD_TEST_MYSQL_DSN",
+			"INSERT INTO mcpd_bench_memory WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM c WHERE i < 1000) SELECT i, LEFT(REPEAT(MD5(i), 31), 990) FROM c"},
+	} {
+		dsn := os.Getenv(db.env)
+		if dsn == "" {
+			continue
+		}
+		seedBenchTable(b, db.driver, dsn, db.seed)
+		cfg += fmt.Sprintf(`
+database %[1]q {
+  driver = %[2]q
+  dsn    = %[3]q
+}
+tool %[1]q {
+  sql {
+    database = %[1]q
+    query    = "SELECT id, v FROM mcpd_bench_memory"
+  }
+}
+`, db.tool, map[string]string{"pgx": "postgres", "mysql": "mysql"}[db.driver], dsn)
+		tools = append(tools, db.tool)
+	}
 	if err := os.WriteFile(filepath.Join(dir, "tools.hcl"), []byte(cfg), 0o644); err != nil {
 		b.Fatal(err)
 	}
@@ -120,35 +153,70 @@ tool "static" {
 	// mcpd serve's defaults (cmd/mcpd/httpserver.go, serve.go).
 	const clients = 64
 	srv := serve.New(cur, serve.Options{Logger: quiet, MaxInflight: clients, OutputBudget: 256 << 20})
-	ts := httptest.NewServer(srv.HTTPHandler(serve.HTTPOptions{
+	h := srv.HTTPHandler(serve.HTTPOptions{
 		SessionTimeout: 10 * time.Minute, MaxSessions: 1000, MaxInflight: clients, MaxBody: 4 << 20,
 		MaxInflightBytes: 64 << 20, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second,
-	}))
+	})
+	ts := httptest.NewServer(h)
 	defer ts.Close()
 
 	defer debug.SetGCPercent(debug.SetGCPercent(400))
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(math.MaxInt64))
 
-	for _, tool := range []string{"shell", "sql", "http", "static"} {
+	for _, tool := range tools {
 		for _, limit := range []struct {
 			name  string
 			bytes int64
 		}{{"pod", 384 << 20}, {"nolimit", math.MaxInt64}} {
 			b.Run(tool+"/"+limit.name, func(b *testing.B) {
 				debug.SetMemoryLimit(limit.bytes)
-				benchResultMemory(b, ts.Listener.Addr().String(), tool)
+				benchResultMemory(b, ts.Listener.Addr().String(), tool, nil)
 			})
+			if strings.HasPrefix(tool, "sql") || tool == "http" {
+				// The same calls in 2025-11-25 sessions (fastlegacy.go).
+				b.Run(tool+"/legacy-"+limit.name, func(b *testing.B) {
+					debug.SetMemoryLimit(limit.bytes)
+					benchResultMemory(b, ts.Listener.Addr().String(), tool, h)
+				})
+			}
+		}
+	}
+}
+
+// seedBenchTable creates mcpd_bench_memory (id, v) on a database
+// outside the server and fills it with seed; it is dropped when b ends.
+func seedBenchTable(b *testing.B, driver, dsn, seed string) {
+	db, err := sql.Open(driver, dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		db.Exec("DROP TABLE IF EXISTS mcpd_bench_memory")
+		db.Close()
+	})
+	for _, q := range []string{
+		"DROP TABLE IF EXISTS mcpd_bench_memory",
+		"CREATE TABLE mcpd_bench_memory (id INT PRIMARY KEY, v VARCHAR(1000))",
+		seed,
+	} {
+		if _, err := db.Exec(q); err != nil {
+			b.Fatalf("%s: %v", q, err)
 		}
 	}
 }
 
 // benchResultMemory is one sub-benchmark of BenchmarkResultMemory.
-func benchResultMemory(b *testing.B, addr, tool string) {
+// With legacy, the handler serving addr, each connection calls in a
+// 2025-11-25 session of its own.
+func benchResultMemory(b *testing.B, addr, tool string, legacy http.Handler) {
 	const clients = 64
 	conns := make([]*memConn, clients)
 	for i := range conns {
 		conns[i] = dialMem(b, addr, tool)
 		defer conns[i].nc.Close()
+		if legacy != nil {
+			conns[i].openLegacy(b, addr, tool, legacy)
+		}
 	}
 	// One round first, so that pools and buffers exist before the
 	// baseline is read.
@@ -221,6 +289,39 @@ func dialMemRequest(addr, tool string) []byte {
 	h := "POST /mcp HTTP/1.1\r\nHost: " + addr + "\r\nAccept: application/json, text/event-stream\r\nContent-Type: application/json\r\n" +
 		"Mcp-Protocol-Version: " + modern + "\r\nMcp-Method: tools/call\r\nMcp-Name: " + tool + "\r\n"
 	return []byte(h + "Content-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body)
+}
+
+// openLegacy opens a 2025-11-25 session on c, and makes c's call one of
+// the session's.
+func (c *memConn) openLegacy(b *testing.B, addr, tool string, h http.Handler) {
+	post := func(sid, body string) *http.Response {
+		req := "POST /mcp HTTP/1.1\r\nHost: " + addr + "\r\nAccept: application/json, text/event-stream\r\nContent-Type: application/json\r\n"
+		if sid != "" {
+			req += "Mcp-Session-Id: " + sid + "\r\nMcp-Protocol-Version: " + legacy + "\r\n"
+		}
+		if _, err := io.WriteString(c.nc, req+"Content-Length: "+strconv.Itoa(len(body))+"\r\n\r\n"+body); err != nil {
+			b.Fatal(err)
+		}
+		resp, err := http.ReadResponse(c.br, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	resp := post("", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"`+legacy+`","capabilities":{},"clientInfo":{"name":"mem","version":"1"}}}`)
+	sid := resp.Header.Get("Mcp-Session-Id")
+	if resp.StatusCode != http.StatusOK || sid == "" {
+		b.Fatalf("initialize: HTTP %d", resp.StatusCode)
+	}
+	if resp := post(sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); resp.StatusCode != http.StatusAccepted {
+		b.Fatalf("notifications/initialized: HTTP %d", resp.StatusCode)
+	}
+	wait.Until(b, "the session is ready for the fast path", func() bool { return serve.LegacyReady(h, sid) })
+	body := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"` + tool + `","arguments":{}}}`
+	c.req = []byte("POST /mcp HTTP/1.1\r\nHost: " + addr + "\r\nAccept: application/json, text/event-stream\r\nContent-Type: application/json\r\n" +
+		"Mcp-Session-Id: " + sid + "\r\nMcp-Protocol-Version: " + legacy + "\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body)
 }
 
 func (c *memConn) call() error {

@@ -21,10 +21,11 @@ import (
 	"github.com/mcpd/mcpd/engine/loader"
 	"github.com/mcpd/mcpd/engine/serve"
 	"github.com/mcpd/mcpd/engine/snapshot"
+	"github.com/mcpd/mcpd/internal/wait"
 )
 
 // TestLentBuffersNeverShared calls, many at once over the 2026-07-28 fast
-// path, tools whose large results are built in buffers lent for the call
+// path and in 2025-11-25 sessions over theirs (fastlegacy.go), tools whose large results are built in buffers lent for the call
 // and given back once the answer is written (engine/resultbuf), beside
 // tools whose results must not be: a cached one (the cache keeps the
 // result) and one whose result block keeps part of the body. Every call asks for a result of its own key, and every answer
@@ -160,6 +161,7 @@ tool "rows" {
 	})
 	ts := httptest.NewServer(h)
 	defer ts.Close()
+	addr := ts.Listener.Addr().String()
 
 	want := func(tool string, k int) string {
 		switch tool {
@@ -172,52 +174,113 @@ tool "rows" {
 	}
 	tools := []string{"plain", "chunked", "cached", "shaped", "rows"}
 	const clients, calls = 12, 25
-	var wg sync.WaitGroup
-	errs := make(chan error, clients)
-	for c := range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			conn, err := net.Dial("tcp", ts.Listener.Addr().String())
-			if err != nil {
-				errs <- err
-				return
-			}
-			defer conn.Close()
-			br := bufio.NewReader(conn)
-			for i := range calls {
-				tool, k := tools[(c+i)%len(tools)], (c*calls+i)%keys
-				text, err := callKeyed(conn, br, ts.Listener.Addr().String(), tool, k)
+	for _, era := range []string{modern, legacy} {
+		t.Run(era, func(t *testing.T) {
+			mu.Lock()
+			large = 0
+			mu.Unlock()
+			returned := serve.ResultBuffersReturned(h)
+			conns := make([]net.Conn, clients)
+			sids := make([]string, clients)
+			for c := range conns {
+				conn, err := net.Dial("tcp", addr)
 				if err != nil {
-					errs <- fmt.Errorf("%s(k=%d): %v", tool, k, err)
-					return
+					t.Fatal(err)
 				}
-				if w := want(tool, k); text != w {
-					errs <- fmt.Errorf("%s(k=%d): the answer is not the key's own: %d bytes, want %d; differs from byte %d", tool, k, len(text), len(w), firstDiff(text, w))
-					return
+				defer conn.Close()
+				conns[c] = conn
+				if era == legacy {
+					sids[c] = openKeyedSession(t, conn, addr)
+					wait.Until(t, "the session is ready for the fast path", func() bool { return serve.LegacyReady(h, sids[c]) })
 				}
 			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if large < clients*calls/2 {
-		t.Errorf("%d of %d answers were written as large results by the fast path; the test does not test it", large, clients*calls)
+			var wg sync.WaitGroup
+			errs := make(chan error, clients)
+			for c, conn := range conns {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					br := bufio.NewReader(conn)
+					for i := range calls {
+						tool, k := tools[(c+i)%len(tools)], (c*calls+i)%keys
+						text, err := callKeyed(conn, br, addr, sids[c], tool, k)
+						if err != nil {
+							errs <- fmt.Errorf("%s(k=%d): %v", tool, k, err)
+							return
+						}
+						if w := want(tool, k); text != w {
+							errs <- fmt.Errorf("%s(k=%d): the answer is not the key's own: %d bytes, want %d; differs from byte %d", tool, k, len(text), len(w), firstDiff(text, w))
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Error(err)
+			}
+			// The plain and rows tools' buffers are lent and given back.
+			if n := serve.ResultBuffersReturned(h) - returned; n < int64(clients*calls/len(tools)) {
+				t.Errorf("%d lent buffers given back for %d calls: the test does not test lending", n, clients*calls)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if large < clients*calls/2 {
+				t.Errorf("%d of %d answers were written as large results by the fast path; the test does not test it", large, clients*calls)
+			}
+		})
 	}
 }
 
-// callKeyed calls tool with {"k": "<k>"} on conn as a 2026-07-28 client
-// and returns the text of the result's one content.
-func callKeyed(conn net.Conn, br *bufio.Reader, addr, tool string, k int) (string, error) {
+// openKeyedSession opens a 2025-11-25 session on conn and returns its id.
+func openKeyedSession(t *testing.T, conn net.Conn, addr string) string {
+	t.Helper()
+	br := bufio.NewReader(conn)
+	post := func(sid, body string) *http.Response {
+		req := "POST /mcp HTTP/1.1\r\nHost: " + addr + "\r\nAccept: application/json, text/event-stream\r\nContent-Type: application/json\r\n"
+		if sid != "" {
+			req += "Mcp-Session-Id: " + sid + "\r\nMcp-Protocol-Version: " + legacy + "\r\n"
+		}
+		req += "Content-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body
+		conn.SetDeadline(time.Now().Add(time.Minute))
+		if _, err := io.WriteString(conn, req); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	resp := post("", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"`+legacy+`","capabilities":{},"clientInfo":{"name":"keys","version":"1"}}}`)
+	sid := resp.Header.Get("Mcp-Session-Id")
+	if resp.StatusCode != http.StatusOK || sid == "" {
+		t.Fatalf("initialize: HTTP %d, session %q", resp.StatusCode, sid)
+	}
+	if resp := post(sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("notifications/initialized: HTTP %d", resp.StatusCode)
+	}
+	if br.Buffered() > 0 {
+		t.Fatalf("%d bytes after the answers", br.Buffered())
+	}
+	return sid
+}
+
+// callKeyed calls tool with {"k": "<k>"} on conn as a 2026-07-28 client,
+// or in the 2025-11-25 session sid when sid is set, and returns the text
+// of the result's one content.
+func callKeyed(conn net.Conn, br *bufio.Reader, addr, sid, tool string, k int) (string, error) {
 	body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"` + tool + `","arguments":{"k":"` + strconv.Itoa(k) + `"},"_meta":{"io.modelcontextprotocol/protocolVersion":"` + modern + `","io.modelcontextprotocol/clientCapabilities":{}}}}`
+	head := "Mcp-Protocol-Version: " + modern + "\r\nMcp-Method: tools/call\r\nMcp-Name: " + tool + "\r\n"
+	if sid != "" {
+		body = `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"` + tool + `","arguments":{"k":"` + strconv.Itoa(k) + `"}}}`
+		head = "Mcp-Session-Id: " + sid + "\r\nMcp-Protocol-Version: " + legacy + "\r\n"
+	}
 	req := "POST /mcp HTTP/1.1\r\nHost: " + addr + "\r\nAccept: application/json, text/event-stream\r\nContent-Type: application/json\r\n" +
-		"Mcp-Protocol-Version: " + modern + "\r\nMcp-Method: tools/call\r\nMcp-Name: " + tool + "\r\n" +
-		"Content-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body
+		head + "Content-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body
 	conn.SetDeadline(time.Now().Add(time.Minute))
 	if _, err := io.WriteString(conn, req); err != nil {
 		return "", err

@@ -1,0 +1,5 @@
+//go:build !race
+
+package sqladapter
+
+const raceEnabled = false
