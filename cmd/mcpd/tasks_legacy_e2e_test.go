@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"path/filepath"
 	"slices"
@@ -131,22 +133,78 @@ type logConn struct {
 
 func (c logConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	msg, err := c.Connection.Read(ctx)
-	c.log.mu.Lock()
+	if err == nil {
+		c.log.record(msg)
+	}
+	return msg, err
+}
+
+func (l *wireLog) record(msg jsonrpc.Message) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	switch m := msg.(type) {
 	case *jsonrpc.Response:
 		if m.Result != nil {
-			c.log.results = append(c.log.results, append(json.RawMessage(nil), m.Result...))
+			l.results = append(l.results, append(json.RawMessage(nil), m.Result...))
 		}
 	case *jsonrpc.Request:
 		if m.Method == "notifications/tasks/status" {
 			var st ltTask
 			if json.Unmarshal(m.Params, &st) == nil {
-				c.log.statuses = append(c.log.statuses, st)
+				l.statuses = append(l.statuses, st)
 			}
 		}
 	}
-	c.log.mu.Unlock()
-	return msg, err
+}
+
+// tapTransport records the messages of the HTTP answers a client reads
+// (a wrapped mcp.Connection would hide the streamable client's session
+// hook, and with it the GET stream).
+type tapTransport struct {
+	base http.RoundTripper
+	log  *wireLog
+}
+
+func (t tapTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := t.base.RoundTrip(r)
+	if err == nil && resp.Body != nil {
+		resp.Body = &tapBody{ReadCloser: resp.Body, log: t.log}
+	}
+	return resp, err
+}
+
+type tapBody struct {
+	io.ReadCloser
+	log     *wireLog
+	pending []byte
+}
+
+func (b *tapBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.pending = append(b.pending, p[:n]...)
+	for {
+		i := bytes.IndexByte(b.pending, '\n')
+		if i < 0 {
+			break
+		}
+		b.line(b.pending[:i])
+		b.pending = b.pending[i+1:]
+	}
+	if err != nil && len(b.pending) > 0 {
+		b.line(b.pending)
+		b.pending = nil
+	}
+	return n, err
+}
+
+func (b *tapBody) line(l []byte) {
+	l = bytes.TrimPrefix(bytes.TrimSpace(l), []byte("data: "))
+	if len(l) == 0 || l[0] != '{' {
+		return
+	}
+	if msg, err := jsonrpc.DecodeMessage(l); err == nil {
+		b.log.record(msg)
+	}
 }
 
 // legacyClient is a go-sdk client of 2025-11-25 with the tasks methods,
@@ -183,7 +241,12 @@ func connectLegacyTasks(t *testing.T, transport mcp.Transport) *legacyClient {
 		t.Fatal(err)
 	}
 	client.AddSendingMiddleware(taskAugment)
-	cs, err := client.Connect(bounded(t), logTransport{transport, lc.log}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if st, ok := transport.(*mcp.StreamableClientTransport); ok {
+		st.HTTPClient = &http.Client{Transport: tapTransport{base: st.HTTPClient.Transport, log: lc.log}}
+	} else {
+		transport = logTransport{transport, lc.log}
+	}
+	cs, err := client.Connect(bounded(t), transport, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -279,7 +279,9 @@ func (s *Server) RunStdio(ctx context.Context) error { return s.RunStdioToolset(
 
 func (s *Server) runStdio(ctx context.Context, srv *mcp.Server) error {
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Run(ctx, &drainTransport{inner: &taskTransport{inner: stdioTransport(), s: s}, s: s}) }()
+	go func() {
+		errc <- srv.Run(ctx, &drainTransport{inner: &taskTransport{inner: stdioTransport(), s: s}, s: s})
+	}()
 	select {
 	case err := <-errc:
 		return err

@@ -550,7 +550,7 @@ func withExecution(ss *mcp.ServerSession, res *mcp.ListToolsResult, page []*snap
 type legacyTasks struct {
 	mu      sync.Mutex
 	streams map[string]*legacyStream // by stream key
-	watched map[string]string           // task id → stream key
+	watched map[string]string        // task id → stream key
 }
 
 func (l *legacyTasks) watch(rec *tasks.Record, via string) {
