@@ -6,12 +6,16 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -359,7 +363,7 @@ func TestLegacyTasksE2E(t *testing.T) {
 	t.Run("stdio", func(t *testing.T) {
 		t.Parallel()
 		cmd := mcpdCommand("serve", "--stdio", "-c", dir)
-		lc := connectLegacyTasks(t, &mcp.CommandTransport{Command: cmd, TerminateDuration: 20 * 1e9})
+		lc := connectLegacyTasks(t, &mcp.CommandTransport{Command: cmd, TerminateDuration: 20 * time.Second})
 		exerciseLegacyTasks(t, lc)
 	})
 }
@@ -494,4 +498,106 @@ func exerciseLegacyTasks(t *testing.T, lc *legacyClient) {
 			t.Errorf("tasks/get of an unknown task: %v, want -32602", err)
 		}
 	})
+}
+
+// The TypeScript SDK (its experimental tasks client, 2025-11-25's tasks)
+// against a real `mcpd serve --http`: a shell task of a few seconds
+// streamed to its result, a task that asks (the elicitation names the
+// task), a task cancelled (its process group is gone), tasks/list, the
+// status notifications, and plain calls. .ci/run installs the SDK and names
+// its directory in MCPD_TEST_TS_SDK (with MCPD_TEST_NODE, Node 22);
+// without them the test is skipped, unless MCPD_TEST_REQUIRE_TS_SDK=1.
+func TestLegacyTasksTypeScript(t *testing.T) {
+	t.Parallel()
+	node, sdk := os.Getenv("MCPD_TEST_NODE"), os.Getenv("MCPD_TEST_TS_SDK")
+	if node == "" || sdk == "" {
+		if os.Getenv("MCPD_TEST_REQUIRE_TS_SDK") == "1" {
+			t.Fatal("MCPD_TEST_NODE and MCPD_TEST_TS_SDK must name Node and the TypeScript SDK (.ci/run installs them)")
+		}
+		t.Skip("MCPD_TEST_NODE and MCPD_TEST_TS_SDK are not set")
+	}
+	s := startOps(t, writeConfig(t, legacyTasksConfig))
+	pidfile := filepath.Join(t.TempDir(), "grandchild.pid")
+	script, err := filepath.Abs("testdata/legacy_tasks_client.mjs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, script, sdk, s.endpoint, "alice-key-0123456789", pidfile)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.Output()
+	if b, rerr := os.ReadFile(pidfile); rerr == nil {
+		if pid, _ := strconv.Atoi(strings.TrimSpace(string(b))); pid > 0 {
+			t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+		}
+	}
+	if err != nil {
+		t.Fatalf("the TypeScript client: %v\n%s", err, stderr.String())
+	}
+	type run struct {
+		ID       string
+		Statuses []string
+		Result   *struct {
+			Content []struct{ Text string }
+			Meta    map[string]map[string]string `json:"_meta"`
+		}
+		Error *string
+	}
+	var out struct {
+		ServerTasks   map[string]any
+		TaskSupport   map[string]*string
+		Notified      map[string][]string
+		ElicitMeta    map[string]map[string]string
+		Build, Deploy run
+		Spawn         run
+		Pid           int
+		Cancel        struct{ Status string }
+		Listed        []string
+		Plain         struct{ Content []struct{ Text string } }
+	}
+	if err := json.Unmarshal(stdout, &out); err != nil {
+		t.Fatalf("the TypeScript client's report %q: %v", stdout, err)
+	}
+	if out.ServerTasks["list"] == nil || out.ServerTasks["cancel"] == nil || out.ServerTasks["requests"] == nil {
+		t.Errorf("server capabilities.tasks %v", out.ServerTasks)
+	}
+	if s := out.TaskSupport["build"]; s == nil || *s != "optional" {
+		t.Errorf("build's taskSupport %v, want optional", s)
+	}
+	if s := out.TaskSupport["only_task"]; s == nil || *s != "required" {
+		t.Errorf("only_task's taskSupport %v, want required", s)
+	}
+	if s := out.TaskSupport["plain"]; s != nil {
+		t.Errorf("plain's taskSupport %q, want none", *s)
+	}
+	text := func(r run) string {
+		if r.Result == nil || len(r.Result.Content) == 0 {
+			return ""
+		}
+		return r.Result.Content[0].Text
+	}
+	if !strings.Contains(text(out.Build), "built") || !slices.Contains(out.Build.Statuses, "completed") || out.Build.Result.Meta["io.modelcontextprotocol/related-task"]["taskId"] != out.Build.ID {
+		t.Errorf("build as a task: %+v", out.Build)
+	}
+	if !strings.Contains(text(out.Deploy), "deployed") || out.ElicitMeta["io.modelcontextprotocol/related-task"]["taskId"] != out.Deploy.ID {
+		t.Errorf("deploy as a task: %+v, elicitation _meta %v", out.Deploy, out.ElicitMeta)
+	}
+	if out.Cancel.Status != "cancelled" || out.Spawn.Error == nil || out.Pid == 0 {
+		t.Errorf("spawn cancelled: %+v, cancel %+v, pid %d", out.Spawn, out.Cancel, out.Pid)
+	} else {
+		wait.Until(t, "the cancelled task's grandchild to be killed", func() bool { return processGone(out.Pid) })
+	}
+	for _, id := range []string{out.Build.ID, out.Deploy.ID, out.Spawn.ID} {
+		if !slices.Contains(out.Listed, id) {
+			t.Errorf("tasks/list %v lacks %s", out.Listed, id)
+		}
+	}
+	if !slices.Contains(out.Notified[out.Build.ID], "completed") || !slices.Contains(out.Notified[out.Deploy.ID], "input_required") {
+		t.Errorf("notifications/tasks/status seen: %v", out.Notified)
+	}
+	if len(out.Plain.Content) == 0 || !strings.Contains(out.Plain.Content[0].Text, "built") {
+		t.Errorf("a plain call: %+v", out.Plain)
+	}
 }
