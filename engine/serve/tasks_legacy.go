@@ -349,28 +349,38 @@ func (s *Server) tasksResult(ctx context.Context, ss *mcp.ServerSession, p *lega
 	owner := ownerKey(principal.FromContext(ctx))
 	var asked time.Time // the input_required round already asked
 	for {
+		woken, stop := s.ltasks.wake(p.TaskID)
 		rec, err := s.tasks.Get(ctx, owner, p.TaskID)
 		if err != nil {
+			stop()
 			return nil, taskError(err)
 		}
 		switch {
 		case rec.Status.Terminal():
+			stop()
 			return legacyPayload(rec)
 		case rec.Status == tasks.InputRequired && len(rec.Inputs) > 0 && !rec.Updated.Equal(asked):
+			stop()
 			asked = rec.Updated
 			if err := s.askForTask(ctx, ss, owner, rec); err != nil {
 				return nil, err
 			}
 			continue
 		}
+		// A change made here wakes the wait at once (OnStatus); one made
+		// on another replica is seen at the next look.
 		wait := min(max(rec.Poll/4, 50*time.Millisecond), 250*time.Millisecond)
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
+			stop()
 			return nil, ctx.Err()
+		case <-woken:
+			t.Stop()
 		case <-t.C:
 		}
+		stop()
 	}
 }
 
@@ -549,8 +559,34 @@ func withExecution(ss *mcp.ServerSession, res *mcp.ListToolsResult, page []*snap
 // ends. The zero value is ready.
 type legacyTasks struct {
 	mu      sync.Mutex
-	streams map[string]*legacyStream // by stream key
-	watched map[string]string        // task id → stream key
+	streams map[string]*legacyStream              // by stream key
+	watched map[string]string                     // task id → stream key
+	waiters map[string]map[chan struct{}]struct{} // task id → tasks/result waiting
+}
+
+// wake returns a channel that is closed at the next status change of task
+// id made here, and the func that stops waiting.
+func (l *legacyTasks) wake(id string) (<-chan struct{}, func()) {
+	ch := make(chan struct{})
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.waiters == nil {
+		l.waiters = map[string]map[chan struct{}]struct{}{}
+	}
+	if l.waiters[id] == nil {
+		l.waiters[id] = map[chan struct{}]struct{}{}
+	}
+	l.waiters[id][ch] = struct{}{}
+	return ch, func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if w := l.waiters[id]; w != nil {
+			delete(w, ch)
+			if len(w) == 0 {
+				delete(l.waiters, id)
+			}
+		}
+	}
 }
 
 func (l *legacyTasks) watch(rec *tasks.Record, via string) {
@@ -587,6 +623,10 @@ type legacyStream struct{ send func([]byte) }
 // OnStatus); the task is no longer watched once it has ended.
 func (l *legacyTasks) status(rec *tasks.Record) {
 	l.mu.Lock()
+	for ch := range l.waiters[rec.ID] {
+		close(ch)
+	}
+	delete(l.waiters, rec.ID)
 	via, ok := l.watched[rec.ID]
 	var send func([]byte)
 	if ok {
