@@ -27,7 +27,7 @@ var reference = []struct{ key, text string }{
 	{"tool.cache.ttl", "How long a result is reused, e.g. \"5m\" (default: the server's cache ttl, else 30s)."},
 	{"tool.cache.shared", "true: one result serves every caller; false (default): each caller has entries of its own."},
 	{"tool.cache.max_entry_bytes", "A result larger than this (its JSON) is not cached (default 1 MiB)."},
-	{"tool.task", "Run the tool's calls as tasks (the 2026-07-28 tasks extension): a client that uses tasks gets a task id at once, polls it with tasks/get, answers its questions with tasks/update and cancels it with tasks/cancel."},
+	{"tool.task", "Run the tool's calls as tasks (the 2026-07-28 tasks extension, and 2025-11-25's experimental tasks): a client that uses tasks gets a task id at once, polls it with tasks/get, answers its questions (tasks/update; in 2025-11-25, on tasks/result) and cancels it with tasks/cancel."},
 	{"tool.task.mode", "\"optional\" (default: a client that uses tasks gets one, others a plain call), \"required\" (a client that does not use tasks is refused) or \"never\"."},
 	{"tool.task.ttl", "How long a task and its result are kept once it has ended, e.g. \"1h\" (default 1h, 1s to 168h)."},
 	{"tool.task.max_per_caller", "The tasks of one caller that have not ended (default 16); one more is a tool error."},

@@ -19,6 +19,7 @@ import (
 
 	"github.com/mcpd/mcpd/engine/principal"
 	"github.com/mcpd/mcpd/engine/resultbuf"
+	"github.com/mcpd/mcpd/engine/tasks"
 )
 
 // The fast path of 2025-11-25 sessions.
@@ -51,7 +52,8 @@ import (
 //   - for tools/call: the session set no log level (a tool's records would
 //     then be sent on the POST's stream), and the tool, as the caller sees
 //     it, asks nothing of the client (no ask block, no relayed elicitation,
-//     sampling or roots: those are requests on the POST's stream).
+//     sampling or roots: those are requests on the POST's stream) and does
+//     not run only as a task (tasks_legacy.go).
 //
 // What the SDK does for a session besides answering, it does here too: a
 // request id already in flight in the session is refused as the SDK
@@ -336,7 +338,9 @@ func (lf *legacyFast) decode(fr *fastRequest, body []byte, r *http.Request, ls *
 		if lf.s.wantsLog(req) {
 			return nil, false
 		}
-		if t, ok := lf.s.current.Load().ToolFor(fr.name, principal.FromTokenInfo(extra.TokenInfo)); ok && t.Asks() {
+		// A tool that runs only as a task is refused with -32601, which
+		// the SDK's jsonrpc2 rewords as "method not found": its answer.
+		if t, ok := lf.s.current.Load().ToolFor(fr.name, principal.FromTokenInfo(extra.TokenInfo)); ok && (t.Asks() || t.Task().Mode == tasks.Required) {
 			return nil, false
 		}
 		return req, true

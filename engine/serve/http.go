@@ -132,13 +132,17 @@ func (f *front) erasOf(toolset string) *eraHandlers {
 		DisableLocalhostProtection: true,
 		MaxRequestBodyBytes:        opts.MaxBody,
 	}
+	// 2025-11-25's tasks (tasks_legacy_wire.go) in front of the SDK.
+	legacySDK := func() http.Handler {
+		return &legacyTaskFront{s: f.s, next: mcp.NewStreamableHTTPHandler(getServer, legacy), maxBody: opts.MaxBody}
+	}
 	if opts.NoLegacyFastPath {
-		h.legacy = mcp.NewStreamableHTTPHandler(getServer, legacy)
+		h.legacy = legacySDK()
 	} else {
 		// fastlegacy.go keeps the sessions' idle timeout, for the POSTs
 		// it serves too: the SDK's would close a session busy there.
 		legacy.SessionTimeout = 0
-		lf := newLegacyFast(f.s, opts, f.s.endpoint(toolset), mcp.NewStreamableHTTPHandler(getServer, legacy))
+		lf := newLegacyFast(f.s, opts, f.s.endpoint(toolset), legacySDK())
 		lf.fp.served = f.onFast
 		h.legacy = lf
 	}

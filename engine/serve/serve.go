@@ -128,6 +128,9 @@ type Server struct {
 	caps *mcp.ServerCapabilities
 	// tasks runs tools as tasks (tasks.go).
 	tasks *tasks.Manager
+	// ltasks routes the status notifications of 2025-11-25's tasks
+	// (tasks_legacy.go).
+	ltasks legacyTasks
 }
 
 // The SDK fans list_changed out to every legacy session and every modern
@@ -213,7 +216,9 @@ func (s *Server) newSDK(toolset string) (*mcp.Server, *mcp.Implementation, strin
 	touchMarkers(srv, [3]bool{true, true, true})
 	srv.AddReceivingMiddleware(s.legacyHook) // the sessions fastlegacy.go may serve
 	s.addTaskMethods(srv)
+	s.addLegacyTaskMethods(srv)
 	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler { return s.middleware(next, toolset) })
+	srv.AddReceivingMiddleware(s.legacyTaskMiddleware)
 	srv.AddReceivingMiddleware(s.notes.listens.receiving(srv))
 	srv.AddSendingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		s.notes.listens.setBase(srv, next)
@@ -274,7 +279,9 @@ func (s *Server) RunStdio(ctx context.Context) error { return s.RunStdioToolset(
 
 func (s *Server) runStdio(ctx context.Context, srv *mcp.Server) error {
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Run(ctx, &drainTransport{inner: stdioTransport(), s: s}) }()
+	go func() {
+		errc <- srv.Run(ctx, &drainTransport{inner: &taskTransport{inner: stdioTransport(), s: s}, s: s})
+	}()
 	select {
 	case err := <-errc:
 		return err
@@ -558,7 +565,7 @@ func (s *Server) listTools(req *mcp.ListToolsRequest, caller *principal.Principa
 	for _, t := range snap.Tools[start:end] {
 		res.Tools = append(res.Tools, t.Def)
 	}
-	return res, nil
+	return withExecution(req.Session, res, snap.Tools[start:end]), nil // tasks_legacy.go
 }
 
 func (s *Server) listPrompts(req *mcp.ListPromptsRequest, caller *principal.Principal, toolset string) (mcp.Result, error) {

@@ -47,7 +47,7 @@ import (
 const tasksExtension = "io.modelcontextprotocol/tasks"
 
 // The extension's methods. tasks/result and tasks/list of the 2025-11-25
-// experimental tasks are not registered: the SDK answers them -32601.
+// experimental tasks are tasks_legacy.go's.
 const (
 	methodTasksGet    = "tasks/get"
 	methodTasksUpdate = "tasks/update"
@@ -213,6 +213,9 @@ func ownerKey(p *principal.Principal) string {
 // the client both use tasks, and refuses it when the tool requires tasks
 // and the client does not use them; handled is false for a plain call.
 func (s *Server) callAsTask(ctx context.Context, t *snapshot.Tool, req *mcp.CallToolRequest, caller *principal.Principal) (res mcp.Result, err error, handled bool) {
+	if usesLegacyTasks(req.Session, req.ClientCapabilities()) {
+		return s.callAsLegacyTask(ctx, t, req, caller) // tasks_legacy.go
+	}
 	p := t.Task()
 	if p.Mode == tasks.Never {
 		return nil, nil, false
@@ -401,7 +404,8 @@ func (s *Server) newTaskManager() *tasks.Manager {
 	}
 	var m *tasks.Manager
 	record := s.opts.Metrics.Tasks(func() telemetry.TaskStats { return telemetry.TaskStats{Running: m.Running(), Oldest: m.Oldest()} })
-	m = tasks.NewManager(store, tasks.Options{Logger: s.opts.Logger, Observe: func(ev tasks.Event) { s.taskEvent(ev, record) }})
+	m = tasks.NewManager(store, tasks.Options{Logger: s.opts.Logger, Observe: func(ev tasks.Event) { s.taskEvent(ev, record) },
+		OnStatus: s.ltasks.status})
 	return m
 }
 

@@ -54,6 +54,11 @@ type Options struct {
 	Logger *slog.Logger
 	// Observe, when not nil, hears of each task created and ended.
 	Observe func(Event)
+	// OnStatus, when not nil, hears of each change of a task's status made
+	// by this process (input_required, working again after the answers,
+	// and its end), with the record as it is after: for the 2025-11-25
+	// notifications/tasks/status. It must not block.
+	OnStatus func(*Record)
 	// Now is the clock (default time.Now), for tests.
 	Now func() time.Time
 }
@@ -202,7 +207,9 @@ func (m *Manager) Cancel(ctx context.Context, owner, id string) (*Record, error)
 // round.
 func (m *Manager) Answer(ctx context.Context, owner, id string, answers map[string]json.RawMessage) (*Record, error) {
 	now := m.opts.Now()
+	resumed := false
 	r, err := m.store.Update(ctx, owner, id, func(r *Record) bool {
+		resumed = false // a retried update runs this again
 		if r.Status != InputRequired {
 			return false
 		}
@@ -220,12 +227,16 @@ func (m *Manager) Answer(ctx context.Context, owner, id string, answers map[stri
 		}
 		if len(r.Inputs) == 0 {
 			r.Status, r.Inputs, r.Message = Working, nil, ""
+			resumed = true
 		}
 		r.Updated = now
 		return took
 	})
 	if err != nil {
 		return nil, err
+	}
+	if r.Status == Working && resumed {
+		m.status(r)
 	}
 	m.mu.Lock()
 	l := m.runs[id]
@@ -413,6 +424,9 @@ func (m *Manager) ask(ctx context.Context, r *Record, inputs map[string]json.Raw
 		rec.Message = "waiting for the user's answers"
 		return true
 	})
+	if err == nil && rec.Status == InputRequired {
+		m.status(rec)
+	}
 	return err == nil && rec.Status == InputRequired
 }
 
@@ -543,4 +557,35 @@ func (m *Manager) observe(kind string, r *Record) {
 	if m.opts.Observe != nil {
 		m.opts.Observe(Event{Kind: kind, Record: r})
 	}
+	if kind != "created" {
+		m.status(r)
+	}
+}
+
+// status tells OnStatus of r's new status.
+func (m *Manager) status(r *Record) {
+	if m.opts.OnStatus != nil {
+		m.opts.OnStatus(clone(r))
+	}
+}
+
+// ListOwner returns at most n of owner's tasks that have not expired, in
+// the order of their ids, from the first id after after ("" from the
+// start), and whether more follow. A task whose replica stopped renewing
+// its lease is shown failed. It fails on a store that cannot list by
+// owner.
+func (m *Manager) ListOwner(ctx context.Context, owner, after string, n int) ([]*Record, bool, error) {
+	ol, ok := m.store.(OwnerLister)
+	if !ok {
+		return nil, false, errors.New("this task store cannot list a caller's tasks")
+	}
+	recs, more, err := ol.ListOwner(ctx, owner, after, n)
+	if err != nil {
+		return nil, false, err
+	}
+	now := m.opts.Now()
+	for _, r := range recs {
+		expireLost(r, now)
+	}
+	return recs, more, nil
 }

@@ -223,3 +223,43 @@ func (s *Redis) List(ctx context.Context, n int) ([]*Record, error) {
 	}
 	return out, nil
 }
+
+func (s *Redis) ListOwner(ctx context.Context, owner, after string, n int) ([]*Record, bool, error) {
+	st := s.state()
+	if st == nil {
+		return nil, false, errNoState
+	}
+	_, all, _, _ := s.keys(st, owner, "")
+	now := strconv.FormatInt(s.now().UnixMilli(), 10)
+	c := st.Client()
+	// At most MaxKeptPerCaller ids: the owner's set is bounded by Create.
+	ids, err := c.ZRangeByScore(ctx, all, &redis.ZRangeBy{Min: "(" + now, Max: "+inf"}).Result()
+	st.Observe(err)
+	if err != nil {
+		return nil, false, fmt.Errorf("listing tasks in the shared state: %w", err)
+	}
+	ids, more := page(ids, after, n)
+	if len(ids) == 0 {
+		return nil, more, nil
+	}
+	keys := make([]string, len(ids))
+	for i, id := range ids {
+		keys[i] = st.Key("task", id)
+	}
+	vals, err := c.MGet(ctx, keys...).Result()
+	st.Observe(err)
+	if err != nil {
+		return nil, false, fmt.Errorf("listing tasks in the shared state: %w", err)
+	}
+	out := make([]*Record, 0, len(vals))
+	for i, v := range vals {
+		b, ok := v.(string)
+		if !ok {
+			continue // expired meanwhile
+		}
+		if r, err := s.decode([]byte(b), owner, ids[i]); err == nil {
+			out = append(out, r)
+		}
+	}
+	return out, more, nil
+}

@@ -3,6 +3,7 @@ package tasks
 import (
 	"context"
 	"maps"
+	"slices"
 	"sync"
 	"time"
 )
@@ -23,6 +24,30 @@ type Store interface {
 	// List returns at most n tasks of every owner that have not expired,
 	// for the console and the metrics.
 	List(ctx context.Context, n int) ([]*Record, error)
+}
+
+// OwnerLister is a Store that lists one owner's tasks (tasks/list of
+// 2025-11-25): Memory and Redis are.
+type OwnerLister interface {
+	// ListOwner returns at most n of owner's tasks that have not expired,
+	// in the order of their ids, those with an id after after alone ("":
+	// all), and whether more follow.
+	ListOwner(ctx context.Context, owner, after string, n int) ([]*Record, bool, error)
+}
+
+// page returns at most n of ids after after, sorted, and whether more
+// follow; it sorts ids.
+func page(ids []string, after string, n int) ([]string, bool) {
+	slices.Sort(ids)
+	i, _ := slices.BinarySearch(ids, after)
+	for i < len(ids) && ids[i] <= after {
+		i++
+	}
+	ids = ids[i:]
+	if len(ids) > n {
+		return ids[:n], true
+	}
+	return ids, false
 }
 
 // Memory is a Store in this process's memory, bounded in its number of
@@ -118,6 +143,24 @@ func (m *Memory) List(_ context.Context, n int) ([]*Record, error) {
 		out = append(out, clone(r))
 	}
 	return out, nil
+}
+
+func (m *Memory) ListOwner(_ context.Context, owner, after string, n int) ([]*Record, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.now()
+	var ids []string
+	for id := range m.byOwner[owner] {
+		if !m.expire(id, now) {
+			ids = append(ids, id)
+		}
+	}
+	ids, more := page(ids, after, n)
+	out := make([]*Record, 0, len(ids))
+	for _, id := range ids {
+		out = append(out, clone(m.byID[id]))
+	}
+	return out, more, nil
 }
 
 // find returns owner's unexpired task id; m.mu is held.
