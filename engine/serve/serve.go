@@ -127,7 +127,8 @@ type Server struct {
 	// for the fast path's server/discover.
 	caps *mcp.ServerCapabilities
 	// tasks runs tools as tasks (tasks.go).
-	tasks *tasks.Manager
+	tasks     *tasks.Manager
+	taskShare taskShare // the slots tasks may hold (tasklimits.go)
 }
 
 // The SDK fans list_changed out to every legacy session and every modern
@@ -381,7 +382,7 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest, caller 
 		return nil, unknownTool(req.Params.Name)
 	}
 	noteTool(ctx, t)
-	if res, err, ok := s.callAsTask(ctx, t, req, caller); ok {
+	if res, err, ok := s.callAsTask(ctx, t, req, caller, hold); ok {
 		return res, err
 	}
 	reserved, refused := s.reserveOutput(ctx, t)

@@ -212,7 +212,7 @@ func ownerKey(p *principal.Principal) string {
 // callAsTask answers a tools/call of tool t as a task when the tool and
 // the client both use tasks, and refuses it when the tool requires tasks
 // and the client does not use them; handled is false for a plain call.
-func (s *Server) callAsTask(ctx context.Context, t *snapshot.Tool, req *mcp.CallToolRequest, caller *principal.Principal) (res mcp.Result, err error, handled bool) {
+func (s *Server) callAsTask(ctx context.Context, t *snapshot.Tool, req *mcp.CallToolRequest, caller *principal.Principal, hold *callHold) (res mcp.Result, err error, handled bool) {
 	p := t.Task()
 	if p.Mode == tasks.Never {
 		return nil, nil, false
@@ -234,7 +234,14 @@ func (s *Server) callAsTask(ctx context.Context, t *snapshot.Tool, req *mcp.Call
 	if caller != nil {
 		spec.Caller, spec.AuthMethod = caller.Name, caller.Method
 	}
-	rec, err := s.tasks.Start(ctx, base, spec, run)
+	slot, err := s.takeTaskSlot(hold) // tasklimits.go
+	if err != nil {
+		return nil, err, true
+	}
+	rec, err := s.tasks.Start(ctx, base, spec, s.slotted(slot, run))
+	if err != nil {
+		s.giveBackTaskSlot(slot, hold)
+	}
 	if errors.Is(err, tasks.ErrTooMany) {
 		return markCall(req.Session, &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{
 			Text: fmt.Sprintf("You already have %d tasks that have not ended, as many as tool %s allows (or as many tasks kept as the server allows): wait for one to end, or cancel one with tasks/cancel, then call again.", p.MaxPerCaller, name),
@@ -275,7 +282,8 @@ func (s *Server) taskRound(ctx context.Context, name string, args json.RawMessag
 		}
 		cr.Answers = s.answers(snap, nil, caps, responses, state, nil)
 	}
-	res, err := t.Call(ctx, &cr)
+	res, release, err := s.taskCall(ctx, t, &cr) // tasklimits.go: the output budget
+	defer release()
 	if err != nil {
 		var je *jsonrpc.Error
 		if errors.As(protocolError(err), &je) {
