@@ -126,7 +126,9 @@ func TestTasksCountAgainstLimits(t *testing.T) {
 	// The running task holds 1.2 MiB of the 1.25 MiB budget: a plain call
 	// reserving 0.2 MiB waits for it.
 	small := make(chan map[string]any, 1)
-	go func() { small <- post("tools/call", "small", map[string]any{"name": "small", "arguments": map[string]any{}}) }()
+	go func() {
+		small <- post("tools/call", "small", map[string]any{"name": "small", "arguments": map[string]any{}})
+	}()
 	wait.Until(t, "the plain call to wait for the task's budget", func() bool { return srv.BudgetWaiters() == 1 })
 
 	if err := os.WriteFile(release, nil, 0o644); err != nil {
