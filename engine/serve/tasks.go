@@ -396,17 +396,14 @@ func (s *Server) stopTasks(ctx context.Context) error {
 }
 
 // newTaskManager returns the manager of the tasks of a server that was
-// given none: in the shared state when the config at start has a state
-// block (the state of the config current at each operation, which a
-// reload may change), so that every replica answers for every task; in
-// memory otherwise. A reload that adds or removes the state block does not
-// move the tasks: that takes a restart.
+// given none: new tasks in the shared state while the current config has
+// a state block, so that every replica answers for every task, in memory
+// otherwise; a reload that adds, changes or removes the block takes
+// effect for the tasks created after it (tasks.Follow).
 func (s *Server) newTaskManager() *tasks.Manager {
 	current := s.current
-	var store tasks.Store = tasks.NewMemory(0)
-	if current.Load().State() != nil {
-		store = tasks.NewRedis(func() *sharedstate.Store { return current.Load().State() }, 0)
-	}
+	state := func() *sharedstate.Store { return current.Load().State() }
+	store := tasks.NewFollow(tasks.NewMemory(0), tasks.NewRedis(state, 0), func() bool { return state() != nil })
 	var m *tasks.Manager
 	record := s.opts.Metrics.Tasks(func() telemetry.TaskStats { return telemetry.TaskStats{Running: m.Running(), Oldest: m.Oldest()} })
 	m = tasks.NewManager(store, tasks.Options{Logger: s.opts.Logger, Observe: func(ev tasks.Event) { s.taskEvent(ev, record) }})
