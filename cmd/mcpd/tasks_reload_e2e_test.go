@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/mcpd/mcpd/engine/sharedstate/sharedstatetest"
 	"github.com/mcpd/mcpd/internal/wait"
 )
@@ -38,8 +40,16 @@ func TestTasksFollowStateReload(t *testing.T) {
 		t.Fatal(err)
 	}
 	wait.Until(t, "a task created on A after its reload to be answered on B", func() bool {
-		id := startTask(t, onA, "only_task", nil)
-		_, err := taskCall(t, onB, "tasks/get", id, nil)
+		res, err := onA.CallTool(bounded(t), &mcp.CallToolParams{Name: "only_task"})
+		if err != nil {
+			t.Fatalf("calling only_task on A: %v", err)
+		}
+		rel, _ := res.Meta["io.modelcontextprotocol/related-task"].(map[string]any)
+		id, _ := rel["taskId"].(string)
+		if id == "" {
+			return false // refused (the bound of the caller's tasks): not yet
+		}
+		_, err = taskCall(t, onB, "tasks/get", id, nil)
 		return err == nil
 	})
 	if r, err := taskCall(t, onA, "tasks/get", before, nil); err != nil || r.Status != "working" {
