@@ -79,6 +79,7 @@ type Console struct {
 	calls  ring[*record]
 	subs   map[*subscriber]struct{}
 	closed bool
+	tasks  TaskLister // tasks.go; nil: no tasks view
 }
 
 // New returns a console with no status yet; SetStatus gives it one.
@@ -301,6 +302,7 @@ func (c *Console) Handler(prefix string) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET "+prefix+"events", http.HandlerFunc(c.serveEvents))
 	mux.Handle("POST "+prefix+"lock/approve", http.HandlerFunc(c.serveApprove))
+	mux.Handle("GET "+prefix+"tasks", http.HandlerFunc(c.serveTasks))
 	mux.Handle("GET "+prefix, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// The page is small and changes with the binary: no caching
 		// surprises after an upgrade, and no framing by other sites.

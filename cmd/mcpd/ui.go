@@ -51,6 +51,10 @@ func mountConsole(mux *http.ServeMux, con *console.Console, srv *serve.Server, c
 	mux.Handle(uiPrefix, serve.HostGuard(httpOpts, h))
 	mux.Handle(uiPrefix+"events", serve.HostGuard(httpOpts, mw.Wrap(srv.LimitStreams(serve.StreamConsole, h))))
 	mux.Handle(uiPrefix+"lock/approve", serve.HostGuard(httpOpts, mw.Wrap(h)))
+	// The caller's own tasks (authoring/console/tasks.go), behind the same
+	// authentication: the page cancels them through /mcp.
+	con.SetTasks(srv.TasksOf)
+	mux.Handle(uiPrefix+"tasks", serve.HostGuard(httpOpts, mw.Wrap(h)))
 }
 
 func consoleURL(scheme string, addr net.Addr) string {

@@ -130,7 +130,8 @@ type Server struct {
 	tasks *tasks.Manager
 	// ltasks routes the status notifications of 2025-11-25's tasks
 	// (tasks_legacy.go).
-	ltasks legacyTasks
+	ltasks    legacyTasks
+	taskShare taskShare // the slots tasks may hold (tasklimits.go)
 }
 
 // The SDK fans list_changed out to every legacy session and every modern
@@ -388,7 +389,7 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest, caller 
 		return nil, unknownTool(req.Params.Name)
 	}
 	noteTool(ctx, t)
-	if res, err, ok := s.callAsTask(ctx, t, req, caller); ok {
+	if res, err, ok := s.callAsTask(ctx, t, req, caller, hold); ok {
 		return res, err
 	}
 	reserved, refused := s.reserveOutput(ctx, t)

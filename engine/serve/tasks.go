@@ -212,9 +212,9 @@ func ownerKey(p *principal.Principal) string {
 // callAsTask answers a tools/call of tool t as a task when the tool and
 // the client both use tasks, and refuses it when the tool requires tasks
 // and the client does not use them; handled is false for a plain call.
-func (s *Server) callAsTask(ctx context.Context, t *snapshot.Tool, req *mcp.CallToolRequest, caller *principal.Principal) (res mcp.Result, err error, handled bool) {
+func (s *Server) callAsTask(ctx context.Context, t *snapshot.Tool, req *mcp.CallToolRequest, caller *principal.Principal, hold *callHold) (res mcp.Result, err error, handled bool) {
 	if usesLegacyTasks(req.Session, req.ClientCapabilities()) {
-		return s.callAsLegacyTask(ctx, t, req, caller) // tasks_legacy.go
+		return s.callAsLegacyTask(ctx, t, req, caller, hold) // tasks_legacy.go
 	}
 	p := t.Task()
 	if p.Mode == tasks.Never {
@@ -237,7 +237,14 @@ func (s *Server) callAsTask(ctx context.Context, t *snapshot.Tool, req *mcp.Call
 	if caller != nil {
 		spec.Caller, spec.AuthMethod = caller.Name, caller.Method
 	}
-	rec, err := s.tasks.Start(ctx, base, spec, run)
+	slot, err := s.takeTaskSlot(hold) // tasklimits.go
+	if err != nil {
+		return nil, err, true
+	}
+	rec, err := s.tasks.Start(ctx, base, spec, s.slotted(slot, run))
+	if err != nil {
+		s.giveBackTaskSlot(slot, hold)
+	}
 	if errors.Is(err, tasks.ErrTooMany) {
 		return markCall(req.Session, &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{
 			Text: fmt.Sprintf("You already have %d tasks that have not ended, as many as tool %s allows (or as many tasks kept as the server allows): wait for one to end, or cancel one with tasks/cancel, then call again.", p.MaxPerCaller, name),
@@ -278,7 +285,8 @@ func (s *Server) taskRound(ctx context.Context, name string, args json.RawMessag
 		}
 		cr.Answers = s.answers(snap, nil, caps, responses, state, nil)
 	}
-	res, err := t.Call(ctx, &cr)
+	res, release, err := s.taskCall(ctx, t, &cr) // tasklimits.go: the output budget
+	defer release()
 	if err != nil {
 		var je *jsonrpc.Error
 		if errors.As(protocolError(err), &je) {
@@ -391,17 +399,14 @@ func (s *Server) stopTasks(ctx context.Context) error {
 }
 
 // newTaskManager returns the manager of the tasks of a server that was
-// given none: in the shared state when the config at start has a state
-// block (the state of the config current at each operation, which a
-// reload may change), so that every replica answers for every task; in
-// memory otherwise. A reload that adds or removes the state block does not
-// move the tasks: that takes a restart.
+// given none: new tasks in the shared state while the current config has
+// a state block, so that every replica answers for every task, in memory
+// otherwise; a reload that adds, changes or removes the block takes
+// effect for the tasks created after it (tasks.Follow).
 func (s *Server) newTaskManager() *tasks.Manager {
 	current := s.current
-	var store tasks.Store = tasks.NewMemory(0)
-	if current.Load().State() != nil {
-		store = tasks.NewRedis(func() *sharedstate.Store { return current.Load().State() }, 0)
-	}
+	state := func() *sharedstate.Store { return current.Load().State() }
+	store := tasks.NewFollow(tasks.NewMemory(0), tasks.NewRedis(state, 0), func() bool { return state() != nil })
 	var m *tasks.Manager
 	record := s.opts.Metrics.Tasks(func() telemetry.TaskStats { return telemetry.TaskStats{Running: m.Running(), Oldest: m.Oldest()} })
 	m = tasks.NewManager(store, tasks.Options{Logger: s.opts.Logger, Observe: func(ev tasks.Event) { s.taskEvent(ev, record) },

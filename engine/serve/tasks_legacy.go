@@ -172,7 +172,7 @@ func takeLegacyTask(p *mcp.CallToolParamsRaw) (*legacyTaskRequest, bool) {
 }
 
 // callAsLegacyTask is callAsTask for a client of 2025-11-25's tasks.
-func (s *Server) callAsLegacyTask(ctx context.Context, t *snapshot.Tool, req *mcp.CallToolRequest, caller *principal.Principal) (mcp.Result, error, bool) {
+func (s *Server) callAsLegacyTask(ctx context.Context, t *snapshot.Tool, req *mcp.CallToolRequest, caller *principal.Principal, hold *callHold) (mcp.Result, error, bool) {
 	p := t.Task()
 	name := req.Params.Name
 	lt, asked := takeLegacyTask(req.Params)
@@ -204,7 +204,14 @@ func (s *Server) callAsLegacyTask(ctx context.Context, t *snapshot.Tool, req *mc
 		spec.Caller, spec.AuthMethod = caller.Name, caller.Method
 	}
 	// Watch before the task runs: its first change may come at once.
-	rec, err := s.tasks.Start(ctx, base, spec, run)
+	slot, err := s.takeTaskSlot(hold) // tasklimits.go: as the 2026-07-28 path
+	if err != nil {
+		return nil, err, true
+	}
+	rec, err := s.tasks.Start(ctx, base, spec, s.slotted(slot, run))
+	if err != nil {
+		s.giveBackTaskSlot(slot, hold)
+	}
 	if errors.Is(err, tasks.ErrTooMany) {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf("you already have %d tasks that have not ended, as many as tool %s allows (or as many tasks kept as the server allows): wait for one to end, or cancel one with tasks/cancel, then call again", p.MaxPerCaller, name)}, true
 	}

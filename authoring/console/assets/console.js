@@ -698,7 +698,7 @@ function constraintText(p) {
 // callForm is a form with the schema's fields, a JSON mode for any
 // arguments at all, and a submit button; Ctrl+Enter submits from a
 // textarea too.
-function callForm({ schema, button, onSubmit }) {
+function callForm({ schema, button, onSubmit, taskOption }) {
   const { rows, read, write } = buildFields(schema);
   const hasFields = rows.length > 0;
   const jsonID = "f" + ++fieldSeq;
@@ -719,10 +719,13 @@ function callForm({ schema, button, onSubmit }) {
   });
   const status = el("span", { class: "keys" }, "Enter or Ctrl+Enter to send");
   const submit = el("button", { type: "submit" }, button);
+  // Run as a task (the tasks extension): the call answers with a task at
+  // once and runs on; see runTask.
+  const asTask = taskOption ? el("input", { type: "checkbox", id: jsonID + "-task", name: "as-task" }) : null;
   const form = el(
     "form",
     { class: "call", novalidate: true },
-    el("div", { class: "modes" }, el("label", {}, useJSON, " edit the arguments as JSON")),
+    el("div", { class: "modes" }, el("label", {}, useJSON, " edit the arguments as JSON"), asTask ? el("label", { title: "tools with a task block answer with a task that runs on; others answer as usual" }, asTask, " run as a task") : null),
     fieldsBox,
     jsonBox,
     el("div", { class: "actions" }, submit, status),
@@ -736,6 +739,7 @@ function callForm({ schema, button, onSubmit }) {
     jsonBox.hidden = inFields;
     fieldsBox.hidden = !inFields;
   };
+  form.asTask = () => !!(asTask && asTask.checked);
   // currentArgs are the arguments as the form would send them now.
   form.currentArgs = () => (useJSON.checked ? JSON.parse(jsonArea.value || "{}") : read());
   form.addEventListener("keydown", (e) => {
@@ -1156,7 +1160,11 @@ function toolView(t) {
   const form = callForm({
     schema: t.inputSchema,
     button: "Call " + t.name,
-    onSubmit: (args) => runAsking({ kind: "tool", method: "tools/call", name: t.name, args, headers: paramHeaders(t.inputSchema, args), box, livePane, render: renderToolResult }),
+    taskOption: true,
+    onSubmit: (args) =>
+      form.asTask()
+        ? runTask({ name: t.name, args, headers: paramHeaders(t.inputSchema, args), box })
+        : runAsking({ kind: "tool", method: "tools/call", name: t.name, args, headers: paramHeaders(t.inputSchema, args), box, livePane, render: renderToolResult }),
   });
   form.id = "call-form";
   const livePane = liveBox();
@@ -1659,6 +1667,150 @@ function setupKeys() {
   });
 }
 
+// ---- tasks (the io.modelcontextprotocol/tasks extension) -----------------
+
+// TASK_META declares the tasks extension on the requests that use it: a
+// tools/call made as a task, and tasks/get, tasks/update, tasks/cancel.
+// Other requests do not declare it, so that a tool with an optional task
+// block answers the form's plain calls as usual.
+const TASKS_EXT = "io.modelcontextprotocol/tasks";
+const TASK_META = {
+  "io.modelcontextprotocol/clientCapabilities": { ...META["io.modelcontextprotocol/clientCapabilities"], extensions: { [TASKS_EXT]: {} } },
+};
+const TERMINAL = new Set(["completed", "failed", "cancelled"]);
+const TASKS_URL = new URL("tasks", document.baseURI).href;
+const shortID = (id) => id.slice(0, 8);
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+function taskRPC(method, taskId, more = {}) {
+  return rpc(method, { taskId, ...more }, { "Mcp-Name": taskId }, { meta: TASK_META });
+}
+
+function fmtAge(ms) {
+  const s = Math.max(0, Math.round(ms / 1000));
+  if (s < 60) return s + " s";
+  if (s < 3600) return Math.floor(s / 60) + " min " + (s % 60) + " s";
+  return Math.floor(s / 3600) + " h " + Math.floor((s % 3600) / 60) + " min";
+}
+
+async function cancelTask(id, btn) {
+  if (btn) btn.disabled = true;
+  try {
+    await taskRPC("tasks/cancel", id);
+  } catch (e) {
+    if (btn) {
+      btn.disabled = false;
+      btn.title = e.message;
+    }
+  }
+  refreshTasks();
+}
+
+// runTask calls a tool as a task and follows it in box: its status and
+// progress while it runs (with a Cancel button), its questions (answered
+// with tasks/update), then its result. A tool without a task block
+// answers as a plain call, shown as usual.
+async function runTask({ name, args, headers, box }) {
+  const start = performance.now();
+  box.className = "result";
+  fill(box, el("header", {}, "creating the task…"));
+  let res;
+  try {
+    res = await rpc("tools/call", { name, arguments: args }, headers, { meta: TASK_META });
+  } catch (e) {
+    showFailure(box, e, performance.now() - start);
+    return;
+  }
+  if (!res || res.resultType !== "task") {
+    renderToolResult(box, res || {}, performance.now() - start);
+    return;
+  }
+  const id = res.taskId;
+  refreshTasks();
+  let task = res;
+  for (let round = 1; box.isConnected; ) {
+    const ms = performance.now() - start;
+    if (task.status === "completed") {
+      renderToolResult(box, task.result || {}, ms);
+      box.querySelector("header").append(el("span", { class: "task-id mono" }, "task " + shortID(id)));
+      break;
+    }
+    if (task.status === "failed") {
+      showFailure(box, new RPCError((task.error && task.error.code) || 0, (task.error && task.error.message) || task.statusMessage || "the task failed"), ms);
+      break;
+    }
+    if (task.status === "cancelled") {
+      box.className = "result cancelled";
+      fill(box, el("header", {}, el("strong", { class: "outcome" }, "cancelled"), el("span", {}, `task ${shortID(id)}: ${task.statusMessage || "cancelled"}`), el("span", { class: "took" }, ms.toFixed(1) + " ms")));
+      break;
+    }
+    if (task.status === "input_required" && task.inputRequests) {
+      const answer = await askPanel(box, task, round++, ms);
+      if (answer.cancel) {
+        await cancelTask(id);
+      } else {
+        try {
+          await taskRPC("tasks/update", id, { inputResponses: answer.responses });
+        } catch (e) {
+          showFailure(box, e, performance.now() - start);
+          break;
+        }
+      }
+    } else {
+      const stop = el("button", { type: "button", class: "stop", onclick: () => cancelTask(id, stop) }, "Cancel");
+      fill(box, el("header", {}, el("strong", { class: "outcome" }, task.status.replace("_", " ")), el("span", { class: "task-id mono" }, "task " + shortID(id)), el("span", { class: "task-msg" }, task.statusMessage || ""), stop));
+      await sleep(Math.min(Math.max(task.pollIntervalMs || 1000, 250), 2000));
+    }
+    try {
+      task = await taskRPC("tasks/get", id);
+    } catch (e) {
+      showFailure(box, e, performance.now() - start);
+      break;
+    }
+  }
+  refreshTasks();
+}
+
+// refreshTasks shows the caller's tasks (./tasks): those running first,
+// each with its progress and a Cancel button, then those ended and kept.
+let tasksTimer = 0;
+async function refreshTasks() {
+  clearTimeout(tasksTimer);
+  let running = 0;
+  try {
+    const resp = await fetch(TASKS_URL, { headers: authHeaders(), cache: "no-store" });
+    if (resp.status === 404) return; // a server without tasks view: stays hidden
+    if (!resp.ok) throw new Error("HTTP " + resp.status);
+    const { tasks, now } = await resp.json();
+    const skew = Date.now() - new Date(now).getTime();
+    $("tasks").hidden = false;
+    const list = tasks.filter((t) => !TERMINAL.has(t.status)).concat(tasks.filter((t) => TERMINAL.has(t.status)));
+    running = list.length - tasks.filter((t) => TERMINAL.has(t.status)).length;
+    const rows = list.map((t) => {
+      const ended = TERMINAL.has(t.status);
+      const age = (ended ? new Date(t.updated).getTime() : Date.now() - skew) - new Date(t.created).getTime();
+      const cancel = ended ? null : el("button", { type: "button", class: "cancel", title: "tasks/cancel " + t.id }, "Cancel");
+      if (cancel) cancel.addEventListener("click", () => cancelTask(t.id, cancel));
+      return el(
+        "tr",
+        { "data-task": t.id, "data-status": t.status, "data-tool": t.tool, class: ended ? "ended " + t.status : t.status },
+        el("td", { class: "mono", title: t.id }, shortID(t.id)),
+        el("td", { class: "name" }, t.tool),
+        el("td", { class: "status" }, t.status.replace("_", " "), t.message ? el("div", { class: "task-msg" }, t.message) : null),
+        el("td", { class: "num" }, fmtAge(age)),
+        el("td", {}, cancel),
+      );
+    });
+    $("tasks-table").tBodies[0].replaceChildren(...rows);
+    $("tasks-table").hidden = rows.length === 0;
+    $("tasks-empty").hidden = rows.length > 0;
+    $("tasks-count").textContent = running ? `(${running} running)` : `(${rows.length})`;
+  } catch {
+    /* the server is away: the pill says so; try again later */
+  }
+  tasksTimer = setTimeout(refreshTasks, running ? 1000 : 5000);
+}
+
 // ---- start ----------------------------------------------------------------
 
 // loadServer shows the server's name (its serverInfo) in the header, the
@@ -1700,6 +1852,7 @@ async function start() {
   $("server-name").textContent = location.host;
   await loadServer();
   await loadCatalog();
+  refreshTasks();
   document.body.dataset.ready = "true";
 }
 
