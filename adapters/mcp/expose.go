@@ -3,14 +3,7 @@ package mcpadapter
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"iter"
 	"path"
-	"reflect"
-	"sort"
-	"sync"
-	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -163,9 +156,7 @@ func (c *serverConfig) ContributedTools(b adapter.Backend) []adapter.Contributed
 	if !ok || c.expose == nil {
 		return nil
 	}
-	u.mu.Lock()
-	tools, down := u.listing.tools, u.state != "up"
-	u.mu.Unlock()
+	tools, down := u.catalog.current().tools, !u.conn.up()
 	e := c.expose
 	if down && e.hideWhenDown {
 		return nil
@@ -213,14 +204,6 @@ func jsonObject(v any) map[string]any {
 	return m
 }
 
-// listing is what the upstream listed last.
-type listing struct {
-	tools     []*mcp.Tool
-	resources []*mcp.Resource
-	templates []*mcp.ResourceTemplate
-	prompts   []*mcp.Prompt
-}
-
 // ContributedResources exposes the live upstream's resources and
 // templates, with their URIs as they are (adapter.ResourceContributor).
 func (c *serverConfig) ContributedResources(b adapter.Backend) ([]adapter.ContributedResource, []adapter.ContributedTemplate) {
@@ -228,9 +211,8 @@ func (c *serverConfig) ContributedResources(b adapter.Backend) ([]adapter.Contri
 	if !ok || c.expose == nil || !c.expose.resources {
 		return nil, nil
 	}
-	u.mu.Lock()
-	resources, templates, down := u.listing.resources, u.listing.templates, u.state != "up"
-	u.mu.Unlock()
+	l, down := u.catalog.current(), !u.conn.up()
+	resources, templates := l.resources, l.templates
 	if down && c.expose.hideWhenDown {
 		return nil, nil
 	}
@@ -252,9 +234,7 @@ func (c *serverConfig) ContributedPrompts(b adapter.Backend) []adapter.Contribut
 	if !ok || c.expose == nil || !c.expose.prompts {
 		return nil
 	}
-	u.mu.Lock()
-	prompts, down := u.listing.prompts, u.state != "up"
-	u.mu.Unlock()
+	prompts, down := u.catalog.current().prompts, !u.conn.up()
 	if down && c.expose.hideWhenDown {
 		return nil
 	}
@@ -307,180 +287,6 @@ func (u *upstream) getPrompt(ctx context.Context, name string, req *adapter.Prom
 	r := res.(*mcp.GetPromptResult)
 	u.gate.admitPromptResult(name, r)
 	return &adapter.PromptOutput{Result: r}, nil
-}
-
-// Watch registers changed, called when the upstream's listing changes or,
-// for a block that hides tools while it is down, when it goes down or
-// comes back (adapter.Watcher). The first Watch starts the upstream:
-// only a served config watches, so validate and lint start nothing.
-func (u *upstream) Watch(changed func()) (stop func()) {
-	u.mu.Lock()
-	id := u.nextW
-	u.nextW++
-	u.watchers[id] = changed
-	u.mu.Unlock()
-	if u.cfg.expose != nil || u.cfg.eager {
-		u.ensureStarted()
-	}
-	return func() {
-		u.mu.Lock()
-		delete(u.watchers, id)
-		u.mu.Unlock()
-	}
-}
-
-// notify calls the watchers, outside u.mu.
-func (u *upstream) notify() {
-	u.mu.Lock()
-	ws := make([]func(), 0, len(u.watchers))
-	for _, w := range u.watchers {
-		ws = append(ws, w)
-	}
-	u.mu.Unlock()
-	for _, w := range ws {
-		w()
-	}
-}
-
-// Listing kinds, for relisting: what a list_changed was about.
-const (
-	listTools = 1 << iota
-	listResources
-	listPrompts
-	listAll = listTools | listResources | listPrompts
-)
-
-// relistings coalesces an upstream's requests for listings: at most one
-// listing runs, and at most one waits, holding every kind asked for since
-// the running one began; and a listing starts relistInterval after the
-// one before it at the soonest. An upstream that sends list_changed
-// without end (100 a second, or 2,000 at once) costs two listings a
-// second at most, not one per notification: the notifications that
-// arrive while a listing runs or waits are all answered by the next one,
-// which sees what they announced. The first change after a quiet
-// interval is listed at once.
-type relistings struct {
-	mu      sync.Mutex
-	pending int       // kinds asked for and not yet being listed
-	running bool      // a listing goroutine is running
-	last    time.Time // when the latest listing began
-}
-
-// relistInterval is the least time between the starts of two listings of
-// one upstream.
-const relistInterval = 500 * time.Millisecond
-
-// relist asks for a listing of kinds (listTools...), on connecting and on
-// the upstream's list_changed notifications; it does not wait for it.
-func (u *upstream) relist(kinds int) {
-	if u.cfg.expose == nil {
-		return
-	}
-	r := &u.relists
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.pending |= kinds
-	if r.running {
-		return
-	}
-	r.running = true
-	go u.relistLoop()
-}
-
-// relistLoop lists what is pending until nothing is.
-func (u *upstream) relistLoop() {
-	r := &u.relists
-	for {
-		r.mu.Lock()
-		wait := relistInterval - time.Since(r.last)
-		r.mu.Unlock()
-		if wait > 0 {
-			t := time.NewTimer(wait)
-			select {
-			case <-t.C:
-			case <-u.ctx.Done():
-				t.Stop()
-			}
-		}
-		r.mu.Lock()
-		kinds := r.pending
-		r.pending = 0
-		if kinds == 0 || u.ctx.Err() != nil {
-			r.running = false
-			r.mu.Unlock()
-			return
-		}
-		r.last = time.Now()
-		r.mu.Unlock()
-		u.list(kinds)
-	}
-}
-
-// list lists the upstream's tools (resources, prompts: kinds) again, and
-// tells the watchers when a listing differs from the last one.
-func (u *upstream) list(kinds int) error {
-	e := u.cfg.expose
-	u.mu.Lock()
-	cs, l := u.cs, u.listing
-	u.mu.Unlock()
-	if cs == nil {
-		return errors.New("not connected")
-	}
-	ctx, cancel := context.WithTimeout(u.ctx, u.cfg.connectTimeout)
-	defer cancel()
-	caps := &mcp.ServerCapabilities{}
-	if r := cs.InitializeResult(); r != nil && r.Capabilities != nil {
-		caps = r.Capabilities
-	}
-	next := l
-	var err error
-	// Each listing is admitted as it arrives (admit.go): an entry whose
-	// identifiers would reach clients' screens with control characters
-	// is dropped, and so is a tool whose schema validation could not
-	// bound (drop.go); the others are kept.
-	if kinds&listTools != 0 && caps.Tools != nil {
-		if next.tools, err = collect(cs.Tools(ctx, nil)); err == nil {
-			next.tools = u.gate.checkTools(u.gate.admitTools(next.tools), e)
-		}
-		sort.Slice(next.tools, func(i, j int) bool { return next.tools[i].Name < next.tools[j].Name })
-	}
-	if err == nil && e.resources && kinds&listResources != 0 && caps.Resources != nil {
-		if next.resources, err = collect(cs.Resources(ctx, nil)); err == nil {
-			next.resources = u.gate.admitResources(next.resources)
-			if next.templates, err = collect(cs.ResourceTemplates(ctx, nil)); err == nil {
-				next.templates = u.gate.admitTemplates(next.templates)
-			}
-		}
-	}
-	if err == nil && e.prompts && kinds&listPrompts != 0 && caps.Prompts != nil {
-		if next.prompts, err = collect(cs.Prompts(ctx, nil)); err == nil {
-			next.prompts = u.gate.admitPrompts(next.prompts)
-		}
-	}
-	if err != nil {
-		u.log.Warn("listing the upstream failed; keeping the last listing", "err", u.redact(err.Error()))
-		return fmt.Errorf("listing upstream %s: %s", u.cfg.name, u.redact(err.Error()))
-	}
-	u.mu.Lock()
-	same := u.listed && reflect.DeepEqual(u.listing, next)
-	u.listing, u.listed = next, true
-	u.mu.Unlock()
-	if !same {
-		u.log.Info("upstream listed", "tools", len(next.tools), "resources", len(next.resources), "templates", len(next.templates), "prompts", len(next.prompts))
-		u.notify()
-	}
-	return nil
-}
-
-func collect[T any](seq iter.Seq2[T, error]) ([]T, error) {
-	var out []T
-	for x, err := range seq {
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, x)
-	}
-	return out, nil
 }
 
 var ctyString = cty.String

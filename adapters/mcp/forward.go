@@ -56,9 +56,7 @@ func (u *upstream) exposedPrompt(e *exposeConfig, name string) (string, bool) {
 	if !e.prompts {
 		return "", false
 	}
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	for _, p := range u.listing.prompts {
+	for _, p := range u.catalog.current().prompts {
 		if e.prefix+p.Name == name {
 			return p.Name, true
 		}
@@ -134,7 +132,7 @@ type subscriptions struct {
 // connected, so that its refusal reaches the client; otherwise the
 // subscription is made once it connects.
 func (u *upstream) subscribe(ctx context.Context, uri string, relay func()) (func(), error) {
-	u.ensureStarted()
+	u.conn.ensureStarted()
 	s := &u.subs
 	s.mu.Lock()
 	if s.want == nil {
@@ -162,9 +160,7 @@ func (u *upstream) subscribe(ctx context.Context, uri string, relay func()) (fun
 	if !first {
 		return release, nil
 	}
-	u.mu.Lock()
-	cs := u.cs
-	u.mu.Unlock()
+	cs := u.conn.current()
 	if cs == nil {
 		return release, nil
 	}
@@ -198,9 +194,7 @@ func (u *upstream) forget(uri string, id int) bool {
 // what is wanted: after a reconnect (a new session has none), or when the
 // last subscriber of a URI went.
 func (u *upstream) resubscribe() {
-	u.mu.Lock()
-	cs := u.cs
-	u.mu.Unlock()
+	cs := u.conn.current()
 	if cs == nil {
 		return // the next session's resubscribe does it
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/mcpd/mcpd/engine/reload"
 	"github.com/mcpd/mcpd/engine/serve"
 	"github.com/mcpd/mcpd/engine/snapshot"
+	"github.com/mcpd/mcpd/internal/wait"
 )
 
 // Completions and resource subscriptions of what a gateway's expose block
@@ -297,13 +298,7 @@ func (u *updates) count(uri string) int {
 // waitFor polls cond: a liveness bound, not a speed assertion.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("never happened: %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	wait.Until(t, what, cond)
 }
 
 // upstreamCase is one upstream behind the gateway.
@@ -565,7 +560,10 @@ func TestForwardSubscriptionsFollowReload(t *testing.T) {
 			// A reload that keeps the upstream (a toolset added) keeps
 			// its subscription as it is.
 			gw.rewrite(t, forwardGateway(firstURL, version)+"\ntoolset \"more\" {\n  resources = [\"files://*\"]\n}\n")
-			time.Sleep(300 * time.Millisecond) // time for the rehome
+			// Nothing tells that the rehome is done: it must keep the
+			// subscription, so a window in which a dropped one would
+			// show is all there is to wait for.
+			time.Sleep(300 * time.Millisecond)
 			if n := first.holds(readme); n != 1 {
 				t.Errorf("after a reload that kept the upstream, it holds %d subscriptions", n)
 			}

@@ -50,5 +50,5 @@ func (u *upstream) Sync(ctx context.Context) error {
 	if _, err := u.session(ctx); err != nil {
 		return err
 	}
-	return u.list(listAll)
+	return u.catalog.list(listAll)
 }

@@ -217,7 +217,9 @@ func TestPromptRoundsBound(t *testing.T) {
 		if err != nil || !res.NeedsInput() {
 			t.Fatalf("prompts/get: %v, want input_required", err)
 		}
-		time.Sleep(500 * time.Millisecond) // past answer_timeout
+		// Past answer_timeout (300ms): the client sees nothing when the
+		// hold expires, and a retry before would take the hold.
+		time.Sleep(500 * time.Millisecond)
 		_, err = cs.GetPrompt(bounded(t), &mcp.GetPromptParams{Name: "b_brief", Arguments: args, InputResponses: answer("upstream", "Go"), RequestState: res.RequestState})
 		if want := "upstream old_brief's prompt brief is no longer waiting for this answer"; err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "get the prompt again") {
 			t.Errorf("late retry: %v, want %q", err, want)

@@ -29,6 +29,8 @@ func testUpstream(name string) *upstream {
 	u := &upstream{cfg: &serverConfig{name: name}, log: slog.New(slog.DiscardHandler)}
 	u.gate = &admitter{name: name, log: u.log}
 	u.relay = newRelays(name, u.log, u.redact, u.gate.checkForm)
+	u.conn = newConnection(u.cfg, u.log, context.Background())
+	u.catalog = &catalog{cfg: u.cfg, log: u.log, gate: u.gate, session: u.conn.current}
 	return u
 }
 

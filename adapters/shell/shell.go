@@ -320,14 +320,11 @@ func (a *Adapter) CompileTool(b *adapter.ToolBlock) (adapter.Handler, hcl.Diagno
 // Vars names the variables of Output.Vars.
 func (h *handler) Vars() []string { return append([]string(nil), h.vars...) }
 
-// DryRuns reports that a call under adapter.WithDryRun records the process
-// it would start instead of starting it (adapter.DryRunner).
-func (h *handler) DryRuns() bool { return true }
-
-// Traits: a call evaluates the block's expressions, and holds at most
-// the cap of stdout plus that of stderr.
+// Traits: a call evaluates the block's expressions, holds at most the cap
+// of stdout plus that of stderr, and under adapter.WithDryRun records the
+// process it would start instead of starting it.
 func (h *handler) Traits() adapter.Traits {
-	return adapter.Traits{ReadsEval: true, MaxOutputBytes: 2 * int64(h.maxOutput)}
+	return adapter.Traits{ReadsEval: true, MaxOutputBytes: 2 * int64(h.maxOutput), DryRuns: true}
 }
 
 // compiler is the toolkit's Decoder, with the decoding of what only a

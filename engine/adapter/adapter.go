@@ -127,6 +127,10 @@ type Traits struct {
 	// tool's cap cannot make concurrent calls hold more than the server
 	// can afford.
 	MaxOutputBytes int64
+	// DryRuns reports that the handler honours WithDryRun: under it, the
+	// handler records what it would run and runs nothing. `mcpd test`'s
+	// expect_argv and expect_stdin are for the tools whose handler does.
+	DryRuns bool
 }
 
 // TraitsOf is h's Traits, or none for a nil h (a declarative tool).

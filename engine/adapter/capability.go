@@ -79,13 +79,6 @@ func Annotating(ctx context.Context) bool {
 	return ok
 }
 
-// A DryRunner is a Handler that honours WithDryRun: under it, the handler
-// records what it would run and runs nothing. `mcpd test`'s expect_argv
-// and expect_stdin are for the tools whose handler reports true.
-type DryRunner interface {
-	DryRuns() bool
-}
-
 // A Mocker is a BackendAdapter whose backends send HTTP requests, so that
 // `mcpd test` can answer them with a mock server: a test's mock blocks
 // name such backends.

@@ -133,57 +133,21 @@ func legacyCall(id, name, args string) string {
 }
 
 // legacyHostile is the corpus of requests that are malformed, unusual or
-// hostile, around a call of tool in a session.
+// hostile, around a call of tool in a session (hostile_test.go).
 func legacyHostile(tool string) []wireRequest {
-	h := legacyHeader
-	with := func(k, v string) http.Header {
-		x := h()
-		if v == "" {
-			x.Del(k)
-		} else {
-			x.Set(k, v)
-		}
-		return x
-	}
-	ok := legacyCall("1", tool, "{}")
-	var out []wireRequest
-	add := func(name string, header http.Header, body string) {
-		out = append(out, wireRequest{name: name, header: header, body: body})
-	}
-	add("plain", h(), ok)
-	add("string id", h(), legacyCall(`"abc-1"`, tool, "{}"))
-	add("negative id", h(), legacyCall(`-7`, tool, "{}"))
-	add("zero id", h(), legacyCall(`0`, tool, "{}"))
-	add("minus zero id", h(), legacyCall(`-0`, tool, "{}"))
-	add("float id", h(), legacyCall(`1.5`, tool, "{}"))
-	add("exponent id", h(), legacyCall(`1e2`, tool, "{}"))
-	add("big id", h(), legacyCall(`123456789012345678901234`, tool, "{}"))
-	add("null id", h(), legacyCall(`null`, tool, "{}"))
-	add("escaped id", h(), legacyCall(`"a\"b"`, tool, "{}"))
-	add("html id", h(), legacyCall(`"<a&b>"`, tool, "{}"))
-	add("no id", h(), `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"`+tool+`"}}`)
-	add("no arguments", h(), legacyCall("2", tool, ""))
-	add("null arguments", h(), legacyCall("2", tool, "null"))
-	add("array arguments", h(), legacyCall("2", tool, "[1]"))
-	add("escaped arguments", h(), legacyCall("2", tool, `{"a":"line\nbreak \u00e9 \ud83d\ude00"}`))
-	add("deep arguments", h(), legacyCall("2", tool, strings.Repeat(`{"a":`, 80)+"1"+strings.Repeat("}", 80)))
-	add("huge number", h(), legacyCall("2", tool, `{"n":1e400}`))
-	add("whitespace", h(), "\n { \"jsonrpc\" : \"2.0\" , \"id\" : 3 , \"method\" : \"tools/call\" , \"params\" : { \"name\" : \""+tool+"\" , \"arguments\" : { } } } \n")
+	return hostileCorpus(tool, callEra{
+		header: func(string, string) http.Header { return legacyHeader() },
+		call:   legacyCall,
+		meta:   func(string) string { return "" },
+	}, legacyOwn)
+}
+
+// legacyOwn are the hostile requests of the 2025-11-25 era only: its
+// sessions, its version headers and its _meta.
+func legacyOwn(c *corpus) {
+	tool, ok, h, with, add := c.tool, c.ok, c.h, c.with, c.add
 	add("method first", h(), `{"method":"tools/call","params":{"name":"`+tool+`","arguments":{}},"id":3,"jsonrpc":"2.0"}`)
-	add("trailing garbage", h(), ok+"x")
-	add("two messages", h(), ok+ok)
-	add("batch", h(), "["+ok+"]")
-	add("empty body", h(), "")
-	add("not json", h(), "hello")
-	add("wrong jsonrpc", h(), strings.Replace(ok, `"2.0"`, `"1.0"`, 1))
-	add("duplicate key", h(), strings.Replace(ok, `"id":1`, `"id":1,"id":2`, 1))
-	add("unknown key", h(), strings.Replace(ok, `"id":1`, `"id":1,"extra":true`, 1))
-	add("upper-case key", h(), strings.Replace(ok, `"method"`, `"Method"`, 1))
-	add("unknown param", h(), strings.Replace(ok, `"name":`, `"task":{},"name":`, 1))
-	add("unknown tool", h(), legacyCall("4", "no_such_tool", "{}"))
-	add("empty name", h(), legacyCall("4", "", "{}"))
 	add("marker name", h(), legacyCall("4", "mcpd.internal.list-changed", "{}"))
-	add("escaped name", h(), strings.Replace(ok, `"name":"`+tool+`"`, `"name":"\u0074`+tool[1:]+`"`, 1))
 	add("empty meta", h(), strings.Replace(ok, `"name":`, `"_meta":{},"name":`, 1))
 	add("null meta", h(), strings.Replace(ok, `"name":`, `"_meta":null,"name":`, 1))
 	add("progress token", h(), strings.Replace(ok, `"name":`, `"_meta":{"progressToken":"p1"},"name":`, 1))
@@ -191,30 +155,15 @@ func legacyHostile(tool string) []wireRequest {
 	add("modern meta", h(), strings.Replace(ok, `"name":`, meta26+`,"name":`, 1))
 	add("modern meta version only", h(), strings.Replace(ok, `"name":`, `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"name":`, 1))
 	add("log level meta", h(), strings.Replace(ok, `"name":`, `"_meta":{"io.modelcontextprotocol/logLevel":"debug"},"name":`, 1))
-	add("version header missing", with("Mcp-Protocol-Version", ""), ok)
 	add("version header 2025-06-18", with("Mcp-Protocol-Version", "2025-06-18"), ok)
 	add("version header 2025-03-26", with("Mcp-Protocol-Version", "2025-03-26"), ok)
 	add("version header 2024-11-05", with("Mcp-Protocol-Version", "2024-11-05"), ok)
 	add("version header 2026", with("Mcp-Protocol-Version", "2026-07-28"), ok)
 	add("version header unknown", with("Mcp-Protocol-Version", "2025-01-01"), ok)
-	add("no accept", with("Accept", ""), ok)
-	add("json accept only", with("Accept", "application/json"), ok)
-	add("wildcard accept", with("Accept", "*/*"), ok)
-	add("accept with params", with("Accept", "text/event-stream;q=0.9, application/json;q=1"), ok)
-	add("no content type", with("Content-Type", ""), ok)
-	add("text content type", with("Content-Type", "text/plain"), ok)
-	add("content type charset", with("Content-Type", "application/json; charset=utf-8"), ok)
 	add("unknown session", with("Mcp-Session-Id", "no-such-session"), ok)
-	add("last event id", with("Last-Event-Id", "x_1"), ok)
 	two := h()
 	two.Add("Mcp-Session-Id", "$SID")
 	add("session id twice", two, ok)
-	add("param header", with("Mcp-Param-Region", "eu"), ok)
-	add("invalid utf-8", h(), strings.Replace(ok, `{}}}`, "{\"a\":\"\xff\"}}}", 1))
-	add("control char", h(), strings.Replace(ok, `{}}}`, "{\"a\":\"\x01\"}}}", 1))
-	out = append(out, wireRequest{name: "chunked", header: h(), body: ok, length: -1})
-	out = append(out, wireRequest{name: "short length", header: h(), body: ok, length: int64(len(ok) - 3)})
-	add("over 64 KiB", h(), legacyCall("9", tool, `{"a":"`+strings.Repeat("x", 70<<10)+`"}`))
 	for _, body := range []string{
 		`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}`,
 		`{"jsonrpc":"2.0","id":"l","method":"tools/list","params":{"cursor":"MQ"}}`,
@@ -234,7 +183,6 @@ func legacyHostile(tool string) []wireRequest {
 	} {
 		add("other "+body, h(), body)
 	}
-	return out
 }
 
 // legacyCorpus is every tool of cur with arguments made from its schema.

@@ -252,62 +252,25 @@ func loadDirs(t testing.TB, reg *adapter.Registry, dirs ...string) *snapshot.Cur
 }
 
 // hostile is the corpus of requests that are malformed, unusual or
-// hostile, around a call of tool.
+// hostile, around a call of tool (hostile_test.go).
 func hostile(tool string) []wireRequest {
-	h := func() http.Header { return modernHeader("tools/call", tool) }
-	with := func(k, v string) http.Header {
-		x := h()
-		if v == "" {
-			x.Del(k)
-		} else {
-			x.Set(k, v)
-		}
-		return x
-	}
-	ok := callBody("1", tool, "{}")
-	var out []wireRequest
-	add := func(name string, header http.Header, body string) {
-		out = append(out, wireRequest{name: name, header: header, body: body})
-	}
-	add("plain", h(), ok)
-	add("string id", h(), callBody(`"abc-1"`, tool, "{}"))
-	add("negative id", h(), callBody(`-7`, tool, "{}"))
-	add("zero id", h(), callBody(`0`, tool, "{}"))
-	add("minus zero id", h(), callBody(`-0`, tool, "{}"))
-	add("float id", h(), callBody(`1.5`, tool, "{}"))
-	add("exponent id", h(), callBody(`1e2`, tool, "{}"))
-	add("big id", h(), callBody(`123456789012345678901234`, tool, "{}"))
-	add("null id", h(), callBody(`null`, tool, "{}"))
-	add("escaped id", h(), callBody(`"a\"b"`, tool, "{}"))
-	add("html id", h(), callBody(`"<a&b>"`, tool, "{}"))
-	add("no id", h(), `{"jsonrpc":"2.0","method":"tools/call","params":{`+meta26+`,"name":"`+tool+`"}}`)
-	add("no arguments", h(), callBody("2", tool, ""))
-	add("null arguments", h(), callBody("2", tool, "null"))
-	add("array arguments", h(), callBody("2", tool, "[1]"))
-	add("escaped arguments", h(), callBody("2", tool, `{"a":"line\nbreak \u00e9 \ud83d\ude00"}`))
-	add("deep arguments", h(), callBody("2", tool, strings.Repeat(`{"a":`, 80)+"1"+strings.Repeat("}", 80)))
-	add("huge number", h(), callBody("2", tool, `{"n":1e400}`))
-	add("whitespace", h(), "\n { \"jsonrpc\" : \"2.0\" , \"id\" : 3 , \"method\" : \"tools/call\" , \"params\" : { "+meta26+" , \"name\" : \""+tool+"\" , \"arguments\" : { } } } \n")
-	add("trailing garbage", h(), ok+"x")
-	add("two messages", h(), ok+ok)
-	add("batch", h(), "["+ok+"]")
-	add("empty body", h(), "")
-	add("not json", h(), "hello")
-	add("wrong jsonrpc", h(), strings.Replace(ok, `"2.0"`, `"1.0"`, 1))
-	add("duplicate key", h(), strings.Replace(ok, `"id":1`, `"id":1,"id":2`, 1))
-	add("unknown key", h(), strings.Replace(ok, `"id":1`, `"id":1,"extra":true`, 1))
-	add("upper-case key", h(), strings.Replace(ok, `"method"`, `"Method"`, 1))
-	add("unknown param", h(), strings.Replace(ok, `"name":`, `"task":{},"name":`, 1))
-	add("unknown tool", modernHeader("tools/call", "no_such_tool"), callBody("4", "no_such_tool", "{}"))
-	add("empty name", modernHeader("tools/call", ""), callBody("4", "", "{}"))
-	add("escaped name", h(), strings.Replace(ok, `"name":"`+tool+`"`, `"name":"\u0074`+tool[1:]+`"`, 1))
+	return hostileCorpus(tool, callEra{
+		header: modernHeader,
+		call:   callBody,
+		meta:   func(sep string) string { return meta26 + sep },
+	}, modernOwn)
+}
+
+// modernOwn are the hostile requests of the 2026-07-28 era only: its
+// routing headers, its _meta, server/discover and a stateless ping.
+func modernOwn(c *corpus) {
+	tool, ok, h, with, add := c.tool, c.ok, c.h, c.with, c.add
 	add("name mismatch", with("Mcp-Name", "other"), ok)
 	add("name missing", with("Mcp-Name", ""), ok)
 	add("method mismatch", with("Mcp-Method", "tools/list"), ok)
 	add("method header missing", with("Mcp-Method", ""), ok)
 	add("version header old", with("Mcp-Protocol-Version", "2025-11-25"), ok)
 	add("version header unknown", with("Mcp-Protocol-Version", "2027-01-01"), ok)
-	add("version header missing", with("Mcp-Protocol-Version", ""), ok)
 	add("meta version old", h(), strings.Replace(ok, `"protocolVersion":"2026-07-28"`, `"protocolVersion":"2025-06-18"`, 1))
 	add("meta version number", h(), strings.Replace(ok, `"protocolVersion":"2026-07-28"`, `"protocolVersion":20260728`, 1))
 	add("no meta", h(), `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"`+tool+`"}}`)
@@ -323,22 +286,7 @@ func hostile(tool string) []wireRequest {
 	add("client label", h(), strings.Replace(ok, `"_meta":{`, `"_meta":{"mcpd/client":"bench",`, 1))
 	add("request state", h(), strings.Replace(ok, `"name":`, `"requestState":"junk","name":`, 1))
 	add("input responses", h(), strings.Replace(ok, `"name":`, `"inputResponses":{"a":{"action":"accept"}},"name":`, 1))
-	add("no accept", with("Accept", ""), ok)
-	add("json accept only", with("Accept", "application/json"), ok)
-	add("wildcard accept", with("Accept", "*/*"), ok)
-	add("accept with params", with("Accept", "text/event-stream;q=0.9, application/json;q=1"), ok)
-	add("no content type", with("Content-Type", ""), ok)
-	add("text content type", with("Content-Type", "text/plain"), ok)
-	add("content type charset", with("Content-Type", "application/json; charset=utf-8"), ok)
 	add("session id", with("Mcp-Session-Id", "abc"), ok)
-	add("last event id", with("Last-Event-Id", "x_1"), ok)
-	add("param header", with("Mcp-Param-Region", "eu"), ok)
-	add("invalid utf-8", h(), strings.Replace(ok, `{}}}`, "{\"a\":\"\xff\"}}}", 1))
-	add("control char", h(), strings.Replace(ok, `{}}}`, "{\"a\":\"\x01\"}}}", 1))
-	out = append(out, wireRequest{name: "chunked", header: h(), body: ok, length: -1})
-	out = append(out, wireRequest{name: "short length", header: h(), body: ok, length: int64(len(ok) - 3)})
-	big := callBody("9", tool, `{"a":"`+strings.Repeat("x", 70<<10)+`"}`)
-	add("over 64 KiB", h(), big)
 	list := func(body string) { add("list "+body, modernHeader("tools/list", ""), body) }
 	list(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + meta26 + `}}`)
 	list(`{"jsonrpc":"2.0","id":"l","method":"tools/list","params":{` + meta26 + `,"cursor":"MQ"}}`)
@@ -358,7 +306,6 @@ func hostile(tool string) []wireRequest {
 	disc("old meta", `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{`+strings.Replace(meta26, "2026-07-28", "2025-11-25", 1)+`}}`)
 	add("ping", modernHeader("ping", ""), `{"jsonrpc":"2.0","id":1,"method":"ping","params":{`+meta26+`}}`)
 	add("notification", modernHeader("notifications/initialized", ""), `{"jsonrpc":"2.0","method":"notifications/initialized","params":{`+meta26+`}}`)
-	return out
 }
 
 // largeConfig has tools whose results have texts of spliceMin or more.

@@ -17,7 +17,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpd/mcpd/engine/buildinfo"
-	"github.com/mcpd/mcpd/engine/loader"
 	"github.com/mcpd/mcpd/engine/serve"
 	"github.com/mcpd/mcpd/engine/snapshot"
 	"github.com/mcpd/mcpd/engine/telemetry"
@@ -54,17 +53,7 @@ tool "static" {
 // is a few lines over one keep-alive connection; its allocations are the
 // same in every case.
 func BenchmarkHTTPCall(b *testing.B) {
-	dir := b.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "tools.hcl"), []byte(staticConfig), 0o644); err != nil {
-		b.Fatal(err)
-	}
-	l := loader.Load([]string{dir}, newFake().registry(), nil, "test")
-	if l.Snapshot == nil {
-		b.Fatalf("config does not load: %v", l.Diagnostics)
-	}
-	cur := &snapshot.Current{}
-	cur.Swap(l.Snapshot)
-	defer cur.Load().Close()
+	cur := benchCurrent(b, staticConfig)
 	// mcpd serve's defaults (cmd/mcpd/httpserver.go).
 	opts := serve.HTTPOptions{
 		SessionTimeout: 10 * time.Minute, MaxSessions: 1000, MaxInflight: 64, MaxBody: 4 << 20,
@@ -99,8 +88,7 @@ func BenchmarkHTTPCall(b *testing.B) {
 		{"mcpd/legacy-sdk", mcpdWith(noLegacyFast), false},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			ts := httptest.NewServer(bc.handler())
-			defer ts.Close()
+			ts := benchServer(b, bc.handler())
 			c := dialBench(b, ts.Listener.Addr().String(), bc.modern)
 			defer c.nc.Close()
 			body := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"static","arguments":{}}}`
@@ -116,6 +104,24 @@ func BenchmarkHTTPCall(b *testing.B) {
 			}
 		})
 	}
+}
+
+// benchCurrent is config (one tools.hcl, the fake adapter's tools) loaded
+// as a served snapshot, closed when b ends.
+func benchCurrent(b *testing.B, config string) *snapshot.Current {
+	b.Helper()
+	dir := b.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "tools.hcl"), []byte(config), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	return loadDirs(b, newFake().registry(), dir)
+}
+
+// benchServer serves h over HTTP on a local port until b ends.
+func benchServer(b *testing.B, h http.Handler) *httptest.Server {
+	ts := httptest.NewServer(h)
+	b.Cleanup(ts.Close)
+	return ts
 }
 
 // sdkHandler is bench/baseline's server: the static tool on the bare SDK,

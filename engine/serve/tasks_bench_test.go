@@ -6,15 +6,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/mcpd/mcpd/engine/loader"
 	"github.com/mcpd/mcpd/engine/serve"
-	"github.com/mcpd/mcpd/engine/snapshot"
 	"github.com/mcpd/mcpd/engine/tasks"
 )
 
@@ -38,22 +33,11 @@ tool "quick" {
 // until it has completed (polls/op says how many); "get" is one tasks/get
 // of a completed task, in memory.
 func BenchmarkTaskOverhead(b *testing.B) {
-	dir := b.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "tools.hcl"), []byte(quickTaskConfig), 0o644); err != nil {
-		b.Fatal(err)
-	}
-	l := loader.Load([]string{dir}, newFake().registry(), nil, "test")
-	if l.Snapshot == nil {
-		b.Fatalf("config does not load: %v", l.Diagnostics)
-	}
-	cur := &snapshot.Current{}
-	cur.Swap(l.Snapshot)
-	defer cur.Load().Close()
+	cur := benchCurrent(b, quickTaskConfig)
 	// Bounds large enough for every task of the run.
 	m := tasks.NewManager(tasks.NewMemory(1<<22), tasks.Options{MaxKeptPerCaller: 1 << 22})
 	srv := serve.New(cur, serve.Options{Logger: quiet, Tasks: m})
-	ts := httptest.NewServer(srv.HTTPHandler(serve.HTTPOptions{JSONResponse: true}))
-	defer ts.Close()
+	ts := benchServer(b, srv.HTTPHandler(serve.HTTPOptions{JSONResponse: true}))
 	const ext = `,"extensions":{"io.modelcontextprotocol/tasks":{}}`
 	post := func(b *testing.B, method, name, params string, tasks bool) map[string]any {
 		caps := `{}`

@@ -1,3 +1,7 @@
+// Ask blocks through Tool.Call: questions compiled from HCL (forms, confirm,
+// derived confirmations) and answered by rounds or by an Answerer; the ask
+// stage needs a compiled tool to run.
+
 package snapshot_test
 
 import (

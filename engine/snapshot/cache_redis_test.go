@@ -1,3 +1,8 @@
+// The Redis cache and the state block through Tool.Call: several replicas
+// built from one config sharing Redis, and every state operation of a call
+// (cache, rate limit, concurrency lease) under one deadline: the
+// orchestration, not one stage.
+
 package snapshot_test
 
 import (
@@ -13,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/mcpd/mcpd/engine/sharedstate/sharedstatetest"
+	"github.com/mcpd/mcpd/internal/wait"
 )
 
 // stateBlock is a server's state block on the Redis at url.
@@ -34,7 +40,7 @@ func TestCacheRedisSharedBetweenReplicas(t *testing.T) {
 	if a.MemoryCache() != nil {
 		t.Error("a state block, yet an in-memory cache")
 	}
-	waitFor(t, func() bool { return a.State().Healthy() && b.State().Healthy() })
+	wait.Until(t, "both replicas' state healthy", func() bool { return a.State().Healthy() && b.State().Healthy() })
 
 	args := json.RawMessage(`{"id":42}`)
 	first := call(tool(t, a, "lookup"), asCaller("ann"), args, nil)
@@ -76,7 +82,7 @@ func TestCacheRedisKilledFallsBack(t *testing.T) {
 	srv := sharedstatetest.NewServer(t)
 	f := newFake()
 	s, _ := build(t, f.register(), nil, cachedConfigWith(stateBlock(srv.URL(), "killed"), `ttl = "1m"`, ""))
-	waitFor(t, s.State().Healthy)
+	wait.Until(t, "the state healthy", s.State().Healthy)
 	tl := tool(t, s, "lookup")
 
 	var failed, errs, n atomic.Int32
@@ -122,17 +128,10 @@ func TestCacheRedisKilledFallsBack(t *testing.T) {
 	srv.Start()
 	// Recovery: a repeated call is a hit again within seconds (the state's
 	// probe backs off up to 5s).
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	wait.Until(t, "a hit after Redis came back", func() bool {
 		call(tl, asCaller("ann"), json.RawMessage(`{"id":999}`), nil)
-		if cacheStatus(call(tl, asCaller("ann"), json.RawMessage(`{"id":999}`), nil)) == "hit" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no hit within 30s of Redis coming back")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return cacheStatus(call(tl, asCaller("ann"), json.RawMessage(`{"id":999}`), nil)) == "hit"
+	})
 	close(stop)
 	wg.Wait()
 	if failed.Load() != 0 {
@@ -158,7 +157,7 @@ func TestCacheRedisValueBoundToKey(t *testing.T) {
 			prefix := prefix + ":" + strings.ReplaceAll(name, " ", "_")
 			f := newFake()
 			s, _ := build(t, f.register(), nil, cachedConfigWith(secret+stateBlock(url, prefix), `ttl = "1m"`, extra))
-			waitFor(t, s.State().Healthy)
+			wait.Until(t, "the state healthy", s.State().Healthy)
 			tl := tool(t, s, "lookup")
 			opts, _ := redis.ParseURL(url)
 			rc := redis.NewClient(opts)
@@ -237,7 +236,7 @@ func TestStateFrozenOneDeadline(t *testing.T) {
 	extra := "  rate_limit {\n    per_caller = \"100000/s\"\n  }\n  max_concurrency   = 64\n  concurrency_scope = \"global\"\n"
 	f := newFake()
 	s, _ := build(t, f.register(), nil, cachedConfigWith(state, `ttl = "1m"`, extra))
-	waitFor(t, s.State().Healthy)
+	wait.Until(t, "the state healthy", s.State().Healthy)
 	tl := tool(t, s, "lookup")
 
 	var (
@@ -279,7 +278,7 @@ func TestStateFrozenOneDeadline(t *testing.T) {
 			}
 		}()
 	}
-	waitFor(t, func() bool { return counter.Load() > 100 })
+	wait.Until(t, "100 calls before the freeze", func() bool { return counter.Load() > 100 })
 	srv.Freeze()
 	frozen.Store(true)
 	deadline := time.Now().Add(30 * time.Second)

@@ -1,3 +1,8 @@
+// The result cache through Tool.Call: these test the cache blocks as
+// compiled from HCL (the key's parts from params, from_caller and asks; ttl,
+// max_entry_bytes, reloads), which is snapshot's orchestration; engine/cache
+// tests its keys and stores directly.
+
 package snapshot_test
 
 import (
@@ -12,6 +17,7 @@ import (
 	"github.com/mcpd/mcpd/engine/cache"
 	"github.com/mcpd/mcpd/engine/loader"
 	"github.com/mcpd/mcpd/engine/principal"
+	"github.com/mcpd/mcpd/internal/wait"
 )
 
 // cachedConfig is a read-only tool that echoes its arguments, counting
@@ -175,7 +181,10 @@ func TestCacheTTLExpiry(t *testing.T) {
 	s, _ := build(t, f.register(), nil, cachedConfig(`ttl = "100ms"`, ""))
 	tl := tool(t, s, "lookup")
 	call(tl, asCaller("ann"), json.RawMessage(`{"id":1}`), nil)
-	time.Sleep(300 * time.Millisecond)
+	// The entry was stored before the call returned: once its TTL has
+	// passed since then, it has expired.
+	stored := time.Now()
+	wait.Until(t, "the entry's TTL passed", func() bool { return time.Since(stored) > 100*time.Millisecond })
 	res := call(tl, asCaller("ann"), json.RawMessage(`{"id":1}`), nil)
 	if got := cacheStatus(res); got != "miss" {
 		t.Errorf("after the TTL: cache %q, want miss", got)

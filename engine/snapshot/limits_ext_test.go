@@ -1,3 +1,7 @@
+// Timeouts and caller bounds through Tool.Call: where a timeout comes from
+// (tool, server, client) is decided when snapshot compiles the tool;
+// engine/limits tests admission directly.
+
 package snapshot_test
 
 import (

@@ -96,7 +96,7 @@ func (t *Tool) sendLogs(before bool, env map[string]any, log LogFunc) {
 // redactLog wraps log so that records never carry the config's secrets nor
 // the values of the call's sensitive arguments (which stay out of logs).
 func (t *Tool) redactLog(raw json.RawMessage, log LogFunc) LogFunc {
-	sensitive := redact.New(t.sensitiveValues(raw))
+	sensitive := redact.ForArgs(t.sensitive, raw)
 	if t.redact == nil && sensitive == nil {
 		return log
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/mcpd/mcpd/engine/config"
 	"github.com/mcpd/mcpd/engine/redact"
 	"github.com/mcpd/mcpd/engine/requeststate"
+	"github.com/mcpd/mcpd/engine/shape"
 )
 
 // Prompt is one compiled prompt.
@@ -35,7 +36,7 @@ type Prompt struct {
 type promptMessage struct {
 	role    mcp.Role
 	text    hcl.Expression // or
-	content *contentTmpl
+	content *shape.Content
 }
 
 func compilePrompt(pc *config.Prompt, ft funcTables) (*Prompt, hcl.Diagnostics) {
@@ -75,7 +76,7 @@ func compilePrompt(pc *config.Prompt, ft funcTables) (*Prompt, hcl.Diagnostics) 
 			diags = append(diags, scope.Check(m.Text.Expr)...)
 			pm.text = m.Text.Expr
 		} else if len(m.Contents) == 1 {
-			ct, d := compileContent(m.Contents[0], scope)
+			ct, d := shape.CompileContent(m.Contents[0], scope)
 			diags = append(diags, d...)
 			pm.content = ct
 		}
@@ -99,14 +100,14 @@ func (p *Prompt) Get(ctx context.Context, req *GetRequest) (*mcp.GetPromptResult
 	res, err := p.get(ctx, req)
 	if res != nil && p.redact != nil {
 		for i, m := range res.Messages {
-			if c := redactContent(p.redact, m.Content); c != m.Content {
+			if c := p.redact.Content(m.Content); c != m.Content {
 				cp := *m
 				cp.Content = c
 				res.Messages[i] = &cp
 			}
 		}
 	}
-	return res, redactError(p.redact, err)
+	return res, p.redact.Error(err)
 }
 
 func (p *Prompt) get(ctx context.Context, req *GetRequest) (*mcp.GetPromptResult, error) {
@@ -166,7 +167,7 @@ func (p *Prompt) get(ctx context.Context, req *GetRequest) (*mcp.GetPromptResult
 			c = &mcp.TextContent{Text: s}
 		} else {
 			var err error
-			if c, err = m.content.eval(ectx); err != nil {
+			if c, err = m.content.Eval(ectx); err != nil {
 				return nil, fmt.Errorf("prompt %s: %v", p.Def.Name, err)
 			}
 		}

@@ -26,6 +26,7 @@ import (
 	"github.com/mcpd/mcpd/engine/limits"
 	"github.com/mcpd/mcpd/engine/redact"
 	"github.com/mcpd/mcpd/engine/schema"
+	"github.com/mcpd/mcpd/engine/shape"
 )
 
 // source is where a resource's contents come from: a text or blob
@@ -471,10 +472,10 @@ func (s *source) read(ctx context.Context, uri, mimeType string, args map[string
 	defer func() {
 		if res != nil && s.redact != nil {
 			for i, rc := range res.Contents {
-				res.Contents[i] = redactResourceContents(s.redact, rc)
+				res.Contents[i] = s.redact.ResourceContents(rc)
 			}
 		}
-		err = redactError(s.redact, err)
+		err = s.redact.Error(err)
 	}()
 	defer func() {
 		if r := recover(); r != nil {
@@ -514,7 +515,7 @@ func (s *source) read(ctx context.Context, uri, mimeType string, args map[string
 		}
 		// Text only when it is valid UTF-8: a file that is not, whatever
 		// its declared type, cannot travel as a JSON string.
-		if (isText(mimeType) || mimeType == "") && utf8.Valid(data) {
+		if (shape.IsText(mimeType) || mimeType == "") && utf8.Valid(data) {
 			rc.Text = string(data)
 		} else {
 			rc.Blob = data
@@ -530,7 +531,7 @@ func (s *source) read(ctx context.Context, uri, mimeType string, args map[string
 			if rc.MIMEType == "" {
 				rc.MIMEType = out.Media[0].MIMEType
 			}
-			if isText(rc.MIMEType) && utf8.Valid(out.Media[0].Data) {
+			if shape.IsText(rc.MIMEType) && utf8.Valid(out.Media[0].Data) {
 				rc.Text = string(out.Media[0].Data)
 			} else {
 				rc.Blob = out.Media[0].Data

@@ -1,3 +1,6 @@
+// An adapter's own rounds after the tool's asks, through Tool.Call: how the
+// two share one requestState is the orchestration's job.
+
 package snapshot_test
 
 import (

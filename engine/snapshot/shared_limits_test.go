@@ -1,3 +1,7 @@
+// Global limits through Tool.Call on replicas built from one config: the
+// limits blocks as compiled, the state block's failure modes and their
+// diagnostics, with the call's one deadline.
+
 package snapshot_test
 
 import (
@@ -14,6 +18,7 @@ import (
 	"github.com/mcpd/mcpd/engine/principal"
 	"github.com/mcpd/mcpd/engine/sharedstate/sharedstatetest"
 	"github.com/mcpd/mcpd/engine/snapshot"
+	"github.com/mcpd/mcpd/internal/wait"
 )
 
 // replicas builds n snapshots of the same config, as n replicas would:
@@ -233,7 +238,7 @@ tool "closed" {
 		t.Error("fail-closed refusals not counted")
 	}
 	srv.Start()
-	waitFor(t, func() bool { return rs[0].State().Healthy() && rs[1].State().Healthy() })
+	wait.Until(t, "both replicas' state healthy", func() bool { return rs[0].State().Healthy() && rs[1].State().Healthy() })
 	if got := render(call(tool(t, rs[0], "closed"), as("frank"), nil, nil)); strings.Contains(got, "ERROR") {
 		t.Errorf("after recovery: %q", got)
 	}

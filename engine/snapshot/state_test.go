@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/mcpd/mcpd/engine/sharedstate/sharedstatetest"
 	"github.com/mcpd/mcpd/engine/snapshot"
+	"github.com/mcpd/mcpd/internal/wait"
 )
 
 // The state block reloads with the config: an unchanged block keeps its
@@ -40,25 +40,14 @@ func TestStateReload(t *testing.T) {
 		t.Fatal("a changed state block kept the old client")
 	}
 	// b retires (no call in flight) and closes the store c did not take.
-	waitFor(t, func() bool { return b.State().Client().Ping(t.Context()).Err() != nil })
+	wait.Until(t, "b retired and closed the store c did not take", func() bool { return b.State().Client().Ping(t.Context()).Err() != nil })
 	d := mustBuild(t, reg, c, map[string]string{"mcpd.hcl": "server {\n  name = \"s\"\n}\n"})
 	cur.Swap(d)
 	if d.State() != nil {
 		t.Fatal("no state block, yet a store")
 	}
-	waitFor(t, func() bool { return c.State().Client().Ping(t.Context()).Err() != nil })
+	wait.Until(t, "c retired and closed its store", func() bool { return c.State().Client().Ping(t.Context()).Err() != nil })
 	d.Close()
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("timed out")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // Replicas must share request_state_key when something asks (serve warns).

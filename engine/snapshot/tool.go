@@ -83,7 +83,7 @@ func (t *Tool) Backends() []string { return t.backends }
 
 type result struct {
 	structured, text, errorWhen, errorMessage *shape.Program
-	contents                                  []*contentTmpl
+	contents                                  []*shape.Content
 }
 
 type progressSpec struct {
@@ -225,7 +225,7 @@ func compileTool(tc *config.Tool, reg *adapter.Registry, backend *backendSet, ft
 		t.result = r
 		if r != nil {
 			for _, c := range r.contents {
-				t.needsEval = t.needsEval || c.static == nil
+				t.needsEval = t.needsEval || !c.Static()
 			}
 		}
 	}
@@ -324,7 +324,7 @@ func compileResult(r *config.Result, scope *adapter.Scope, vars []string) (*resu
 		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "error_message without error_when", Detail: "error_message is the text of the error that error_when detects; add error_when.", Subject: &rng})
 	}
 	for _, c := range r.Contents {
-		ct, d := compileContent(c, scope)
+		ct, d := shape.CompileContent(c, scope)
 		diags = append(diags, d...)
 		if ct != nil {
 			out.contents = append(out.contents, ct)

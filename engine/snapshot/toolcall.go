@@ -17,6 +17,7 @@ import (
 	"github.com/mcpd/mcpd/engine/ask"
 	"github.com/mcpd/mcpd/engine/cache"
 	"github.com/mcpd/mcpd/engine/principal"
+	"github.com/mcpd/mcpd/engine/redact"
 	"github.com/mcpd/mcpd/engine/requeststate"
 	"github.com/mcpd/mcpd/engine/resultbuf"
 )
@@ -76,7 +77,7 @@ func (t *Tool) call(ctx context.Context, req *CallRequest, protoErr *error) (res
 		if cacheStatus == cache.Hit {
 			return
 		}
-		res = redactResult(t.redact, t.scrubSensitive(raw, res))
+		res = t.redact.Result(redact.Args(t.sensitive, raw, res))
 		if cacheStatus != "" {
 			res = t.cache.Fill(ctx, t.Def.Name, fill, cacheStatus, res, budget)
 		}
@@ -435,7 +436,7 @@ func (t *Tool) shape(args, inputs map[string]any, out *adapter.Output, ectx *hcl
 	}
 	if r != nil {
 		for _, c := range r.contents {
-			content, err := c.eval(ectx)
+			content, err := c.Eval(ectx)
 			if err != nil {
 				return nil, err
 			}

@@ -1,4 +1,4 @@
-package snapshot
+package shape
 
 import (
 	"encoding/base64"
@@ -12,10 +12,11 @@ import (
 	"github.com/mcpd/mcpd/engine/config"
 )
 
-// contentTmpl is a compiled `content "type" { ... }` block. Attributes that
-// reference no arguments are evaluated once at load; when all of them are,
-// the whole content is built once and shared by every call.
-type contentTmpl struct {
+// Content is a compiled `content "type" { ... }` block of a tool's result
+// or a prompt's message. Attributes that reference no arguments are
+// evaluated once at load; when all of them are, the whole content is built
+// once and shared by every call.
+type Content struct {
 	typ    string
 	exprs  map[string]hcl.Expression
 	static mcp.Content
@@ -31,12 +32,15 @@ var contentAttrs = map[string]struct{ required, optional []string }{
 	"resource_link": {required: []string{"uri", "name"}, optional: []string{"title", "description", "mime_type"}},
 }
 
-func compileContent(c *config.Content, scope *adapter.Scope) (*contentTmpl, hcl.Diagnostics) {
+// CompileContent compiles a content block against the scope of the tool or
+// prompt that declares it: unknown and missing attributes are diagnostics
+// with their ranges, and content built from constants is built here.
+func CompileContent(c *config.Content, scope *adapter.Scope) (*Content, hcl.Diagnostics) {
 	spec, known := contentAttrs[c.Type]
 	if !known {
 		// config.Load reported the type; its attributes cannot be judged
 		// against a type that does not exist (one mistake, one diagnostic).
-		return &contentTmpl{typ: c.Type, exprs: map[string]hcl.Expression{}}, nil
+		return &Content{typ: c.Type, exprs: map[string]hcl.Expression{}}, nil
 	}
 	given := map[string]*hcl.Attribute{
 		"text": c.Text, "data": c.Data, "blob": c.Blob, "uri": c.URI, "mime_type": c.MIMEType,
@@ -47,7 +51,7 @@ func compileContent(c *config.Content, scope *adapter.Scope) (*contentTmpl, hcl.
 		allowed[n] = true
 	}
 	var diags hcl.Diagnostics
-	t := &contentTmpl{typ: c.Type, exprs: map[string]hcl.Expression{}}
+	t := &Content{typ: c.Type, exprs: map[string]hcl.Expression{}}
 	names := make([]string, 0, len(given))
 	for n := range given {
 		names = append(names, n)
@@ -119,15 +123,19 @@ func knownAtLoad(e hcl.Expression, ectx *hcl.EvalContext) bool {
 	return d.HasErrors() || v.IsWhollyKnown()
 }
 
-// eval builds the content for one call.
-func (t *contentTmpl) eval(ectx *hcl.EvalContext) (mcp.Content, error) {
+// Static reports whether the content was built at load, the same for
+// every call.
+func (t *Content) Static() bool { return t.static != nil }
+
+// Eval builds the content for one call.
+func (t *Content) Eval(ectx *hcl.EvalContext) (mcp.Content, error) {
 	if t.static != nil {
 		return t.static, nil
 	}
 	return t.build(ectx)
 }
 
-func (t *contentTmpl) build(ectx *hcl.EvalContext) (mcp.Content, error) {
+func (t *Content) build(ectx *hcl.EvalContext) (mcp.Content, error) {
 	str := func(name string) (string, error) {
 		e, ok := t.exprs[name]
 		if !ok {

@@ -1,4 +1,4 @@
-package snapshot
+package shape
 
 import (
 	"mime"
@@ -16,11 +16,12 @@ var textApplication = map[string]bool{
 	"hcl": true, "x-hcl": true, "markdown": true, "x-markdown": true,
 }
 
-// isText reports whether content of MIME type mt is text: text/*, the
+// IsText reports whether content of MIME type mt is text (a resource's
+// content is sent as text, not as a base64 blob): text/*, the
 // textual application types, and any +json, +xml or +yaml type
 // (application/ld+json, image/svg+xml). Parameters (charset) are ignored;
 // case does not matter.
-func isText(mt string) bool {
+func IsText(mt string) bool {
 	base, _, err := mime.ParseMediaType(mt)
 	if err != nil {
 		base = strings.ToLower(strings.TrimSpace(mt))
