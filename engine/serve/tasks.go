@@ -226,7 +226,17 @@ func (s *Server) callAsTask(ctx context.Context, t *snapshot.Tool, req *mcp.Call
 	}
 	name, owner := req.Params.Name, ownerKey(caller)
 	args := append(json.RawMessage(nil), req.Params.Arguments...)
+	first := "" // the requestState of the task's first round (tasks_compose.go)
+	if p.AsksFirst {
+		var done mcp.Result
+		if first, done, err = s.askFirst(ctx, t, req, caller); done != nil || err != nil {
+			return done, err, true
+		}
+	}
 	run := func(ctx context.Context, answers map[string]json.RawMessage, state string) tasks.Outcome {
+		if state == "" && answers == nil {
+			state = first
+		}
 		return s.taskRound(ctx, name, args, caller, caps, answers, state)
 	}
 	base := principal.NewContext(context.Background(), caller)
