@@ -133,6 +133,12 @@ func (h *handler) Call(ctx context.Context, req *adapter.Request) (*adapter.Outp
 		}
 		args[f.name] = v
 	}
+	if tc := adapter.TaskCallOf(ctx); tc != nil || req.Tasks {
+		// Relayed task for task when the upstream declared tasks (taskrelay.go).
+		if out, ok, err := h.up.callAsTask(ctx, h, args, req, tc); ok {
+			return out, err
+		}
+	}
 	res, ask, err := h.up.callTool(ctx, h.upTool, args, req)
 	if err != nil {
 		return nil, err

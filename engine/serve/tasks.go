@@ -274,6 +274,7 @@ func (s *Server) taskRound(ctx context.Context, name string, args json.RawMessag
 	if !ok {
 		return tasks.Outcome{Err: &tasks.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("tool %q is gone (the config was reloaded)", name)}}
 	}
+	ctx = withTaskCall(ctx) // a backend's task is followed inside this one (tasks_relay.go)
 	cr := snapshot.CallRequest{Args: args, Caller: caller, Progress: taskProgress(ctx)}
 	if t.Asks() {
 		var responses mcp.InputResponseMap

@@ -146,6 +146,9 @@ func (t *Tool) call(ctx context.Context, req *CallRequest, protoErr *error) (res
 	ctx, cancel := t.limits.WithTimeout(ctx)
 	defer cancel()
 	ask := callAsk{client: req.Answers.ClientAsker(), rounds: rounds, progress: req.Progress != nil, log: req.Log != nil}
+	if req.Tasks && t.cache == nil {
+		ask.task = &req.Task
+	}
 	return t.run(ctx, args, inputs, progress, log, ask, protoErr)
 }
 
@@ -180,6 +183,9 @@ func (t *Tool) run(ctx context.Context, args, inputs map[string]any, progress Pr
 		}
 		if out.InputRequired != nil {
 			return t.inputRequired(asking.rounds, out.InputRequired)
+		}
+		if out.Task != nil {
+			return t.handOver(asking.task, out.Task)
 		}
 	}
 	if t.logs != nil {
@@ -295,7 +301,7 @@ func (t *Tool) askFailed(err error, out *ask.Outcome, protoErr *error) *mcp.Call
 func (t *Tool) callAdapter(ctx context.Context, args map[string]any, ectx *hcl.EvalContext, progress ProgressFunc, log LogFunc, ask callAsk) (*adapter.Output, error) {
 	actx, span := t.adapterSpan(ctx)
 	req := &adapter.Request{Tool: t.Def.Name, Args: args, Eval: ectx, Progress: progress, Log: log, Client: ask.client,
-		ProgressWanted: ask.progress, LogWanted: ask.log}
+		ProgressWanted: ask.progress, LogWanted: ask.log, Tasks: ask.task != nil}
 	if t.lendsBuffers() {
 		req.Buffers = resultbuf.From(ctx)
 	}
