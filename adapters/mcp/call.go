@@ -379,7 +379,16 @@ func missingCapabilities(msg string, data json.RawMessage) error {
 	}
 	_ = json.Unmarshal(data, &d)
 	caps := make([]string, 0, len(d.Required))
-	for k := range d.Required {
+	for k, v := range d.Required {
+		if ext, ok := v.(map[string]any); ok && k == "extensions" && len(ext) > 0 && len(ext) <= maxTaskQuestions {
+			// Each extension by its identifier (ask.MissingCapabilityError).
+			for id := range ext {
+				if validTaskID(id) {
+					caps = append(caps, "extensions:"+id)
+				}
+			}
+			continue
+		}
 		caps = append(caps, k)
 	}
 	sort.Strings(caps)

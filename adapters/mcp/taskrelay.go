@@ -342,11 +342,16 @@ func (tr *taskRelay) follow(ctx context.Context, tc adapter.TaskCall, id string)
 			}
 			return tr.h.output(&res, tr.tok)
 		case "failed":
-			msg := "no reason given"
-			if t.Error != nil && t.Error.Message != "" {
-				msg = taskMessage(u.redact(t.Error.Message))
+			msg, code := "no reason given", int64(jsonrpc.CodeInternalError)
+			if t.Error != nil {
+				if t.Error.Message != "" {
+					msg = taskMessage(u.redact(t.Error.Message))
+				}
+				if t.Error.Code >= -32768 && t.Error.Code <= -32000 {
+					code = t.Error.Code // a JSON-RPC error's; any other is internal
+				}
 			}
-			return nil, fmt.Errorf("upstream %s's task for %s failed: %s", u.cfg.name, tr.h.upTool, msg)
+			return nil, &adapter.TaskFailedError{Code: code, Message: fmt.Sprintf("upstream %s's task for %s failed: %s", u.cfg.name, tr.h.upTool, msg)}
 		case "cancelled":
 			return nil, fmt.Errorf("upstream %s cancelled its task for %s", u.cfg.name, tr.h.upTool)
 		default:

@@ -64,3 +64,13 @@ type BackendTask struct {
 	// it (it could not create the mcpd task).
 	Cancel func()
 }
+
+// TaskFailedError ends a call that followed a task of its backend whose
+// task failed with a protocol error (not a tool error): the mcpd task
+// fails with it too, its error inlined in tasks/get.
+type TaskFailedError struct {
+	Code    int64
+	Message string
+}
+
+func (e *TaskFailedError) Error() string { return e.Message }

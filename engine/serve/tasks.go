@@ -288,6 +288,9 @@ func (s *Server) taskRound(ctx context.Context, name string, args json.RawMessag
 	}
 	res, err := t.Call(ctx, &cr)
 	if err != nil {
+		if out, ok := backendTaskFailed(err); ok {
+			return out
+		}
 		var je *jsonrpc.Error
 		if errors.As(protocolError(err), &je) {
 			return tasks.Outcome{Err: &tasks.Error{Code: je.Code, Message: je.Message}}

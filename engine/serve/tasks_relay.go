@@ -72,6 +72,9 @@ func (s *Server) followTask(ctx context.Context, t *snapshot.Tool, req *mcp.Call
 	run := func(ctx context.Context, _ map[string]json.RawMessage, _ string) tasks.Outcome {
 		ctx = withTaskCall(ctx)
 		out, err := bt.Follow(ctx, taskCall{ctx})
+		if failed, ok := backendTaskFailed(err); ok {
+			return failed
+		}
 		res := t.FinishTask(ctx, &snapshot.CallRequest{Args: args, Caller: caller}, out, err)
 		b, err := json.Marshal(markCall(nil, res))
 		if err != nil {
@@ -99,4 +102,14 @@ func (s *Server) followTask(ctx context.Context, t *snapshot.Tool, req *mcp.Call
 	out := &createTaskResult{ResultType: "task", taskFields: fieldsOf(rec)}
 	out.Meta = mcp.Meta{metaRelatedTask: map[string]any{"taskId": rec.ID}}
 	return out, nil
+}
+
+// backendTaskFailed is the outcome of a call whose backend's task failed
+// with a protocol error: the mcpd task fails with it.
+func backendTaskFailed(err error) (tasks.Outcome, bool) {
+	var tf *adapter.TaskFailedError
+	if !errors.As(err, &tf) {
+		return tasks.Outcome{}, false
+	}
+	return tasks.Outcome{Err: &tasks.Error{Code: tf.Code, Message: tf.Message}}, true
 }

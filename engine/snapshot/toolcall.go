@@ -179,6 +179,11 @@ func (t *Tool) run(ctx context.Context, args, inputs map[string]any, progress Pr
 				*protoErr = &ask.MissingCapabilityError{What: "tool " + t.Def.Name, Asks: me.Asks, Capabilities: me.Capabilities, Message: me.Message}
 				return toolError(me.Message)
 			}
+			var tf *adapter.TaskFailedError
+			if errors.As(err, &tf) { // the backend's task failed (taskrelay.go)
+				*protoErr = tf
+				return toolError(tf.Message)
+			}
 			return t.failed(ctx, err, true)
 		}
 		if out.InputRequired != nil {
