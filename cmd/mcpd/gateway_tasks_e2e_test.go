@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpd/mcpd/adapters/mcp/mcptest"
 	"github.com/mcpd/mcpd/internal/wait"
 )
 
@@ -169,4 +170,33 @@ tool "hello_task" {
 			t.Fatalf("hello_task: %+v, want the gateway's task completed with the upstream's result", r)
 		}
 	})
+}
+
+// An upstream without the tasks extension (server-everything) still has
+// its tools offered as tasks: a tool declared with a task block over one
+// of them runs the plain upstream call inside mcpd's task.
+func TestGatewayTaskOverPlainUpstream(t *testing.T) {
+	t.Parallel()
+	node, script := mcptest.Everything(t)
+	gw := startOps(t, writeConfig(t, stdioServer(node, script)+`
+tool "echo_task" {
+  description = "server-everything's echo, as a task"
+  param "message" {
+    type = "string"
+  }
+  task {
+    mode = "required"
+  }
+  mcp {
+    server = "everything"
+    tool   = "echo"
+  }
+}
+`))
+	cs := connectTasks(t, gw.endpoint, "none", true)
+	id := startTask(t, cs, "echo_task", map[string]any{"message": "hi from a task"})
+	r := awaitStatus(t, cs, id, "completed", "failed", "cancelled")
+	if r.Status != "completed" || r.Result == nil || !strings.Contains(textOf(r.Result), "hi from a task") {
+		t.Fatalf("task %+v (result %+v), want completed with the upstream's echo", r, r.Result)
+	}
 }
