@@ -392,7 +392,7 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest, caller 
 	defer func() { s.releaseOutput(req, hold.reserved) }()
 	cr := snapshot.CallRequest{Args: req.Params.Arguments, Caller: caller, Progress: s.progress(ctx, req), Log: s.toolLog(ctx, req)}
 	if t.Asks() { // an adapter that may answer with its backend's task (tasks_relay.go)
-		cr.Tasks = declaresTasks(req.ClientCapabilities())
+		cr.Tasks = clientUsesTasks(req)
 	}
 	var res *mcp.CallToolResult
 	var err error

@@ -113,3 +113,19 @@ func backendTaskFailed(err error) (tasks.Outcome, bool) {
 	}
 	return tasks.Outcome{Err: &tasks.Error{Code: tf.Code, Message: tf.Message}}, true
 }
+
+// clientUsesTasks reports whether the client of req declared the tasks
+// extension, as declaresTasks(req.ClientCapabilities()) does, without
+// decoding its capabilities when its _meta holds them as decoded JSON (a
+// call of every upstream tool asks: decoding them cost a gateway call
+// measurably).
+func clientUsesTasks(req *mcp.CallToolRequest) bool {
+	if req.Params != nil {
+		if caps, ok := req.Params.GetMeta()[mcp.MetaKeyClientCapabilities].(map[string]any); ok {
+			ext, _ := caps["extensions"].(map[string]any)
+			_, declared := ext[tasksExtension]
+			return declared
+		}
+	}
+	return declaresTasks(req.ClientCapabilities())
+}
