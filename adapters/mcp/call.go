@@ -133,6 +133,12 @@ func (h *handler) Call(ctx context.Context, req *adapter.Request) (*adapter.Outp
 		}
 		args[f.name] = v
 	}
+	if tc := adapter.TaskCallOf(ctx); tc != nil || req.Tasks {
+		// Relayed task for task when the upstream declared tasks (taskrelay.go).
+		if out, ok, err := h.up.callAsTask(ctx, h, args, req, tc); ok {
+			return out, err
+		}
+	}
 	res, ask, err := h.up.callTool(ctx, h.upTool, args, req)
 	if err != nil {
 		return nil, err
@@ -373,7 +379,16 @@ func missingCapabilities(msg string, data json.RawMessage) error {
 	}
 	_ = json.Unmarshal(data, &d)
 	caps := make([]string, 0, len(d.Required))
-	for k := range d.Required {
+	for k, v := range d.Required {
+		if ext, ok := v.(map[string]any); ok && k == "extensions" && len(ext) > 0 && len(ext) <= maxTaskQuestions {
+			// Each extension by its identifier (ask.MissingCapabilityError).
+			for id := range ext {
+				if validTaskID(id) {
+					caps = append(caps, "extensions:"+id)
+				}
+			}
+			continue
+		}
 		caps = append(caps, k)
 	}
 	sort.Strings(caps)

@@ -114,6 +114,7 @@ func (c *serverConfig) Open() (adapter.Backend, error) {
 		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
 	})
 	u.dial.client.AddReceivingMiddleware(u.relay.relayRoots, u.relay.relayElicit)
+	addTaskMethods(u.dial.client) // taskrelay.go
 	// start = "load" is honoured by Watch, not here: every build opens
 	// its backends, a check-only one too (validate, list, the editor's
 	// diagnostics), and only a served config is watched.

@@ -32,6 +32,7 @@ var reference = []struct{ key, text string }{
 	{"tool.task.ttl", "How long a task and its result are kept once it has ended, e.g. \"1h\" (default 1h, 1s to 168h)."},
 	{"tool.task.max_per_caller", "The tasks of one caller that have not ended (default 16); one more is a tool error."},
 	{"tool.task.poll_interval", "The interval clients are told to poll a task at (default \"1s\")."},
+	{"tool.task.asks", "When the tool's ask blocks are answered: \"inside\" the task (default: input_required on tasks/get, answered with tasks/update) or \"first\" (input_required rounds of tools/call; the task is created on the last round)."},
 	{"server.cache", "Defaults of the tools' cache blocks, and max_bytes, the in-memory cache's bound. Caches nothing by itself."},
 	{"server.cache.max_bytes", "The in-memory result cache's bound in bytes (default 64 MiB); least recently used entries are evicted past it."},
 	{"tool.max_concurrency", "Calls of this tool running at once, 1 to 65536; more wait up to `queue_timeout`, then fail."},

@@ -212,6 +212,10 @@ type Request struct {
 	// answers and the handler's state back here. Nil when Client is set,
 	// and when the call cannot be asked at all (resource reads).
 	Rounds *Rounds
+	// Tasks reports that the engine takes a task of the backend's as the
+	// call's answer (Output.Task; see BackendTask): the client uses
+	// tasks, and the call is not one already.
+	Tasks bool
 	// Buffers lends the buffers a large output's text may be built in
 	// (Buffer, Grow), given back once the answer is written
 	// (engine/resultbuf). Nil for most calls, and always for a tool whose
@@ -315,6 +319,10 @@ type Output struct {
 	// client instead of a result (only for a Request with Rounds); the
 	// rest of the Output is ignored.
 	InputRequired *InputRequired
+	// Task, when not nil, says the backend answered with a task of its
+	// own, which the engine follows as an mcpd task (only for a Request
+	// with Tasks); the rest of the Output is ignored.
+	Task *BackendTask
 }
 
 // Media is one binary content block.

@@ -158,7 +158,8 @@ type MissingCapabilityError struct {
 	What string   // "tool x" or "prompt x"
 	Asks []string // the kinds of the questions
 	// Capabilities names the client capabilities missing, as keys of
-	// ClientCapabilities: "elicitation", "roots", "sampling", sorted.
+	// ClientCapabilities: "elicitation", "roots", "sampling", sorted; an
+	// extension as "extensions:" and its identifier.
 	Capabilities []string
 	// Message, when set, is the message (an adapter's: see
 	// adapter.MissingCapabilityError).
@@ -179,6 +180,17 @@ func (e *MissingCapabilityError) Error() string {
 func (e *MissingCapabilityError) RequiredCapabilities() map[string]any {
 	out := make(map[string]any, len(e.Capabilities))
 	for _, c := range e.Capabilities {
+		if id, ok := strings.CutPrefix(c, "extensions:"); ok {
+			// An extension, named by its identifier (an upstream's
+			// -32021 for a task-only tool names the tasks extension).
+			ext, _ := out["extensions"].(map[string]any)
+			if ext == nil {
+				ext = map[string]any{}
+				out["extensions"] = ext
+			}
+			ext[id] = map[string]any{}
+			continue
+		}
 		out[c] = map[string]any{}
 	}
 	return out

@@ -221,7 +221,11 @@ type Task struct {
 	MaxPerCaller *hcl.Attribute `hcl:"max_per_caller,optional"`
 	// PollInterval is the interval clients are told to poll at ("1s").
 	PollInterval *hcl.Attribute `hcl:"poll_interval,optional"`
-	DeclRange    hcl.Range      `hcl:",def_range"`
+	// Asks is when the tool's ask blocks are answered: "inside" the task
+	// (the default) or "first", through input_required rounds of
+	// tools/call before the task is created.
+	Asks      *hcl.Attribute `hcl:"asks,optional"`
+	DeclRange hcl.Range      `hcl:",def_range"`
 }
 
 // RateLimit is a tool's `rate_limit { ... }` block: token buckets for the

@@ -399,6 +399,9 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest, caller 
 	hold.reserved = reserved
 	defer func() { s.releaseOutput(req, hold.reserved) }()
 	cr := snapshot.CallRequest{Args: req.Params.Arguments, Caller: caller, Progress: s.progress(ctx, req), Log: s.toolLog(ctx, req)}
+	if t.Asks() { // an adapter that may answer with its backend's task (tasks_relay.go)
+		cr.Tasks = clientUsesTasks(req)
+	}
 	var res *mcp.CallToolResult
 	var err error
 	if t.Asks() {
@@ -408,6 +411,9 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest, caller 
 	}
 	if err != nil {
 		return callFailed(req.Session, err)
+	}
+	if cr.Task != nil {
+		return s.followTask(ctx, t, req, caller, cr.Task)
 	}
 	if res.InputRequests != nil {
 		return newInputRequired(res.InputRequests, res.RequestState), nil

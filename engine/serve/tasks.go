@@ -229,7 +229,17 @@ func (s *Server) callAsTask(ctx context.Context, t *snapshot.Tool, req *mcp.Call
 	}
 	name, owner := req.Params.Name, ownerKey(caller)
 	args := append(json.RawMessage(nil), req.Params.Arguments...)
+	first := "" // the requestState of the task's first round (tasks_compose.go)
+	if p.AsksFirst {
+		var done mcp.Result
+		if first, done, err = s.askFirst(ctx, t, req, caller); done != nil || err != nil {
+			return done, err, true
+		}
+	}
 	run := func(ctx context.Context, answers map[string]json.RawMessage, state string) tasks.Outcome {
+		if state == "" && answers == nil {
+			state = first
+		}
 		return s.taskRound(ctx, name, args, caller, caps, answers, state)
 	}
 	base := principal.NewContext(context.Background(), caller)
@@ -274,6 +284,7 @@ func (s *Server) taskRound(ctx context.Context, name string, args json.RawMessag
 	if !ok {
 		return tasks.Outcome{Err: &tasks.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("tool %q is gone (the config was reloaded)", name)}}
 	}
+	ctx = withTaskCall(ctx) // a backend's task is followed inside this one (tasks_relay.go)
 	cr := snapshot.CallRequest{Args: args, Caller: caller, Progress: taskProgress(ctx)}
 	if t.Asks() {
 		var responses mcp.InputResponseMap
@@ -288,6 +299,9 @@ func (s *Server) taskRound(ctx context.Context, name string, args json.RawMessag
 	res, release, err := s.taskCall(ctx, t, &cr) // tasklimits.go: the output budget
 	defer release()
 	if err != nil {
+		if out, ok := backendTaskFailed(err); ok {
+			return out
+		}
 		var je *jsonrpc.Error
 		if errors.As(protocolError(err), &je) {
 			return tasks.Outcome{Err: &tasks.Error{Code: je.Code, Message: je.Message}}

@@ -3,6 +3,7 @@ package snapshot
 import (
 	"encoding/json"
 
+	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/ask"
 	"github.com/mcpd/mcpd/engine/principal"
 )
@@ -29,6 +30,11 @@ type CallRequest struct {
 	Log      LogFunc
 	// Answers is how the tool's ask blocks get answered.
 	Answers ask.Answers
+	// Tasks: the caller takes a task of the backend's as the answer
+	// (adapter.Request.Tasks); when the adapter answers with one, Task is
+	// set and the result is empty (taskrelay.go).
+	Tasks bool
+	Task  *adapter.BackendTask
 }
 
 // GetRequest is one get of a prompt.

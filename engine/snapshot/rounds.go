@@ -24,6 +24,9 @@ type callAsk struct {
 	// progress and log: the client asked for progress, and may receive
 	// log records (adapter.Request's ProgressWanted and LogWanted).
 	progress, log bool
+	// task receives a task of the backend's (CallRequest.Task); nil: the
+	// call does not take one.
+	task **adapter.BackendTask
 }
 
 // asksByRounds reports whether the tool's adapter may ask this request's

@@ -51,7 +51,30 @@ func compileTask(tc *config.Tool) (tasks.Policy, hcl.Diagnostics) {
 		}
 		p.PollInterval = d
 	}
+	if c.Asks != nil {
+		first, d := taskAsks(c.Asks)
+		diags = append(diags, d...)
+		p.AsksFirst = first
+	}
 	return p, diags
+}
+
+// taskAsks reads the asks attribute: whether the ask blocks are answered
+// "first" (before the task is created) or "inside" the task.
+func taskAsks(a *hcl.Attribute) (bool, hcl.Diagnostics) {
+	v, d := a.Expr.Value(nil)
+	if d.HasErrors() {
+		return false, d
+	}
+	if !v.IsNull() && v.IsKnown() && v.Type() == cty.String {
+		switch v.AsString() {
+		case "inside":
+			return false, nil
+		case "first":
+			return true, nil
+		}
+	}
+	return false, hcl.Diagnostics{attrDiag(a, "asks is \"inside\" (the task asks its questions as input_required on tasks/get; the default) or \"first\" (they are answered through input_required rounds of tools/call, and the task is created on the last round)")}
 }
 
 func taskMode(a *hcl.Attribute) (tasks.Mode, hcl.Diagnostics) {

@@ -147,6 +147,9 @@ func (t *Tool) call(ctx context.Context, req *CallRequest, protoErr *error) (res
 	ctx, cancel := t.limits.WithTimeout(ctx)
 	defer cancel()
 	ask := callAsk{client: req.Answers.ClientAsker(), rounds: rounds, progress: req.Progress != nil, log: req.Log != nil}
+	if req.Tasks && t.cache == nil {
+		ask.task = &req.Task
+	}
 	return t.run(ctx, args, inputs, progress, log, ask, protoErr)
 }
 
@@ -177,10 +180,18 @@ func (t *Tool) run(ctx context.Context, args, inputs map[string]any, progress Pr
 				*protoErr = &ask.MissingCapabilityError{What: "tool " + t.Def.Name, Asks: me.Asks, Capabilities: me.Capabilities, Message: me.Message}
 				return toolError(me.Message)
 			}
+			var tf *adapter.TaskFailedError
+			if errors.As(err, &tf) { // the backend's task failed (taskrelay.go)
+				*protoErr = tf
+				return toolError(tf.Message)
+			}
 			return t.failed(ctx, err, true)
 		}
 		if out.InputRequired != nil {
 			return t.inputRequired(asking.rounds, out.InputRequired)
+		}
+		if out.Task != nil {
+			return t.handOver(asking.task, out.Task)
 		}
 	}
 	if t.logs != nil {
@@ -296,7 +307,7 @@ func (t *Tool) askFailed(err error, out *ask.Outcome, protoErr *error) *mcp.Call
 func (t *Tool) callAdapter(ctx context.Context, args map[string]any, ectx *hcl.EvalContext, progress ProgressFunc, log LogFunc, ask callAsk) (*adapter.Output, error) {
 	actx, span := t.adapterSpan(ctx)
 	req := &adapter.Request{Tool: t.Def.Name, Args: args, Eval: ectx, Progress: progress, Log: log, Client: ask.client,
-		ProgressWanted: ask.progress, LogWanted: ask.log}
+		ProgressWanted: ask.progress, LogWanted: ask.log, Tasks: ask.task != nil}
 	if t.lendsBuffers() {
 		req.Buffers = resultbuf.From(ctx)
 	}

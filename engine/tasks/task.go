@@ -65,6 +65,9 @@ type Policy struct {
 	MaxPerCaller int
 	// PollInterval is the interval clients are told to poll at.
 	PollInterval time.Duration
+	// AsksFirst: the tool's ask blocks are answered before the task is
+	// created (input_required rounds of tools/call), not inside it.
+	AsksFirst bool
 }
 
 // Defaults of a task block's attributes.

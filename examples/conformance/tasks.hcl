@@ -116,3 +116,23 @@ tool "multi_input" {
     }
   }
 }
+
+# tasks-mrtr-composition: the question is asked first, through input_required
+# rounds of tools/call, and the task is created on the last round; its result
+# holds the answer.
+tool "test_tool_with_task" {
+  description = "Asks for a name first, then greets it as a task"
+  task {
+    mode = "required"
+    asks = "first"
+  }
+  ask "user_name" {
+    elicit = "What is your name?"
+    field "name" { type = "string" }
+  }
+  result {
+    content "text" {
+      text = "Task with input complete: hello, ${inputs.user_name.name}"
+    }
+  }
+}
