@@ -323,7 +323,7 @@ func (lf *legacyFast) decode(fr *fastRequest, body []byte, r *http.Request, ls *
 		if lf.s.wantsLog(req) {
 			return nil, false
 		}
-		if t, ok := lf.s.current.Load().ToolFor(fr.name, principal.FromTokenInfo(extra.TokenInfo)); ok && t.Asks() {
+		if t, ok := lf.s.current.Load().ToolFor(fr.name, principal.FromTokenInfo(extra.TokenInfo)); ok && asksInCall(t, ls.ss) { // fastrelay.go
 			return nil, false
 		}
 		return req, true
