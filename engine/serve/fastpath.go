@@ -108,8 +108,8 @@ type fastRequest struct {
 	promptArgs map[string]string
 	cursor     string // tools/list
 	meta       mcp.Meta
-	caps       bool // clientCapabilities is more than {}
-	info       bool // clientInfo is present
+	caps       bool   // clientCapabilities is more than {}
+	info       bool   // clientInfo is present
 	capsRaw    []byte // their bytes (fastmeta.go)
 	infoRaw    []byte
 	capsV      *mcp.ClientCapabilities // the SDK's reading of them (fastmeta.go)
