@@ -70,6 +70,10 @@ const fastDrainBytes = 64 << 10
 type fastPath struct {
 	once   sync.Once
 	client *http.Client        // the SDK transport's kind (upstream.httpClient)
+	// closed: the upstream closed (a reload took it away, or mcpd
+	// stops); the client's idle connections are closed with it, and
+	// calls go the SDK's way (whose session is closed too).
+	closed atomic.Bool
 	info   *mcp.Implementation // the clientInfo the SDK's client sends
 	seq    atomic.Int64
 
@@ -127,6 +131,29 @@ func (f *fastPath) capsMeta(c *mcp.ClientCapabilities) map[string]any {
 	return m
 }
 
+// close closes the fast path's idle connections to the upstream, which
+// the client's own pool keeps (with room for many: a C = 16 load keeps
+// 16), and any a call in flight leaves behind when it ends.
+func (f *fastPath) close() {
+	f.closed.Store(true)
+	f.closeIdle()
+}
+
+func (f *fastPath) closeIdle() {
+	f.once.Do(func() {}) // a fast path never used has no client, and will not get one
+	if f.client != nil {
+		f.client.CloseIdleConnections()
+	}
+}
+
+// CloseIdleConnections closes the idle connections of the pool under the
+// block's headers (http.Client.CloseIdleConnections asks its transport).
+func (t *headerTransport) CloseIdleConnections() {
+	if c, ok := t.base.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
 // relistAfter is how old a session's listing may be before a call of a
 // tool it does not name lists again.
 const relistAfter = 10 * time.Second
@@ -153,7 +180,7 @@ func (u *upstream) fastEligible(cs *mcp.ClientSession, p *mcp.CallToolParams) bo
 	// An upstream with an identity binds each session's HTTP client to
 	// one identity (identity.go); the fast path's client is the
 	// upstream's, so such calls stay on their session's own client.
-	if u.cfg.url == "" || u.cfg.noFastPath || u.auth != nil || p.GetProgressToken() != nil {
+	if u.cfg.url == "" || u.cfg.noFastPath || u.auth != nil || p.GetProgressToken() != nil || u.fast.closed.Load() {
 		return false
 	}
 	v := protocolOf(cs)
@@ -220,6 +247,14 @@ func (u *upstream) listForFast(cs *mcp.ClientSession) {
 // over to the SDK.
 func (u *upstream) fastCall(ctx context.Context, cs *mcp.ClientSession, p *mcp.CallToolParams) (mcp.Result, error) {
 	u.fast.init(u)
+	if u.fast.client == nil { // closed before its first call
+		return send(ctx, cs, p)
+	}
+	defer func() {
+		if u.fast.closed.Load() { // closed while this call ran: its connection goes too
+			u.fast.closeIdle()
+		}
+	}()
 	version := protocolOf(cs)
 	modern := version >= "2026-07-28"
 	q := *p
