@@ -69,7 +69,7 @@ const fastDrainBytes = 64 << 10
 // fastPath is an upstream's state for its fast path.
 type fastPath struct {
 	once   sync.Once
-	client *http.Client        // the SDK transport's kind (upstream.httpClient)
+	client *http.Client // the SDK transport's kind (upstream.httpClient)
 	// closed: the upstream closed (a reload took it away, or mcpd
 	// stops); the client's idle connections are closed with it, and
 	// calls go the SDK's way (whose session is closed too).

@@ -477,7 +477,7 @@ func (u *upstream) Close() error {
 	u.pool.close()
 	u.callers.close()
 	u.closeUserAuth()
-	u.fast.close() // fastcall.go
+	u.fast.close()
 	u.ensureStarted() // never started: done is closed by it
 	if cs != nil {
 		_ = cs.Close()
