@@ -87,6 +87,7 @@ type fastPath struct {
 	known    map[string]bool
 	bound    map[string]bool
 	caps     map[string]map[string]any // capsMeta's, by the capabilities' encoding
+	lastCaps atomic.Pointer[capsMemo]
 }
 
 // maxCachedCaps bounds an upstream's cache of capabilities (capsMeta).
@@ -100,6 +101,24 @@ func (f *fastPath) capsMeta(c *mcp.ClientCapabilities) map[string]any {
 	if c == nil {
 		return capsMeta(c)
 	}
+	// The same capabilities come as the same value: a session's, or those
+	// engine/serve's fast path read of a request's bytes once
+	// (fastmeta.go). The memo holds c, so no other value takes its address.
+	if last := f.lastCaps.Load(); last != nil && last.c == c {
+		return last.m
+	}
+	m := f.capsMetaOf(c)
+	f.lastCaps.Store(&capsMemo{c: c, m: m})
+	return m
+}
+
+// capsMemo is the latest capabilities capsMeta was given, and its answer.
+type capsMemo struct {
+	c *mcp.ClientCapabilities
+	m map[string]any
+}
+
+func (f *fastPath) capsMetaOf(c *mcp.ClientCapabilities) map[string]any {
 	b, err := json.Marshal(c)
 	if err != nil {
 		return capsMeta(c)
