@@ -306,7 +306,7 @@ func (u *upstream) fastCall(ctx context.Context, cs *mcp.ClientSession, p *mcp.C
 		return send(ctx, cs, p)
 	}
 	setCallHeaders(req.Header, version, cs.ID(), modern, "tools/call", q.Name)
-	res, err := u.fast.client.Do(req)
+	res, err := u.fast.roundTrip(req)
 	if err != nil {
 		if ctx.Err() != nil {
 			u.fastCancelled(ctx, version, cs.ID(), modern, id)
@@ -326,7 +326,7 @@ func (u *upstream) fastCall(ctx context.Context, cs *mcp.ClientSession, p *mcp.C
 	stream := false
 	switch mediaType(res.Header.Get("Content-Type")) {
 	case "application/json":
-		msg, err = io.ReadAll(res.Body) // bounded by the transport (limitBody)
+		msg, err = readAnswer(res) // bounded by the transport (limitBody)
 		read = msg
 	case "text/event-stream":
 		stream = true
@@ -400,7 +400,7 @@ func sdkAnswer(msg, id []byte) (mcp.Result, error, bool) {
 // (jsonrpc.EncodeMessage: encoding/json without HTML escapes).
 func encodeCall(id []byte, p *mcp.CallToolParams) ([]byte, error) {
 	var buf bytes.Buffer
-	buf.Grow(256)
+	buf.Grow(512) // a plain call's request (with _meta) in one allocation
 	buf.WriteString(`{"jsonrpc":"2.0","id":`)
 	buf.Write(id)
 	buf.WriteString(`,"method":"tools/call","params":`)
@@ -417,16 +417,73 @@ func encodeCall(id []byte, p *mcp.CallToolParams) ([]byte, error) {
 // setCallHeaders sets what the SDK's transport sets on a request: the
 // block's headers are headerTransport's.
 func setCallHeaders(h http.Header, version, session string, modern bool, method, name string) {
-	h.Set("Content-Type", "application/json")
-	h.Set("Accept", "application/json, text/event-stream")
-	h.Set("Mcp-Protocol-Version", version)
+	// Canonical keys set directly (what Header.Set does after
+	// canonicalizing them), each value in a slice of its own.
+	h["Content-Type"] = []string{"application/json"}
+	h["Accept"] = []string{"application/json, text/event-stream"}
+	h["Mcp-Protocol-Version"] = []string{version}
 	if session != "" {
-		h.Set("Mcp-Session-Id", session)
+		h["Mcp-Session-Id"] = []string{session}
 	}
 	if modern {
-		h.Set("Mcp-Method", method)
+		h["Mcp-Method"] = []string{method}
 		if method == "tools/call" {
-			h.Set("Mcp-Name", name)
+			h["Mcp-Name"] = []string{name}
+		}
+	}
+}
+
+// roundTrip sends req through the fast path's client's transport, as
+// client.Do would: the client's only work besides (outbound.Client:
+// no jar, no timeout, redirects refused by its transport) is copying
+// the headers for redirects it never follows, a copy per call. Its errors
+// are the transport's, as fastCall reads client.Do's (unwrapped).
+func (f *fastPath) roundTrip(req *http.Request) (*http.Response, error) {
+	res, err := f.client.Transport.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// readAnswer reads a JSON answer whole. deepBody (deep.go) reads the body
+// whole before it gives a byte; its bytes are taken as they are rather
+// than copied again, and a body of known length is read into a buffer of
+// that size rather than one grown by doubling.
+func readAnswer(res *http.Response) ([]byte, error) {
+	if d, ok := res.Body.(*deepBody); ok && !d.read {
+		d.read = true
+		b, err := readSized(d.r, res.ContentLength)
+		if err != nil {
+			return nil, err
+		}
+		if m := mendDeep(b, d.report); m != nil {
+			b = m
+		}
+		d.err = io.EOF
+		return b, nil
+	}
+	return readSized(res.Body, res.ContentLength)
+}
+
+// readSized is io.ReadAll with a first buffer of n bytes (and one to see
+// the end), when n is known and not large.
+func readSized(r io.Reader, n int64) ([]byte, error) {
+	if n <= 0 || n > 1<<20 {
+		return io.ReadAll(r)
+	}
+	b := make([]byte, 0, n+1)
+	for {
+		k, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+k]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)] // longer than said: grow as io.ReadAll does
 		}
 	}
 }
