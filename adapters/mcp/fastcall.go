@@ -11,10 +11,12 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -88,6 +90,7 @@ type fastPath struct {
 	bound    map[string]bool
 	caps     map[string]map[string]any // capsMeta's, by the capabilities' encoding
 	lastCaps atomic.Pointer[capsMemo]
+	metaEnc  atomic.Pointer[metaEncoding] // encodeCall's
 }
 
 // maxCachedCaps bounds an upstream's cache of capabilities (capsMeta).
@@ -297,7 +300,7 @@ func (u *upstream) fastCall(ctx context.Context, cs *mcp.ClientSession, p *mcp.C
 		q.Meta = m
 	}
 	id := strconv.AppendInt(nil, fastIDBase+u.fast.seq.Add(1), 10)
-	body, err := encodeCall(id, &q)
+	body, err := u.fast.encodeCall(id, p, &q, version)
 	if err != nil {
 		return send(ctx, cs, p) // nothing was sent: the SDK says what is wrong
 	}
@@ -394,6 +397,63 @@ func sdkAnswer(msg, id []byte) (mcp.Result, error, bool) {
 		return nil, fmt.Errorf("calling %q: %w", "tools/call", err), true
 	}
 	return res, nil, true
+}
+
+// encodeCall is encodeCall(id, q), where q is p with the _meta fastCall
+// gave it: a 2026-07-28 call whose _meta mcpd set to the capabilities
+// alone (roundTrip's, from capsMeta) has its _meta encoded once per kind
+// of client and version (the same map from capsMeta, the same clientInfo
+// added), as encoding/json encodes q's, and the rest of q encoded
+// around it.
+func (f *fastPath) encodeCall(id []byte, p, q *mcp.CallToolParams, version string) ([]byte, error) {
+	caps, ok := p.Meta[mcp.MetaKeyClientCapabilities].(map[string]any)
+	if !ok || len(p.Meta) != 1 || len(q.Meta) != 3 || q.Meta[mcp.MetaKeyClientInfo] != any(f.info) ||
+		q.Meta[mcp.MetaKeyProtocolVersion] != any(version) || q.InputResponses != nil || q.RequestState != "" {
+		return encodeCall(id, q)
+	}
+	key := reflect.ValueOf(caps).UnsafePointer()
+	me := f.metaEnc.Load()
+	if me == nil || me.key != key || me.version != version {
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(q.Meta); err != nil {
+			return encodeCall(id, q)
+		}
+		// The memo holds the map, so no other map takes its address.
+		me = &metaEncoding{key: key, caps: caps, version: version, enc: bytes.TrimSuffix(buf.Bytes(), []byte{'\n'})}
+		f.metaEnc.Store(me)
+	}
+	var buf bytes.Buffer
+	buf.Grow(512)
+	buf.WriteString(`{"jsonrpc":"2.0","id":`)
+	buf.Write(id)
+	buf.WriteString(`,"method":"tools/call","params":{"_meta":`)
+	buf.Write(me.enc)
+	buf.WriteString(`,"name":`)
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(q.Name); err != nil {
+		return nil, err
+	}
+	buf.Truncate(buf.Len() - 1)
+	if q.Arguments != nil { // omitempty: an interface is empty when nil
+		buf.WriteString(`,"arguments":`)
+		if err := enc.Encode(q.Arguments); err != nil {
+			return nil, err
+		}
+		buf.Truncate(buf.Len() - 1)
+	}
+	buf.WriteString(`}}`)
+	return buf.Bytes(), nil
+}
+
+// metaEncoding is the latest _meta encodeCall encoded.
+type metaEncoding struct {
+	key     unsafe.Pointer // of caps
+	caps    map[string]any
+	version string
+	enc     []byte
 }
 
 // encodeCall is the SDK's encoding of a tools/call request
