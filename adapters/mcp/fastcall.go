@@ -11,10 +11,12 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -69,7 +71,11 @@ const fastDrainBytes = 64 << 10
 // fastPath is an upstream's state for its fast path.
 type fastPath struct {
 	once   sync.Once
-	client *http.Client        // the SDK transport's kind (upstream.httpClient)
+	client *http.Client // the SDK transport's kind (upstream.httpClient)
+	// closed: the upstream closed (a reload took it away, or mcpd
+	// stops); the client's idle connections are closed with it, and
+	// calls go the SDK's way (whose session is closed too).
+	closed atomic.Bool
 	info   *mcp.Implementation // the clientInfo the SDK's client sends
 	seq    atomic.Int64
 
@@ -83,6 +89,8 @@ type fastPath struct {
 	known    map[string]bool
 	bound    map[string]bool
 	caps     map[string]map[string]any // capsMeta's, by the capabilities' encoding
+	lastCaps atomic.Pointer[capsMemo]
+	metaEnc  atomic.Pointer[metaEncoding] // encodeCall's
 }
 
 // maxCachedCaps bounds an upstream's cache of capabilities (capsMeta).
@@ -96,6 +104,24 @@ func (f *fastPath) capsMeta(c *mcp.ClientCapabilities) map[string]any {
 	if c == nil {
 		return capsMeta(c)
 	}
+	// The same capabilities come as the same value: a session's, or those
+	// engine/serve's fast path read of a request's bytes once
+	// (fastmeta.go). The memo holds c, so no other value takes its address.
+	if last := f.lastCaps.Load(); last != nil && last.c == c {
+		return last.m
+	}
+	m := f.capsMetaOf(c)
+	f.lastCaps.Store(&capsMemo{c: c, m: m})
+	return m
+}
+
+// capsMemo is the latest capabilities capsMeta was given, and its answer.
+type capsMemo struct {
+	c *mcp.ClientCapabilities
+	m map[string]any
+}
+
+func (f *fastPath) capsMetaOf(c *mcp.ClientCapabilities) map[string]any {
 	b, err := json.Marshal(c)
 	if err != nil {
 		return capsMeta(c)
@@ -127,6 +153,29 @@ func (f *fastPath) capsMeta(c *mcp.ClientCapabilities) map[string]any {
 	return m
 }
 
+// close closes the fast path's idle connections to the upstream, which
+// the client's own pool keeps (with room for many: a C = 16 load keeps
+// 16), and any a call in flight leaves behind when it ends.
+func (f *fastPath) close() {
+	f.closed.Store(true)
+	f.closeIdle()
+}
+
+func (f *fastPath) closeIdle() {
+	f.once.Do(func() {}) // a fast path never used has no client, and will not get one
+	if f.client != nil {
+		f.client.CloseIdleConnections()
+	}
+}
+
+// CloseIdleConnections closes the idle connections of the pool under the
+// block's headers (http.Client.CloseIdleConnections asks its transport).
+func (t *headerTransport) CloseIdleConnections() {
+	if c, ok := t.base.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
 // relistAfter is how old a session's listing may be before a call of a
 // tool it does not name lists again.
 const relistAfter = 10 * time.Second
@@ -153,7 +202,7 @@ func (u *upstream) fastEligible(cs *mcp.ClientSession, p *mcp.CallToolParams) bo
 	// An upstream with an identity binds each session's HTTP client to
 	// one identity (identity.go); the fast path's client is the
 	// upstream's, so such calls stay on their session's own client.
-	if u.cfg.url == "" || u.cfg.noFastPath || u.auth != nil || p.GetProgressToken() != nil {
+	if u.cfg.url == "" || u.cfg.noFastPath || u.auth != nil || p.GetProgressToken() != nil || u.fast.closed.Load() {
 		return false
 	}
 	v := protocolOf(cs)
@@ -220,6 +269,14 @@ func (u *upstream) listForFast(cs *mcp.ClientSession) {
 // over to the SDK.
 func (u *upstream) fastCall(ctx context.Context, cs *mcp.ClientSession, p *mcp.CallToolParams) (mcp.Result, error) {
 	u.fast.init(u)
+	if u.fast.client == nil { // closed before its first call
+		return send(ctx, cs, p)
+	}
+	defer func() {
+		if u.fast.closed.Load() { // closed while this call ran: its connection goes too
+			u.fast.closeIdle()
+		}
+	}()
 	version := protocolOf(cs)
 	modern := version >= "2026-07-28"
 	q := *p
@@ -243,7 +300,7 @@ func (u *upstream) fastCall(ctx context.Context, cs *mcp.ClientSession, p *mcp.C
 		q.Meta = m
 	}
 	id := strconv.AppendInt(nil, fastIDBase+u.fast.seq.Add(1), 10)
-	body, err := encodeCall(id, &q)
+	body, err := u.fast.encodeCall(id, p, &q, version)
 	if err != nil {
 		return send(ctx, cs, p) // nothing was sent: the SDK says what is wrong
 	}
@@ -252,7 +309,7 @@ func (u *upstream) fastCall(ctx context.Context, cs *mcp.ClientSession, p *mcp.C
 		return send(ctx, cs, p)
 	}
 	setCallHeaders(req.Header, version, cs.ID(), modern, "tools/call", q.Name)
-	res, err := u.fast.client.Do(req)
+	res, err := u.fast.roundTrip(req)
 	if err != nil {
 		if ctx.Err() != nil {
 			u.fastCancelled(ctx, version, cs.ID(), modern, id)
@@ -272,7 +329,7 @@ func (u *upstream) fastCall(ctx context.Context, cs *mcp.ClientSession, p *mcp.C
 	stream := false
 	switch mediaType(res.Header.Get("Content-Type")) {
 	case "application/json":
-		msg, err = io.ReadAll(res.Body) // bounded by the transport (limitBody)
+		msg, err = readAnswer(res) // bounded by the transport (limitBody)
 		read = msg
 	case "text/event-stream":
 		stream = true
@@ -342,11 +399,68 @@ func sdkAnswer(msg, id []byte) (mcp.Result, error, bool) {
 	return res, nil, true
 }
 
+// encodeCall is encodeCall(id, q), where q is p with the _meta fastCall
+// gave it: a 2026-07-28 call whose _meta mcpd set to the capabilities
+// alone (roundTrip's, from capsMeta) has its _meta encoded once per kind
+// of client and version (the same map from capsMeta, the same clientInfo
+// added), as encoding/json encodes q's, and the rest of q encoded
+// around it.
+func (f *fastPath) encodeCall(id []byte, p, q *mcp.CallToolParams, version string) ([]byte, error) {
+	caps, ok := p.Meta[mcp.MetaKeyClientCapabilities].(map[string]any)
+	if !ok || len(p.Meta) != 1 || len(q.Meta) != 3 || q.Meta[mcp.MetaKeyClientInfo] != any(f.info) ||
+		q.Meta[mcp.MetaKeyProtocolVersion] != any(version) || q.InputResponses != nil || q.RequestState != "" {
+		return encodeCall(id, q)
+	}
+	key := reflect.ValueOf(caps).UnsafePointer()
+	me := f.metaEnc.Load()
+	if me == nil || me.key != key || me.version != version {
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(q.Meta); err != nil {
+			return encodeCall(id, q)
+		}
+		// The memo holds the map, so no other map takes its address.
+		me = &metaEncoding{key: key, caps: caps, version: version, enc: bytes.TrimSuffix(buf.Bytes(), []byte{'\n'})}
+		f.metaEnc.Store(me)
+	}
+	var buf bytes.Buffer
+	buf.Grow(512)
+	buf.WriteString(`{"jsonrpc":"2.0","id":`)
+	buf.Write(id)
+	buf.WriteString(`,"method":"tools/call","params":{"_meta":`)
+	buf.Write(me.enc)
+	buf.WriteString(`,"name":`)
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(q.Name); err != nil {
+		return nil, err
+	}
+	buf.Truncate(buf.Len() - 1)
+	if q.Arguments != nil { // omitempty: an interface is empty when nil
+		buf.WriteString(`,"arguments":`)
+		if err := enc.Encode(q.Arguments); err != nil {
+			return nil, err
+		}
+		buf.Truncate(buf.Len() - 1)
+	}
+	buf.WriteString(`}}`)
+	return buf.Bytes(), nil
+}
+
+// metaEncoding is the latest _meta encodeCall encoded.
+type metaEncoding struct {
+	key     unsafe.Pointer // of caps
+	caps    map[string]any
+	version string
+	enc     []byte
+}
+
 // encodeCall is the SDK's encoding of a tools/call request
 // (jsonrpc.EncodeMessage: encoding/json without HTML escapes).
 func encodeCall(id []byte, p *mcp.CallToolParams) ([]byte, error) {
 	var buf bytes.Buffer
-	buf.Grow(256)
+	buf.Grow(512) // a plain call's request (with _meta) in one allocation
 	buf.WriteString(`{"jsonrpc":"2.0","id":`)
 	buf.Write(id)
 	buf.WriteString(`,"method":"tools/call","params":`)
@@ -363,16 +477,73 @@ func encodeCall(id []byte, p *mcp.CallToolParams) ([]byte, error) {
 // setCallHeaders sets what the SDK's transport sets on a request: the
 // block's headers are headerTransport's.
 func setCallHeaders(h http.Header, version, session string, modern bool, method, name string) {
-	h.Set("Content-Type", "application/json")
-	h.Set("Accept", "application/json, text/event-stream")
-	h.Set("Mcp-Protocol-Version", version)
+	// Canonical keys set directly (what Header.Set does after
+	// canonicalizing them), each value in a slice of its own.
+	h["Content-Type"] = []string{"application/json"}
+	h["Accept"] = []string{"application/json, text/event-stream"}
+	h["Mcp-Protocol-Version"] = []string{version}
 	if session != "" {
-		h.Set("Mcp-Session-Id", session)
+		h["Mcp-Session-Id"] = []string{session}
 	}
 	if modern {
-		h.Set("Mcp-Method", method)
+		h["Mcp-Method"] = []string{method}
 		if method == "tools/call" {
-			h.Set("Mcp-Name", name)
+			h["Mcp-Name"] = []string{name}
+		}
+	}
+}
+
+// roundTrip sends req through the fast path's client's transport, as
+// client.Do would: the client's only work besides (outbound.Client:
+// no jar, no timeout, redirects refused by its transport) is copying
+// the headers for redirects it never follows, a copy per call. Its errors
+// are the transport's, as fastCall reads client.Do's (unwrapped).
+func (f *fastPath) roundTrip(req *http.Request) (*http.Response, error) {
+	res, err := f.client.Transport.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// readAnswer reads a JSON answer whole. deepBody (deep.go) reads the body
+// whole before it gives a byte; its bytes are taken as they are rather
+// than copied again, and a body of known length is read into a buffer of
+// that size rather than one grown by doubling.
+func readAnswer(res *http.Response) ([]byte, error) {
+	if d, ok := res.Body.(*deepBody); ok && !d.read {
+		d.read = true
+		b, err := readSized(d.r, res.ContentLength)
+		if err != nil {
+			return nil, err
+		}
+		if m := mendDeep(b, d.report); m != nil {
+			b = m
+		}
+		d.err = io.EOF
+		return b, nil
+	}
+	return readSized(res.Body, res.ContentLength)
+}
+
+// readSized is io.ReadAll with a first buffer of n bytes (and one to see
+// the end), when n is known and not large.
+func readSized(r io.Reader, n int64) ([]byte, error) {
+	if n <= 0 || n > 1<<20 {
+		return io.ReadAll(r)
+	}
+	b := make([]byte, 0, n+1)
+	for {
+		k, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+k]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)] // longer than said: grow as io.ReadAll does
 		}
 	}
 }

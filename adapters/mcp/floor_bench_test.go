@@ -77,6 +77,55 @@ func BenchmarkGatewayFloor(b *testing.B) {
 		})
 	}
 	b.Run("gateway", func(b *testing.B) { benchPost(b, gateway) })
+	// A 2025-11-25 client's session to the gateway (the gateway's serving
+	// fast path of legacy sessions; the upstream hop is the same).
+	b.Run("gateway-legacy", func(b *testing.B) { benchLegacyPost(b, gateway) })
+}
+
+// benchLegacyPost calls static in a 2025-11-25 session opened by plain
+// POSTs, over one keep-alive connection.
+func benchLegacyPost(b *testing.B, url string) {
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1, DisableCompression: true}}
+	send := func(sid, body string) (*http.Response, string) {
+		req, _ := http.NewRequest(http.MethodPost, url+"/mcp", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if sid != "" {
+			req.Header.Set("Mcp-Session-Id", sid)
+			req.Header.Set("Mcp-Protocol-Version", legacy)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		out, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			b.Fatal(err)
+		}
+		return resp, string(out)
+	}
+	resp, out := send("", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"`+legacy+`","capabilities":{},"clientInfo":{"name":"floor","version":"1"}}}`)
+	sid := resp.Header.Get("Mcp-Session-Id")
+	if sid == "" {
+		b.Fatalf("initialize: %s", out)
+	}
+	send(sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	call := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"static","arguments":{"name":"bench"}}}`
+	deadline := time.Now().Add(10 * time.Second)
+	for { // the gateway's first listing of its upstream
+		if _, out := send(sid, call); strings.Contains(out, "This is a static response.") {
+			break
+		} else if time.Now().After(deadline) {
+			b.Fatalf("unexpected answer %q", out)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	perCPU(b, func() {
+		if _, out := send(sid, call); !strings.Contains(out, "This is a static response.") {
+			b.Fatalf("unexpected answer %q", out)
+		}
+	})
 }
 
 // benchPost calls static by stateless POSTs over one keep-alive connection.

@@ -162,6 +162,7 @@ func (u *upstream) Close() error {
 	u.pool.close()
 	u.callers.close()
 	u.closeUserAuth()
+	u.fast.close()
 	u.conn.stop(cs)
 	return nil
 }

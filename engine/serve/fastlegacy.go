@@ -340,7 +340,7 @@ func (lf *legacyFast) decode(fr *fastRequest, body []byte, r *http.Request, ls *
 		}
 		// A tool that runs only as a task is refused with -32601, which
 		// the SDK's jsonrpc2 rewords as "method not found": its answer.
-		if t, ok := lf.s.current.Load().ToolFor(fr.name, principal.FromTokenInfo(extra.TokenInfo)); ok && (t.Asks() || t.Task().Mode == tasks.Required) {
+		if t, ok := lf.s.current.Load().ToolFor(fr.name, principal.FromTokenInfo(extra.TokenInfo)); ok && (asksInCall(t, ls.ss) || t.Task().Mode == tasks.Required) { // fastrelay.go
 			return nil, false
 		}
 		return req, true

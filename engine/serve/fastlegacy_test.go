@@ -215,6 +215,7 @@ func TestLegacyFastPathDifferential(t *testing.T) {
 			return e.cur
 		}},
 		{"large results", func(t *testing.T) *snapshot.Current { return newEnvConfig(t, largeConfig).cur }},
+		{"relaying tools", func(t *testing.T) *snapshot.Current { return newEnvConfig(t, relayConfig).cur }}, // fastrelay.go
 	}
 	for _, cfg := range configs {
 		t.Run(cfg.name, func(t *testing.T) {

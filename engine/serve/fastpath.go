@@ -60,6 +60,7 @@ type fastPath struct {
 	maxBody int64
 	served  func(method string) // tests: called for every request served here
 	splice  *splicer            // large tool results (fastwrite.go)
+	meta    metaCache           // the SDK's reading of _meta objects (fastmeta.go)
 	// legacy: it answers in 2025-11-25 sessions (fastlegacy.go), where no
 	// error has an HTTP status of its own.
 	legacy bool
@@ -107,8 +108,12 @@ type fastRequest struct {
 	promptArgs map[string]string
 	cursor     string // tools/list
 	meta       mcp.Meta
-	caps       bool // clientCapabilities is more than {}
-	info       bool // clientInfo is present
+	caps       bool   // clientCapabilities is more than {}
+	info       bool   // clientInfo is present
+	capsRaw    []byte // their bytes (fastmeta.go)
+	infoRaw    []byte
+	capsV      *mcp.ClientCapabilities // the SDK's reading of them (fastmeta.go)
+	infoV      *mcp.Implementation
 	seen       uint32
 	versionOK  bool
 }
@@ -142,6 +147,9 @@ func (fp *fastPath) serve(w http.ResponseWriter, r *http.Request) bool {
 		fp.served(method)
 	}
 	ctx := r.Context()
+	if fr.capsV != nil && (method == "tools/call" || method == "prompts/get") {
+		ctx = withClientCaps(ctx, req, fr.capsV) // for the middleware (fastmeta.go)
+	}
 	var lease *resultbuf.Lease
 	if method == "tools/call" {
 		// The answer is written here, so a tool's result may be built in
@@ -243,6 +251,15 @@ func (fp *fastPath) decode(fr *fastRequest, body []byte, r *http.Request) (mcp.R
 	if !fr.versionOK || fr.seen&seenCaps == 0 {
 		return nil, false
 	}
+	// What the SDK's ClientCapabilities and ClientInfo return for them
+	// (nil: the SDK cannot read them, and answers -32602), read once.
+	fr.capsV = fp.meta.capabilities(fr.capsRaw, fr.meta[metaClientCaps].(map[string]any))
+	if fr.info {
+		fr.infoV = fp.meta.clientInfo(fr.infoRaw, fr.meta[metaClientInfo].(map[string]any))
+	}
+	if (fr.caps && fr.capsV == nil) || (fr.info && fr.infoV == nil) {
+		return nil, false // the SDK's -32602
+	}
 	extra := &mcp.RequestExtra{TokenInfo: auth.TokenInfoFromContext(r.Context()), Header: r.Header}
 	var req mcp.Request
 	switch fr.method {
@@ -250,46 +267,26 @@ func (fp *fastPath) decode(fr *fastRequest, body []byte, r *http.Request) (mcp.R
 		if fr.seen&seenName == 0 || fr.name == "" || r.Header.Get("Mcp-Name") != fr.name || fr.name == marker {
 			return nil, false
 		}
-		cr := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Meta: fr.meta, Name: fr.name, Arguments: fr.args}, Extra: extra}
-		if (fr.caps && cr.ClientCapabilities() == nil) || (fr.info && cr.ClientInfo() == nil) {
-			return nil, false // the SDK's -32602
-		}
-		req = cr
+		req = &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Meta: fr.meta, Name: fr.name, Arguments: fr.args}, Extra: extra}
 	case "tools/list":
 		if fr.seen&(seenName|seenArgs) != 0 {
 			return nil, false
 		}
-		lr := &mcp.ListToolsRequest{Params: &mcp.ListToolsParams{Meta: fr.meta, Cursor: fr.cursor}, Extra: extra}
-		if (fr.caps && lr.ClientCapabilities() == nil) || (fr.info && lr.ClientInfo() == nil) {
-			return nil, false
-		}
-		req = lr
+		req = &mcp.ListToolsRequest{Params: &mcp.ListToolsParams{Meta: fr.meta, Cursor: fr.cursor}, Extra: extra}
 	case "prompts/get", "resources/read":
 		if fr.seen&seenName == 0 || fr.name == "" || r.Header.Get("Mcp-Name") != fr.name {
 			return nil, false
 		}
 		if fr.method == "prompts/get" {
-			gr := &mcp.GetPromptRequest{Params: &mcp.GetPromptParams{Meta: fr.meta, Name: fr.name, Arguments: fr.promptArgs}, Extra: extra}
-			if (fr.caps && gr.ClientCapabilities() == nil) || (fr.info && gr.ClientInfo() == nil) {
-				return nil, false
-			}
-			req = gr
+			req = &mcp.GetPromptRequest{Params: &mcp.GetPromptParams{Meta: fr.meta, Name: fr.name, Arguments: fr.promptArgs}, Extra: extra}
 			break
 		}
-		rr := &mcp.ReadResourceRequest{Params: &mcp.ReadResourceParams{Meta: fr.meta, URI: fr.name}, Extra: extra}
-		if (fr.caps && rr.ClientCapabilities() == nil) || (fr.info && rr.ClientInfo() == nil) {
-			return nil, false
-		}
-		req = rr
+		req = &mcp.ReadResourceRequest{Params: &mcp.ReadResourceParams{Meta: fr.meta, URI: fr.name}, Extra: extra}
 	case "server/discover":
 		if fr.seen&(seenName|seenArgs|seenCursor) != 0 {
 			return nil, false
 		}
-		dr := &mcp.ServerRequest[*mcp.DiscoverParams]{Params: &mcp.DiscoverParams{Meta: fr.meta}, Extra: extra}
-		if (fr.caps && dr.ClientCapabilities() == nil) || (fr.info && dr.ClientInfo() == nil) {
-			return nil, false
-		}
-		req = dr
+		req = &mcp.ServerRequest[*mcp.DiscoverParams]{Params: &mcp.DiscoverParams{Meta: fr.meta}, Extra: extra}
 	default:
 		return nil, false
 	}
@@ -434,13 +431,13 @@ func (fr *fastRequest) readMeta(sc *schema.Scanner) bool {
 			fr.meta[metaProtocolVersion] = protocol2026
 			return once(fr, seenVersion) && fr.versionOK
 		case metaClientCaps:
-			v, ok := objectNoNumbers(sc)
-			fr.meta[metaClientCaps] = v
+			raw, v, ok := rawObjectNoNumbers(sc)
+			fr.meta[metaClientCaps], fr.capsRaw = v, raw
 			fr.caps = ok && len(v) > 0
 			return once(fr, seenCaps) && ok
 		case metaClientInfo:
-			v, ok := objectNoNumbers(sc)
-			fr.meta[metaClientInfo] = v
+			raw, v, ok := rawObjectNoNumbers(sc)
+			fr.meta[metaClientInfo], fr.infoRaw = v, raw
 			fr.info = true
 			return once(fr, seenInfo) && ok
 		}
@@ -461,6 +458,18 @@ func objectNoNumbers(sc *schema.Scanner) (map[string]any, bool) {
 	}
 	m, ok := v.(map[string]any)
 	return m, ok
+}
+
+// rawObjectNoNumbers is objectNoNumbers, with the bytes it read.
+func rawObjectNoNumbers(sc *schema.Scanner) ([]byte, map[string]any, bool) {
+	raw, ok := sc.Raw()
+	if !ok {
+		return nil, nil, false
+	}
+	var sub schema.Scanner
+	sub.Reset(raw)
+	v, ok := objectNoNumbers(&sub)
+	return raw, v, ok && sub.End()
 }
 
 func hasNumber(v any) bool {
@@ -531,6 +540,7 @@ func (fp *fastPath) write(w http.ResponseWriter, r *http.Request, id []byte, res
 		return
 	}
 	var buf bytes.Buffer
+	buf.Grow(512) // a plain call's answer in one allocation, not four
 	if fp.sse {
 		buf.WriteString("event: message\ndata: ")
 	}

@@ -147,6 +147,9 @@ func sameHeader(a, b http.Header) bool {
 	return keys(a) == keys(b)
 }
 
+// richCaps declares every capability a tool may ask through.
+const richCaps = `"clientCapabilities":{"elicitation":{"form":{},"url":{}},"sampling":{},"roots":{"listChanged":true}}`
+
 const meta26 = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
 
 func modernHeader(method, name string) http.Header {
@@ -281,6 +284,15 @@ func modernOwn(c *corpus) {
 	add("caps with number", h(), strings.Replace(ok, `"clientCapabilities":{}`, `"clientCapabilities":{"experimental":{"n":1}}`, 1))
 	add("client info", h(), strings.Replace(ok, `"clientCapabilities":{}`, `"clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"}`, 1))
 	add("bad client info", h(), strings.Replace(ok, `"clientCapabilities":{}`, `"clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":true}`, 1))
+	// Again, and the same values written otherwise: what the fast path
+	// read of them is kept by their bytes (fastmeta.go).
+	add("bad caps again", h(), strings.Replace(ok, `"clientCapabilities":{}`, `"clientCapabilities":{"elicitation":"yes"}`, 1))
+	add("bad caps spaced", h(), strings.Replace(ok, `"clientCapabilities":{}`, `"clientCapabilities":{ "elicitation" : "yes" }`, 1))
+	add("caps again", h(), strings.Replace(ok, `"clientCapabilities":{}`, `"clientCapabilities":{"elicitation":{"form":{}},"sampling":{},"roots":{}}`, 1))
+	add("caps spaced", h(), strings.Replace(ok, `"clientCapabilities":{}`, `"clientCapabilities": { "sampling" : { } } `, 1))
+	add("client info again", h(), strings.Replace(ok, `"clientCapabilities":{}`, `"clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"}`, 1))
+	add("bad client info again", h(), strings.Replace(ok, `"clientCapabilities":{}`, `"clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":true}`, 1))
+	add("client info with escapes", h(), strings.Replace(ok, `"clientCapabilities":{}`, `"clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"c\u0041","version":"1"}`, 1))
 	add("progress token", h(), strings.Replace(ok, `"_meta":{`, `"_meta":{"progressToken":"p1",`, 1))
 	add("log level", h(), strings.Replace(ok, `"_meta":{`, `"_meta":{"io.modelcontextprotocol/logLevel":"debug",`, 1))
 	add("client label", h(), strings.Replace(ok, `"_meta":{`, `"_meta":{"mcpd/client":"bench",`, 1))
@@ -380,6 +392,7 @@ func TestFastPathDifferential(t *testing.T) {
 		// Results the fast path writes without encoding them whole
 		// (fastwrite.go).
 		{"large results", func(t *testing.T) *snapshot.Current { return newEnvConfig(t, largeConfig).cur }},
+		{"relaying tools", func(t *testing.T) *snapshot.Current { return newEnvConfig(t, relayConfig).cur }}, // fastrelay_test.go
 	}
 	for _, cfg := range configs {
 		t.Run(cfg.name, func(t *testing.T) {
@@ -395,6 +408,12 @@ func TestFastPathDifferential(t *testing.T) {
 					for j, args := range argsFor(tool) {
 						p.compare(t, wireRequest{name: fmt.Sprintf("%s json=%v args %s", name, jsonResponse, args),
 							header: modernHeader("tools/call", name), body: callBody(strconv.Itoa(i*10+j), name, args)})
+					}
+					// Capabilities that tools which ask read (fastmeta.go), twice:
+					// read by the SDK, then from the fast path's cache.
+					for k := range 2 {
+						body := strings.Replace(callBody(strconv.Itoa(i*10+k), name, argsFor(tool)[0]), `"clientCapabilities":{}`, richCaps, 1)
+						p.compare(t, wireRequest{name: fmt.Sprintf("%s json=%v caps %d", name, jsonResponse, k), header: modernHeader("tools/call", name), body: body})
 					}
 				}
 				snap := cur.Load()

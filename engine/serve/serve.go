@@ -439,7 +439,7 @@ func (s *Server) callAsking(ctx context.Context, t *snapshot.Tool, snap *snapsho
 	if extra := req.GetExtra(); extra != nil && extra.Header != nil {
 		h.post = headerKey(extra.Header)
 	}
-	cr.Answers = s.answers(snap, req.Session, req.ClientCapabilities(), req.Params.InputResponses, req.Params.RequestState, h)
+	cr.Answers = s.answers(snap, req.Session, clientCaps(ctx, req), req.Params.InputResponses, req.Params.RequestState, h)
 	res, err := t.Call(ctx, cr)
 	h.mu.Lock()
 	hold.running, hold.reserved = h.running, h.reserved
@@ -596,7 +596,7 @@ func (s *Server) getPrompt(ctx context.Context, req *mcp.GetPromptRequest, calle
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %q", req.Params.Name)}
 	}
 	res, err := p.Get(ctx, &snapshot.GetRequest{Args: req.Params.Arguments, Caller: caller,
-		Answers: s.answers(snap, req.Session, req.ClientCapabilities(), req.Params.InputResponses, req.Params.RequestState, nil)})
+		Answers: s.answers(snap, req.Session, clientCaps(ctx, req), req.Params.InputResponses, req.Params.RequestState, nil)})
 	if err != nil {
 		return nil, protocolError(err)
 	}

@@ -213,14 +213,14 @@ func ownerKey(p *principal.Principal) string {
 // the client both use tasks, and refuses it when the tool requires tasks
 // and the client does not use them; handled is false for a plain call.
 func (s *Server) callAsTask(ctx context.Context, t *snapshot.Tool, req *mcp.CallToolRequest, caller *principal.Principal, hold *callHold) (res mcp.Result, err error, handled bool) {
-	if usesLegacyTasks(req.Session, req.ClientCapabilities()) {
+	caps := clientCaps(ctx, req) // fastmeta.go: decoded once per request
+	if usesLegacyTasks(req.Session, caps) {
 		return s.callAsLegacyTask(ctx, t, req, caller, hold) // tasks_legacy.go
 	}
 	p := t.Task()
 	if p.Mode == tasks.Never {
 		return nil, nil, false
 	}
-	caps := req.ClientCapabilities()
 	if !declaresTasks(caps) {
 		if p.Mode == tasks.Required {
 			return nil, missingTasksExtension(fmt.Sprintf("tool %q runs only as a task", req.Params.Name)), true
