@@ -319,7 +319,7 @@ done
 
 section "go test micro-benchmarks: the per-call path" \
   go test -run '^$' -bench 'Validate|DecodeJSON|CallContext|EvalTemplate|BenchmarkRun|BenchmarkCall|SQLitePointQuery|RowText|CacheHit' \
-  -benchmem -count 1 ./engine/schema ./engine/adapter ./engine/shape ./engine/snapshot ./adapters/sql
+  -benchmem -count 1 ./engine/schema ./engine/adapter ./engine/shape ./engine/snapshot ./adapters/sqladapter
 
 section "go test benchmarks: loading and listing (runtime GC defaults)" \
   go test -run '^$' -bench 'BenchmarkDecode$|Load1000Tools|Load10000Tools|ToolsList1000' -benchtime 5x -benchmem -count 1 \

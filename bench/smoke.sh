@@ -69,5 +69,5 @@ step "${LG[@]}" -mode call -transport http -c 2 \
 test -s "$WORK/cpu.pprof" && test -s "$WORK/allocs.pprof"
 echo "--- go test micro-benchmarks, once each"
 go test -run '^$' -bench 'Validate|DecodeJSON|CallContext|EvalTemplate|BenchmarkRun|BenchmarkCall|BenchmarkDecode$|SQLitePointQuery|RowText' \
-  -benchtime 1x ./engine/schema ./engine/adapter ./engine/shape ./engine/snapshot ./engine/config ./adapters/sql >/dev/null
+  -benchtime 1x ./engine/schema ./engine/adapter ./engine/shape ./engine/snapshot ./engine/config ./adapters/sqladapter >/dev/null
 echo "bench smoke: ok"

@@ -7,10 +7,10 @@ import (
 	"github.com/mcpd/mcpd/engine/connect"
 	"github.com/mcpd/mcpd/engine/proc"
 
-	httpadapter "github.com/mcpd/mcpd/adapters/http"
-	mcpadapter "github.com/mcpd/mcpd/adapters/mcp"
+	"github.com/mcpd/mcpd/adapters/httpadapter"
+	"github.com/mcpd/mcpd/adapters/mcpadapter"
 	"github.com/mcpd/mcpd/adapters/shell"
-	sqladapter "github.com/mcpd/mcpd/adapters/sql"
+	"github.com/mcpd/mcpd/adapters/sqladapter"
 )
 
 // Register registers every adapter mcpd ships in reg, under the block name

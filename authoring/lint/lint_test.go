@@ -6,9 +6,9 @@ import (
 	"reflect"
 	"testing"
 
-	httpadapter "github.com/mcpd/mcpd/adapters/http"
+	"github.com/mcpd/mcpd/adapters/httpadapter"
 	"github.com/mcpd/mcpd/adapters/shell"
-	sqladapter "github.com/mcpd/mcpd/adapters/sql"
+	"github.com/mcpd/mcpd/adapters/sqladapter"
 	"github.com/mcpd/mcpd/authoring/lint"
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/config"

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	httpadapter "github.com/mcpd/mcpd/adapters/http"
+	"github.com/mcpd/mcpd/adapters/httpadapter"
 	"github.com/mcpd/mcpd/adapters/shell"
 	"github.com/mcpd/mcpd/authoring/testrun"
 	"github.com/mcpd/mcpd/engine/adapter"

@@ -1,5 +1,5 @@
 # The gateway benchmark's gateway (bench/gateway-pair.sh and
-# BenchmarkGatewayFloor in adapters/mcp): its tool static is the static
+# BenchmarkGatewayFloor in adapters/mcpadapter): its tool static is the static
 # tool of an mcpd upstream serving bench/configs/static.hcl over HTTP at
 # MCPD_BENCH_UPSTREAM (HTTP both hops). MCPD_BENCH_FAST_PATH=false sends
 # its calls through the go-sdk client instead of the gateway's fast path

@@ -16,9 +16,9 @@ import (
 	"os"
 	"time"
 
-	httpadapter "github.com/mcpd/mcpd/adapters/http"
-	mcpadapter "github.com/mcpd/mcpd/adapters/mcp"
-	sqladapter "github.com/mcpd/mcpd/adapters/sql"
+	"github.com/mcpd/mcpd/adapters/httpadapter"
+	"github.com/mcpd/mcpd/adapters/mcpadapter"
+	"github.com/mcpd/mcpd/adapters/sqladapter"
 	"github.com/mcpd/mcpd/bench/internal/profile"
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/config"

@@ -23,7 +23,7 @@ func main() {
 	if err != nil || target.Host == "" {
 		log.Fatalf("revproxy: -upstream must be a URL such as http://127.0.0.1:8081 (got %q)", *upstream)
 	}
-	// The same connection pool as mcpd's upstreams (adapters/mcp,
+	// The same connection pool as mcpd's upstreams (adapters/mcpadapter,
 	// httpTransport): 16 calls in flight keep 16 connections.
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConns = 256

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcpd/mcpd/adapters/mcp/mcptest"
+	"github.com/mcpd/mcpd/adapters/mcpadapter/mcptest"
 )
 
 // A gateway whose upstream starts through npx, on the npx's first start

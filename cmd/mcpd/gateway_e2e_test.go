@@ -15,7 +15,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcpd/mcpd/adapters/mcp/mcptest"
+	"github.com/mcpd/mcpd/adapters/mcpadapter/mcptest"
 	"github.com/mcpd/mcpd/internal/wait"
 )
 
@@ -672,7 +672,7 @@ mcp_server "everything" {
 // list_changed subscription when any of them ends: a gateway client that
 // subscribes to an upstream resource and unsubscribes must not silence
 // the upstream's later list changes (the gateway keeps the resource's
-// stream open; adapters/mcp/forward.go).
+// stream open; adapters/mcpadapter/forward.go).
 func TestGatewayStdioUpstreamUnsubscribeKeepsListChanged(t *testing.T) {
 	upDir := configDir(t, map[string]string{"tools.hcl": upstreamTool("alpha") + `
 resource "notes" {

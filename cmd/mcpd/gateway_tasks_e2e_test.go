@@ -11,7 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcpd/mcpd/adapters/mcp/mcptest"
+	"github.com/mcpd/mcpd/adapters/mcpadapter/mcptest"
 	"github.com/mcpd/mcpd/internal/wait"
 )
 

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcpd/mcpd/adapters/mcp/mcptest"
+	"github.com/mcpd/mcpd/adapters/mcpadapter/mcptest"
 )
 
 // Every `mcpd init --template` project passes validate, lint --strict and

@@ -200,7 +200,7 @@ type Request struct {
 	ProgressWanted, LogWanted bool
 	// Client asks the client that made the call while the call waits
 	// (elicitation/create, sampling/createMessage, roots/list), for an
-	// adapter that relays such requests (adapters/mcp). Nil when the
+	// adapter that relays such requests (adapters/mcpadapter). Nil when the
 	// client cannot be asked within a call: a 2026-07-28 client (it is
 	// asked by input_required rounds: see Rounds), resource reads.
 	Client ClientAsker
@@ -310,7 +310,7 @@ type Output struct {
 	// Media are binary contents (images, audio) returned as they are.
 	Media []Media
 	// Result, when not nil, is a whole MCP tool result from an MCP server
-	// the adapter proxies (adapters/mcp). A tool without a result block
+	// the adapter proxies (adapters/mcpadapter). A tool without a result block
 	// passes it on as it is (its content blocks, structuredContent and
 	// isError), after the same redaction and checks as any other result;
 	// Text, Media and Structured are then ignored.

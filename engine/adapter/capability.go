@@ -126,7 +126,7 @@ func RecordDelegation(ctx context.Context, d Delegation) {
 }
 
 // A ToolContributor is a BackendConfig whose backend declares tools of its
-// own at run time, such as an MCP server's tools/list (adapters/mcp's
+// own at run time, such as an MCP server's tools/list (adapters/mcpadapter's
 // expose block). Every snapshot build asks it what the live backend
 // contributes now, and serves those tools beside the config's: a tool the
 // config declares wins over a contributed one of the same name. Together

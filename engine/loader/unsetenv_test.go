@@ -8,10 +8,10 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
-	httpadapter "github.com/mcpd/mcpd/adapters/http"
-	mcpadapter "github.com/mcpd/mcpd/adapters/mcp"
+	"github.com/mcpd/mcpd/adapters/httpadapter"
+	"github.com/mcpd/mcpd/adapters/mcpadapter"
 	"github.com/mcpd/mcpd/adapters/shell"
-	sqladapter "github.com/mcpd/mcpd/adapters/sql"
+	"github.com/mcpd/mcpd/adapters/sqladapter"
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/config"
 	"github.com/mcpd/mcpd/engine/loader"

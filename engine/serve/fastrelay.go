@@ -13,7 +13,7 @@ import (
 // calls to the SDK. An mcp tool (a gateway's) is such a tool, since its
 // upstream may ask (elicitation, sampling, roots) and mcpd relays the
 // question; but mcpd relays only what the calling client declared it can
-// answer (adapter.ClientAsker; adapters/mcp refuses the rest to the
+// answer (adapter.ClientAsker; adapters/mcpadapter refuses the rest to the
 // upstream itself), so the call of a client that declared none of those
 // capabilities asks nothing, and needs nothing of the session's stream.
 // Those calls are served on the fast path; a tool with ask blocks of its
@@ -39,7 +39,7 @@ func asksInCall(t *snapshot.Tool, ss *mcp.ServerSession) bool {
 }
 
 // canBeAsked reports whether a client declared anything a relayed
-// request may ask of it (adapters/mcp relays elicitation, sampling and
+// request may ask of it (adapters/mcpadapter relays elicitation, sampling and
 // roots requests, each only to a client that declared it).
 func canBeAsked(c *mcp.ClientCapabilities) bool {
 	return c != nil && (c.Elicitation != nil || c.Sampling != nil || c.RootsV2 != nil || c.Roots.ListChanged)

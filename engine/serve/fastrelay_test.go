@@ -12,7 +12,7 @@ import (
 )
 
 // relayHandler is the fake's mode "relay": a handler that relays its
-// client's requests (as adapters/mcp's does), which answers what it was
+// client's requests (as adapters/mcpadapter's does), which answers what it was
 // given to ask its client with.
 type relayHandler struct{ *fakeHandler }
 

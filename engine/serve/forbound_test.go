@@ -13,9 +13,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	httpadapter "github.com/mcpd/mcpd/adapters/http"
+	"github.com/mcpd/mcpd/adapters/httpadapter"
 	"github.com/mcpd/mcpd/adapters/shell"
-	sqladapter "github.com/mcpd/mcpd/adapters/sql"
+	"github.com/mcpd/mcpd/adapters/sqladapter"
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/loader"
 	"github.com/mcpd/mcpd/engine/serve"

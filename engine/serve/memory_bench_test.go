@@ -22,9 +22,9 @@ import (
 	"testing"
 	"time"
 
-	httpadapter "github.com/mcpd/mcpd/adapters/http"
+	"github.com/mcpd/mcpd/adapters/httpadapter"
 	"github.com/mcpd/mcpd/adapters/shell"
-	sqladapter "github.com/mcpd/mcpd/adapters/sql"
+	"github.com/mcpd/mcpd/adapters/sqladapter"
 	"github.com/mcpd/mcpd/engine/loader"
 	"github.com/mcpd/mcpd/engine/serve"
 	"github.com/mcpd/mcpd/engine/snapshot"

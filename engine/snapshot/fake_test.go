@@ -183,7 +183,7 @@ func (h *fakeHandler) Call(ctx context.Context, req *adapter.Request) (*adapter.
 }
 
 // fakeRelay (mode "relay") asks its client by input_required rounds, as
-// adapters/mcp does for an upstream's questions: "What is your name?"
+// adapters/mcpadapter does for an upstream's questions: "What is your name?"
 // under key "q" with the state "asked", then greets with the answer.
 type fakeRelay struct{}
 

@@ -18,7 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/redis/go-redis/v9"
 
-	mcpadapter "github.com/mcpd/mcpd/adapters/mcp"
+	"github.com/mcpd/mcpd/adapters/mcpadapter"
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/auth/authtest"
 	connectflow "github.com/mcpd/mcpd/engine/connect"

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	sqladapter "github.com/mcpd/mcpd/adapters/sql"
+	"github.com/mcpd/mcpd/adapters/sqladapter"
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/cache"
 	"github.com/mcpd/mcpd/engine/loader"

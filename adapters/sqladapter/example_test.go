@@ -14,7 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	httpadapter "github.com/mcpd/mcpd/adapters/http"
+	"github.com/mcpd/mcpd/adapters/httpadapter"
 	"github.com/mcpd/mcpd/adapters/shell"
 	"github.com/mcpd/mcpd/engine/adapter"
 	"github.com/mcpd/mcpd/engine/ask"
