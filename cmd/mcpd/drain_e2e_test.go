@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -40,10 +41,14 @@ func TestStdioDrainReadsAnswers(t *testing.T) {
 	logs := &lockedBuffer{}
 	cmd.Stderr = logs
 	asked := make(chan struct{})
+	var askedOnce sync.Once
 	answer := make(chan struct{})
 	client := mcp.NewClient(&mcp.Implementation{Name: "drain", Version: "1"}, &mcp.ClientOptions{
 		ElicitationHandler: func(ctx context.Context, _ *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			close(asked)
+			// Once: a second question (a call the drain should have
+			// refused, asking) must fail the test below, not panic here
+			// and take the package's other tests with it.
+			askedOnce.Do(func() { close(asked) })
 			select {
 			case <-answer:
 			case <-ctx.Done():
