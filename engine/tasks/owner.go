@@ -3,7 +3,6 @@ package tasks
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"slices"
 	"strconv"
@@ -81,25 +80,5 @@ func (s *Redis) Recent(ctx context.Context, owner string, n int) ([]*Record, err
 	if err != nil || len(ids) == 0 {
 		return []*Record{}, err
 	}
-	keys := make([]string, len(ids))
-	for i, id := range ids {
-		keys[i] = st.Key("task", id)
-	}
-	vals, err := c.MGet(ctx, keys...).Result()
-	st.Observe(err)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*Record, 0, len(vals))
-	for i, v := range vals {
-		b, ok := v.(string)
-		if !ok || len(b) > s.maxValue {
-			continue
-		}
-		var r Record
-		if json.Unmarshal([]byte(b), &r) == nil && r.ID == ids[i] && r.Owner == owner {
-			out = append(out, &r)
-		}
-	}
-	return out, nil
+	return s.records(ctx, st, ids, owner, false)
 }

@@ -117,6 +117,34 @@ func (s *Redis) decode(b []byte, owner, id string) (*Record, error) {
 	return &r, nil
 }
 
+// records reads the tasks named by ids in one MGET, those of owner alone
+// unless anyOwner, skipping the ones that expired meanwhile and those the
+// shared state answered in a form mcpd never writes.
+func (s *Redis) records(ctx context.Context, st *sharedstate.Store, ids []string, owner string, anyOwner bool) ([]*Record, error) {
+	keys := make([]string, len(ids))
+	for i, id := range ids {
+		keys[i] = st.Key("task", id)
+	}
+	vals, err := st.Client().MGet(ctx, keys...).Result()
+	st.Observe(err)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*Record, 0, len(vals))
+	for i, v := range vals {
+		b, ok := v.(string)
+		if !ok {
+			continue // expired meanwhile
+		}
+		var r Record
+		if len(b) > s.maxValue || json.Unmarshal([]byte(b), &r) != nil || r.ID != ids[i] || (!anyOwner && r.Owner != owner) {
+			continue
+		}
+		out = append(out, &r)
+	}
+	return out, nil
+}
+
 // maxTries bounds the retries of an Update that another replica's write
 // interrupted.
 const maxTries = 8
@@ -201,27 +229,7 @@ func (s *Redis) List(ctx context.Context, n int) ([]*Record, error) {
 	if err != nil || len(ids) == 0 {
 		return nil, err
 	}
-	keys := make([]string, len(ids))
-	for i, id := range ids {
-		keys[i] = st.Key("task", id)
-	}
-	vals, err := c.MGet(ctx, keys...).Result()
-	st.Observe(err)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*Record, 0, len(vals))
-	for i, v := range vals {
-		b, ok := v.(string)
-		if !ok || len(b) > s.maxValue {
-			continue
-		}
-		var r Record
-		if json.Unmarshal([]byte(b), &r) == nil && r.ID == ids[i] {
-			out = append(out, &r)
-		}
-	}
-	return out, nil
+	return s.records(ctx, st, ids, "", true)
 }
 
 func (s *Redis) ListOwner(ctx context.Context, owner, after string, n int) ([]*Record, bool, error) {
@@ -242,24 +250,9 @@ func (s *Redis) ListOwner(ctx context.Context, owner, after string, n int) ([]*R
 	if len(ids) == 0 {
 		return nil, more, nil
 	}
-	keys := make([]string, len(ids))
-	for i, id := range ids {
-		keys[i] = st.Key("task", id)
-	}
-	vals, err := c.MGet(ctx, keys...).Result()
-	st.Observe(err)
+	out, err := s.records(ctx, st, ids, owner, false)
 	if err != nil {
 		return nil, false, fmt.Errorf("listing tasks in the shared state: %w", err)
-	}
-	out := make([]*Record, 0, len(vals))
-	for i, v := range vals {
-		b, ok := v.(string)
-		if !ok {
-			continue // expired meanwhile
-		}
-		if r, err := s.decode([]byte(b), owner, ids[i]); err == nil {
-			out = append(out, r)
-		}
 	}
 	return out, more, nil
 }
