@@ -35,6 +35,11 @@ import (
 // the cache stops growing.
 const maxMetaCache = 64
 
+// maxMetaCacheKey bounds the objects kept: real clients' capabilities and
+// info are a few hundred bytes, and a cache that kept whatever a request
+// could carry would pin maxMetaCache request bodies for the process's life.
+const maxMetaCacheKey = 4 << 10
+
 // metaCache is an endpoint's reading of the capabilities and info objects
 // it was sent, by their bytes. Readers take a map that is never written
 // (copy on write: the cache fills once, then is only read).
@@ -69,6 +74,9 @@ func cached[V any](mu *sync.Mutex, p *atomic.Pointer[map[string]V], raw []byte, 
 		}
 	}
 	v := read()
+	if len(raw) > maxMetaCacheKey {
+		return v
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	old := p.Load()
