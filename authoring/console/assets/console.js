@@ -758,7 +758,7 @@ function callForm({ schema, button, onSubmit, taskOption }) {
       status.className = "keys error";
       return;
     }
-    status.textContent = "calling…";
+    status.textContent = asTask && asTask.checked ? "running as a task: follow it below" : "calling…";
     status.className = "keys";
     submit.disabled = true;
     try {
