@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpd/mcpd/engine/sharedstate/sharedstatetest"
+	"github.com/mcpd/mcpd/internal/wait"
 )
 
 // tasksConfig is what the replicas of TestHAProxyTasks serve: a tool that
@@ -79,18 +80,17 @@ func taskOp(ctx context.Context, cs *mcp.ClientSession, method, id string) (*tas
 // readPID waits for a program to write its PID to path.
 func readPID(t *testing.T, path string) int {
 	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if b, err := os.ReadFile(path); err == nil && bytes.HasSuffix(b, []byte("\n")) {
-			pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			return pid
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no PID in %s", path)
-		}
+	var b []byte
+	wait.Until(t, "a PID in "+path, func() bool {
+		var err error
+		b, err = os.ReadFile(path)
+		return err == nil && bytes.HasSuffix(b, []byte("\n"))
+	})
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
 	}
+	return pid
 }
 
 // parent is the parent process of pid (0 once it is gone).
@@ -252,11 +252,7 @@ func TestHAProxyTasks(t *testing.T) {
 		}
 		await(t, id, "cancelled", 10*time.Second)
 		// The runner hears of it at its next renewal (a third of the lease).
-		for deadline := time.Now().Add(30 * time.Second); !gone(pid); time.Sleep(100 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("the program of task %s still runs on %s 30s after it was cancelled on %s", id, run.id, other.id)
-			}
-		}
+		wait.Until(t, fmt.Sprintf("the program of task %s on %s ends after it was cancelled on %s", id, run.id, other.id), func() bool { return gone(pid) })
 		t.Logf("task created through the balancer ran on %s, cancelled on %s: its process group is gone", run.id, other.id)
 	})
 
